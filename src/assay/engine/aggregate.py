@@ -1,0 +1,167 @@
+"""Aggregation: per-invocation rows, the Vertex-style summary, repeated-run statistics."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from assay.engine.stats import bootstrap_ci, pass_at_k, pass_hat_k
+from assay.metrics.base import Metric, mean
+from assay.model.results import CaseResult, EvalResult, InvocationResult, Score, Status
+
+
+def _std(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    m = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def case_rows(
+    result: CaseResult, metrics: Sequence[Metric], agent_run: bool
+) -> list[dict[str, Any]]:
+    """One row per invocation (at least one per case run), with `{metric}/score` columns."""
+    rows: list[dict[str, Any]] = []
+    invocations: list[InvocationResult | None] = list(result.invocations) or [None]
+    for pos, inv in enumerate(invocations):
+        row: dict[str, Any] = {
+            "eval_set_id": result.eval_set_id,
+            "case_id": result.case_id,
+            "run": result.run_index,
+            "invocation_id": inv.invocation_id if inv else None,
+        }
+        actual = inv.actual if inv else None
+        expected = inv.expected if inv else None
+        source = actual or expected
+        row["prompt"] = source.user_input.text if source else None
+        row["response"] = actual.final_response if actual else None
+        if expected is not None and expected.final_response is not None:
+            row["reference"] = expected.final_response
+        for metric in metrics:
+            mr = result.metrics.get(metric.name)
+            if mr is None:
+                continue
+            score: Score | None = None
+            if inv is not None and len(mr.per_invocation) == len(result.invocations):
+                score = mr.per_invocation[inv.index]
+            elif pos == 0:
+                # A case-level metric (no per-invocation scores) reports on the first row.
+                score = Score(mr.score, mr.explanation)
+            if score is not None:
+                row.update(metric.row_columns(score))
+        if agent_run:
+            row["latency_in_seconds"] = (
+                actual.latency_s
+                if actual is not None and actual.latency_s is not None
+                else (result.latency_s if pos == 0 else None)
+            )
+            row["failure"] = 1 if result.failure else 0
+        if result.error and pos == 0:
+            row["error"] = result.error
+        rows.append(row)
+    return rows
+
+
+def summarize(
+    cases: Sequence[CaseResult],
+    rows: Sequence[dict[str, Any]],
+    metrics: Sequence[Metric],
+    *,
+    agent_run: bool,
+    runs: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The summary dict and, for repeated runs, per-case statistics."""
+    summary: dict[str, Any] = {"row_count": len(rows)}
+    for metric in metrics:
+        values: list[float] = []
+        for case in cases:
+            mr = case.metrics.get(metric.name)
+            if mr is None:
+                continue
+            if mr.per_invocation and len(mr.per_invocation) == len(case.invocations):
+                values.extend(s.value for s in mr.per_invocation if s.value is not None)
+            elif mr.score is not None:
+                values.append(mr.score)
+        summary.update(metric.summary_columns(values))
+    if agent_run:
+        latencies = [
+            r["latency_in_seconds"] for r in rows if r.get("latency_in_seconds") is not None
+        ]
+        failures = [float(r["failure"]) for r in rows]
+        summary["latency_in_seconds/mean"] = mean(latencies)
+        summary["latency_in_seconds/std"] = _std(latencies)
+        summary["failure/mean"] = mean(failures)
+        summary["failure/std"] = _std(failures)
+    counts = {s: 0 for s in Status}
+    for case in cases:
+        counts[case.status] += 1
+    summary["case_count"] = len(cases)
+    summary["passed"] = counts[Status.PASSED]
+    summary["failed"] = counts[Status.FAILED]
+    summary["not_evaluated"] = counts[Status.NOT_EVALUATED]
+    summary["pass_rate"] = counts[Status.PASSED] / len(cases) if cases else None
+    repeated: dict[str, Any] = {}
+    if runs > 1:
+        repeated = _repeated(cases, metrics, runs, summary)
+    return summary, repeated
+
+
+def _repeated(
+    cases: Sequence[CaseResult], metrics: Sequence[Metric], k: int, summary: dict[str, Any]
+) -> dict[str, Any]:
+    by_case: dict[tuple[str | None, str], list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        by_case[(case.eval_set_id, case.case_id)].append(case)
+    per_case: dict[str, Any] = {}
+    at_k = hat_k = 0
+    for (set_id, case_id), runs in by_case.items():
+        passes = [r.status is Status.PASSED for r in sorted(runs, key=lambda r: r.run_index)]
+        a, h = pass_at_k(passes), pass_hat_k(passes)
+        at_k += a
+        hat_k += h
+        key = f"{set_id}/{case_id}" if set_id else case_id
+        per_case[key] = {
+            "runs": len(passes),
+            "passed_runs": sum(passes),
+            "pass_rate": sum(passes) / len(passes),
+            f"pass@{k}": a,
+            f"pass^{k}": h,
+        }
+    n = len(by_case)
+    summary["runs"] = k
+    summary[f"pass@{k}"] = at_k / n if n else None
+    summary[f"pass^{k}"] = hat_k / n if n else None
+    for metric in metrics:
+        groups = [
+            [
+                c.metrics[metric.name].score
+                for c in runs
+                if metric.name in c.metrics and c.metrics[metric.name].score is not None
+            ]
+            for runs in by_case.values()
+        ]
+        ci = bootstrap_ci([[v for v in g if v is not None] for g in groups])
+        summary[f"{metric.name}/ci95"] = list(ci) if ci else None
+    return per_case
+
+
+def build_result(
+    cases: list[CaseResult],
+    metrics: Sequence[Metric],
+    *,
+    agent_run: bool,
+    runs: int,
+    eval_set_id: str | None = None,
+) -> EvalResult:
+    rows = [row for case in cases for row in case_rows(case, metrics, agent_run)]
+    summary, repeated = summarize(cases, rows, metrics, agent_run=agent_run, runs=runs)
+    return EvalResult(
+        summary=summary,
+        rows=rows,
+        cases=cases,
+        eval_set_id=eval_set_id,
+        metrics=[m.name for m in metrics],
+        repeated=repeated,
+    )

@@ -1,0 +1,82 @@
+"""One hierarchy for every error assay reports to a user.
+
+Messages say what was wrong, where (file, case, JSON path) and what was expected, so a
+user can fix the input without reading a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class AssayError(Exception):
+    """Base of every error assay raises on purpose."""
+
+    exit_code = 2
+
+
+class InputError(AssayError):
+    """A data file (eval set, dataset, trace) could not be loaded.
+
+    Carries the location so callers and the CLI can show it consistently.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        case_id: str | None = None,
+        path: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.file = file
+        self.case_id = case_id
+        self.path = path
+        self.expected = expected
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file:
+            where.append(f"file {self.file}")
+        if self.case_id is not None:
+            where.append(f"case {self.case_id!r}")
+        if self.path:
+            where.append(f"at {self.path}")
+        text = self.detail
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return f"{', '.join(where)}: {text}" if where else text
+
+    def located(self, *, file: str | None = None, case_id: str | None = None) -> InputError:
+        """Return a copy with missing location parts filled in."""
+        return InputError(
+            self.detail,
+            file=self.file or file,
+            case_id=self.case_id if self.case_id is not None else case_id,
+            path=self.path,
+            expected=self.expected,
+        )
+
+
+class UnknownFormatError(InputError):
+    """The format of a file could not be detected or is not supported."""
+
+
+class ConfigError(AssayError):
+    """An evaluation config (criteria, metric options, CLI flags) is invalid."""
+
+    @classmethod
+    def unknown(cls, kind: str, name: str, valid: Iterable[str]) -> ConfigError:
+        options = ", ".join(sorted(valid))
+        return cls(f"unknown {kind} {name!r}; valid {kind}s are: {options}")
+
+
+class AgentError(AssayError):
+    """An agent could not be loaded or called."""
+
+
+class StoreError(AssayError):
+    """The results store could not be opened or written."""

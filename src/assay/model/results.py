@@ -1,0 +1,151 @@
+"""Result shapes: a metric's score per invocation, per case, and a whole run (SPEC §3).
+
+Plain slotted dataclasses: the engine builds hundreds of thousands of them on the
+row-scoring path, where pydantic validation would dominate. `pydantic.TypeAdapter`
+reads them back from JSON when needed (store, reports).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum, StrEnum
+from typing import Any
+
+from assay.model.core import Turn
+
+
+class Status(StrEnum):
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    NOT_EVALUATED = "NOT_EVALUATED"
+
+    @property
+    def adk_code(self) -> int:
+        """ADK's `EvalStatus` integer (1 passed, 2 failed, 3 not evaluated)."""
+        return {"PASSED": 1, "FAILED": 2, "NOT_EVALUATED": 3}[self.value]
+
+
+def status_for(score: float | None, threshold: float | None) -> Status:
+    """PASSED if score >= threshold, FAILED if below, NOT_EVALUATED without a score."""
+    if score is None:
+        return Status.NOT_EVALUATED
+    if threshold is None or score >= threshold:
+        return Status.PASSED
+    return Status.FAILED
+
+
+def combine_statuses(statuses: list[Status]) -> Status:
+    """Strict case status: any FAILED fails; else any NOT_EVALUATED; else PASSED.
+
+    A case with no scored metric at all is NOT_EVALUATED, never PASSED.
+    """
+    if not statuses:
+        return Status.NOT_EVALUATED
+    if Status.FAILED in statuses:
+        return Status.FAILED
+    if Status.NOT_EVALUATED in statuses:
+        return Status.NOT_EVALUATED
+    return Status.PASSED
+
+
+@dataclass(slots=True)
+class Score:
+    """One metric's verdict on one invocation (or row).
+
+    `value` None means "no score" and `explanation` then says why; a missing score is
+    never reported as 0. `details` holds extra named outputs that become row columns
+    (e.g. a custom metric's `{name}/{key}` values, per-rubric scores, chunk ratings).
+    """
+
+    value: float | None
+    explanation: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MetricResult:
+    """One metric on one case: the case score, its status and the per-invocation scores."""
+
+    name: str
+    score: float | None
+    threshold: float | None
+    status: Status | None  # None for informational metrics (never pass/fail)
+    explanation: str | None = None
+    per_invocation: list[Score] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class InvocationResult:
+    index: int
+    invocation_id: str | None
+    actual: Turn | None
+    expected: Turn | None
+    scores: dict[str, Score] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """Every requested metric on one case, for one run of it (run_index is 0-based)."""
+
+    case_id: str
+    status: Status
+    metrics: dict[str, MetricResult] = field(default_factory=dict)
+    invocations: list[InvocationResult] = field(default_factory=list)
+    run_index: int = 0
+    latency_s: float | None = None
+    failure: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    eval_set_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for inv, src in zip(data["invocations"], self.invocations, strict=True):
+            inv["actual"] = src.actual.model_dump(exclude_none=True) if src.actual else None
+            inv["expected"] = src.expected.model_dump(exclude_none=True) if src.expected else None
+        return _enums_to_str(data)  # type: ignore[no-any-return]
+
+
+def _enums_to_str(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _enums_to_str(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_enums_to_str(v) for v in value]
+    return value
+
+
+@dataclass(slots=True)
+class EvalResult:
+    """The outcome of one evaluation run.
+
+    `summary` is the Vertex-style summary dict (`row_count`, `{metric}/mean`, ...),
+    `rows` one dict per row/invocation with `{metric}/score` columns, `cases` the
+    per-case results (written as ADK `EvalCaseResult` objects by the JSON report).
+    """
+
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]]
+    cases: list[CaseResult]
+    run_id: str | None = None
+    eval_set_id: str | None = None
+    metrics: list[str] = field(default_factory=list)
+    repeated: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> Status:
+        return combine_statuses([c.status for c in self.cases])
+
+    def to_pandas(self) -> Any:
+        """The rows as a pandas DataFrame (needs `pip install pandas` or `assay[pandas]`)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on environment
+            from assay.errors import AssayError
+
+            raise AssayError(
+                "EvalResult.to_pandas() needs pandas: pip install 'assay[pandas]'"
+            ) from exc
+        return pd.DataFrame(self.rows)
