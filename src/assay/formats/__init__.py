@@ -75,7 +75,12 @@ def load(
             file=str(p),
         )
     try:
-        evalset: EvalSet = module.load_data(data, file=str(p), mapping=mapping)
+        # A format that reads files beside the data one (ADK legacy: the initial
+        # session) exposes `load_path`.
+        if hasattr(module, "load_path"):
+            evalset: EvalSet = module.load_path(p, data, mapping)
+        else:
+            evalset = module.load_data(data, file=str(p), mapping=mapping)
     except InputError as exc:
         raise exc.located(file=str(p)) from None
     return evalset
