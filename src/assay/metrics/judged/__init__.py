@@ -1,0 +1,108 @@
+"""LLM-judged metrics (SPEC §4.4), one module per family; importing registers them.
+
+- ADK (`adk.py`): final_response_match_v2, rubric_based_final_response_quality_v1,
+  rubric_based_tool_use_quality_v1, hallucinations_v1, safety_v1,
+  per_turn_user_simulator_quality_v1
+- Databricks (`databricks.py`): correctness, relevance_to_query, groundedness, safety,
+  chunk_relevance, context_sufficiency, guideline_adherence
+- CES (`ces.py`): semantic_similarity, hallucination, user_goal_satisfaction,
+  task_completed
+
+Every one accepts `judge_model_options {judge_model, num_samples, temperature, ...}`;
+without a judge client attached they report no score with `NO_JUDGE_MESSAGE`.
+"""
+
+from assay.metrics.judged.adk import (
+    AdkJudgedOptions,
+    CriterionRubric,
+    FinalResponseMatchV2,
+    HallucinationsOptions,
+    HallucinationsV1,
+    PerTurnUserSimulatorQualityV1,
+    RubricBasedFinalResponseQualityV1,
+    RubricBasedToolUseQualityV1,
+    RubricsOptions,
+    SafetyV1,
+    UserSimulatorQualityOptions,
+)
+from assay.metrics.judged.base import (
+    NO_JUDGE_MESSAGE,
+    JudgeClient,
+    JudgedMetric,
+    JudgedOptions,
+    JudgeModelOptions,
+)
+from assay.metrics.judged.ces import (
+    Hallucination,
+    HallucinationOptions,
+    SemanticSimilarity,
+    SemanticSimilarityOptions,
+    TaskCompleted,
+    UserGoalSatisfaction,
+)
+from assay.metrics.judged.databricks import (
+    ChunkRelevance,
+    ContextSufficiency,
+    Correctness,
+    Groundedness,
+    GuidelineAdherence,
+    GuidelineOptions,
+    RelevanceToQuery,
+    Safety,
+    rating_of,
+)
+
+JUDGED_METRIC_NAMES: tuple[str, ...] = (
+    "final_response_match_v2",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "hallucinations_v1",
+    "safety_v1",
+    "per_turn_user_simulator_quality_v1",
+    "correctness",
+    "relevance_to_query",
+    "groundedness",
+    "safety",
+    "chunk_relevance",
+    "context_sufficiency",
+    "guideline_adherence",
+    "semantic_similarity",
+    "hallucination",
+    "user_goal_satisfaction",
+    "task_completed",
+)
+
+__all__ = [
+    "JUDGED_METRIC_NAMES",
+    "NO_JUDGE_MESSAGE",
+    "AdkJudgedOptions",
+    "ChunkRelevance",
+    "ContextSufficiency",
+    "Correctness",
+    "CriterionRubric",
+    "FinalResponseMatchV2",
+    "Groundedness",
+    "GuidelineAdherence",
+    "GuidelineOptions",
+    "Hallucination",
+    "HallucinationOptions",
+    "HallucinationsOptions",
+    "HallucinationsV1",
+    "JudgeClient",
+    "JudgeModelOptions",
+    "JudgedMetric",
+    "JudgedOptions",
+    "PerTurnUserSimulatorQualityV1",
+    "RelevanceToQuery",
+    "RubricBasedFinalResponseQualityV1",
+    "RubricBasedToolUseQualityV1",
+    "RubricsOptions",
+    "Safety",
+    "SafetyV1",
+    "SemanticSimilarity",
+    "SemanticSimilarityOptions",
+    "TaskCompleted",
+    "UserGoalSatisfaction",
+    "UserSimulatorQualityOptions",
+    "rating_of",
+]

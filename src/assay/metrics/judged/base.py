@@ -1,0 +1,163 @@
+"""What every LLM-judged metric shares: judge options and the judge hook.
+
+A judged metric is built from its criterion like any other metric. Before scoring,
+the engine hands it a judge client (`attach_judge`) built from
+`judge_model_options.judge_model` or the `--judge MODEL` flag. Without one the metric
+gives each invocation no score with `NO_JUDGE_MESSAGE` (SPEC §5: NOT_EVALUATED with a
+message that says how to configure a judge), while deterministic metrics still run.
+With one, `ascore_case` calls `judge_case`, which by default judges the invocations
+concurrently through `judge_invocation`: the hooks each metric family fills in with
+its prompt, reply parsing and voting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from assay.metrics.base import Metric, MetricOptions
+from assay.model.core import EvalCase, Turn
+from assay.model.results import MetricResult, Score
+
+NO_JUDGE_MESSAGE = (
+    "no LLM judge configured: set judge_model_options.judge_model in the config or pass"
+    " --judge MODEL (LLM-judged metrics: see the README)"
+)
+
+
+@runtime_checkable
+class JudgeClient(Protocol):
+    """The judge as a metric sees it: `n` sampled replies to one chat prompt.
+
+    Caching, voting, retries and rate limits wrap a backend from outside (assay.judges),
+    so a metric only renders prompts and parses replies.
+    """
+
+    async def generate(
+        self, messages: Sequence[Mapping[str, Any]], n: int, settings: Mapping[str, Any]
+    ) -> list[str]: ...
+
+
+class JudgeModelOptions(BaseModel):
+    """`judge_model_options`: which judge, how many samples, generation settings.
+
+    `judge_model` None means "the judge given on the command line" (`--judge MODEL`).
+    Fields of ADK's JudgeModelOptions (`judge_model_config`, `parallelism_limit`) are
+    accepted so ADK configs load unchanged.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+    judge_model: str | None = None
+    num_samples: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
+    judge_model_config: dict[str, Any] | None = None
+    parallelism_limit: int | None = Field(default=None, ge=1)
+    #: for OpenAI-compatible endpoints; the openai SDK's environment variables otherwise
+    base_url: str | None = None
+
+
+class JudgedOptions(MetricOptions):
+    """Options every judged metric accepts."""
+
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+
+
+class JudgedMetric(Metric):
+    """Base class of the LLM-judged metrics."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"judge"})
+    options_model: ClassVar[type[MetricOptions]] = JudgedOptions
+    #: samples per invocation when `judge_model_options.num_samples` is not given
+    default_num_samples: ClassVar[int] = 1
+
+    def __init__(self, options: MetricOptions | None = None) -> None:
+        super().__init__(options)
+        self.judge: JudgeClient | None = None
+
+    @property
+    def judge_options(self) -> JudgeModelOptions:
+        opts = self.options
+        return opts.judge_model_options if isinstance(opts, JudgedOptions) else JudgeModelOptions()
+
+    @property
+    def judge_model(self) -> str | None:
+        """The judge model the config asks for (None: use the run's `--judge`)."""
+        return self.judge_options.judge_model
+
+    @property
+    def num_samples(self) -> int:
+        return self.judge_options.num_samples or self.default_num_samples
+
+    def attach_judge(self, judge: JudgeClient | None) -> None:
+        """Give the metric its judge client (None detaches it)."""
+        self.judge = judge
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
+        if self.judge is None:
+            return Score(None, NO_JUDGE_MESSAGE)
+        return Score(None, f"{self.name} is judged asynchronously: score it with ascore_case")
+
+    def score_case(
+        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+    ) -> MetricResult:
+        if self.judge is None or not actual:
+            return self.not_evaluated(actual, NO_JUDGE_MESSAGE if self.judge is None else None)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore_case(case, actual, expected))
+        return self.not_evaluated(
+            actual, f"{self.name} is judged asynchronously: await ascore_case inside a loop"
+        )
+
+    async def ascore_case(
+        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+    ) -> MetricResult:
+        if self.judge is None:
+            return self.not_evaluated(actual, NO_JUDGE_MESSAGE)
+        return await self.judge_case(self.judge, case, actual, expected)
+
+    def not_evaluated(self, actual: Sequence[Turn], reason: str | None) -> MetricResult:
+        """No score for the case nor any invocation, with `reason`."""
+        why = reason or "no invocation to judge"
+        return self.make_result(None, [Score(None, why) for _ in actual], explanation=why)
+
+    # -- hooks for the judge implementation ---------------------------------------------
+
+    async def judge_case(
+        self,
+        judge: JudgeClient,
+        case: EvalCase,
+        actual: Sequence[Turn],
+        expected: Sequence[Turn | None],
+    ) -> MetricResult:
+        """Judge a whole case. Default: each invocation concurrently, case = mean.
+
+        Metrics that judge a whole conversation (scenario metrics) override this.
+        """
+        per = await asyncio.gather(
+            *(
+                self.judge_invocation(judge, a, e, case)
+                for a, e in zip(actual, expected, strict=True)
+            )
+        )
+        return self.result_from_invocations(list(per))
+
+    async def judge_invocation(
+        self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase
+    ) -> Score:
+        """Judge one invocation: render the prompt, sample the judge, parse and vote.
+
+        The base class has no prompt of its own, so it reports that plainly instead of
+        guessing a verdict; each judged metric supplies its prompt here.
+        """
+        return Score(None, f"{self.name}: this metric has no judge prompt in this version")
