@@ -53,8 +53,19 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
     where = source or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(
-            f"{where}: expected a JSON object with 'criteria', got {type(data).__name__}"
+            f"{where}: expected a JSON object with 'criteria', got {_json_type(data)}"
         )
+    criteria = data.get("criteria")
+    if isinstance(criteria, Mapping):
+        # Checked before pydantic, which would quietly read `true` as the threshold 1.0.
+        for name, criterion in criteria.items():
+            if isinstance(criterion, bool) or not isinstance(
+                criterion, int | float | str | Mapping
+            ):
+                raise ConfigError(
+                    f"{where}: criteria.{name}: expected a number (threshold) or an object "
+                    f"{{threshold, ...options}}, got {_json_type(criterion)}"
+                )
     try:
         cfg = EvalConfig.model_validate(dict(data))
     except ValidationError as exc:
@@ -68,10 +79,12 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
             "custom_metrics?}"
         ) from None
     cfg.source = source
-    for name, criterion in cfg.criteria.items():
-        if isinstance(criterion, bool):
-            raise ConfigError(f"{where}: criteria.{name}: expected a number or an object")
     return cfg
+
+
+def _json_type(value: Any) -> str:
+    names = {type(None): "null", bool: "boolean", list: "list", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def load_config(path: str | Path) -> EvalConfig:

@@ -51,8 +51,8 @@ class InputError(AssayError):
         return f"{', '.join(where)}: {text}" if where else text
 
     def located(self, *, file: str | None = None, case_id: str | None = None) -> InputError:
-        """Return a copy with missing location parts filled in."""
-        return InputError(
+        """Return a copy (of the same class) with missing location parts filled in."""
+        return type(self)(
             self.detail,
             file=self.file or file,
             case_id=self.case_id if self.case_id is not None else case_id,

@@ -49,9 +49,13 @@ def format_module(name: str) -> ModuleType:
 
 
 def detect_format(data: Any, path: Path | None = None) -> str:
+    """The name of the format `data` (parsed from `path`) is in; configs are `adk-config`."""
     for name in _DETECT_ORDER:
         if format_module(name).detect(path, data):
             return name
+    # Checked last and reported as such so that `load` can say "pass it with --config".
+    if format_module("adk-config").detect(path, data):
+        return "adk-config"
     raise UnknownFormatError(
         "cannot tell the format of this data",
         file=str(path) if path else None,
@@ -64,6 +68,8 @@ def load(
 ) -> EvalSet:
     """Load one file into an `EvalSet`, detecting the format unless `fmt` is given."""
     p = Path(path)
+    if fmt is not None:
+        format_module(fmt)  # an unknown --from is reported before the file is read
     if p.is_dir():
         raise InputError("is a folder; give the eval set files inside it", file=str(p))
     data = read_structured(p)

@@ -44,7 +44,7 @@ def parse_jsonl(text: str, file: str) -> list[Any]:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise InputError(
-                f"line {lineno} is not valid JSON: {exc.msg}", file=file, path=f"line {lineno}"
+                f"not valid JSON: {exc.msg} at column {exc.colno}", file=file, path=f"line {lineno}"
             ) from None
     return rows
 
@@ -52,6 +52,13 @@ def parse_jsonl(text: str, file: str) -> list[Any]:
 def parse_yaml(text: str, file: str) -> Any:
     try:
         return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        # One line instead of PyYAML's multi-line report with source excerpts.
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise InputError(
+            f"not valid YAML: {exc.problem or exc.context or 'syntax error'}{where}", file=file
+        ) from None
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", file=file) from None
 

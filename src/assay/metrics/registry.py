@@ -70,43 +70,60 @@ def build_metric(
     `custom` maps extra names (custom metrics of this evaluation) to factories; they
     take precedence over nothing and may not shadow a built-in name.
     """
+    if not (custom and name in custom):
+        _ensure_loaded()
+        if name not in _REGISTRY:
+            raise ConfigError.unknown("metric", name, [*_REGISTRY, *(custom or {})])
+    raw = _raw_options(name, criterion)
     if custom and name in custom:
         metric = custom[name]()
-        if criterion is not None:
-            threshold = (
-                criterion if not isinstance(criterion, Mapping) else criterion.get("threshold")
-            )
-            if threshold is not None:
-                metric.threshold = float(threshold)
+        threshold = raw.get("threshold")
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+                raise ConfigError(
+                    f"threshold of custom metric {name!r} must be a number, "
+                    f"got {type(threshold).__name__}"
+                )
+            metric.threshold = float(threshold)
         return metric
-    _ensure_loaded()
-    if name not in _REGISTRY:
-        raise ConfigError.unknown("metric", name, [*_REGISTRY, *(custom or {})])
     cls = _REGISTRY[name]
-    raw: dict[str, Any]
-    if criterion is None:
-        raw = {}
-    elif isinstance(criterion, bool) or not isinstance(criterion, int | float | Mapping):
-        raise ConfigError(
-            f"criterion for metric {name!r} must be a number (threshold) or an object, "
-            f"got {type(criterion).__name__}"
-        )
-    elif isinstance(criterion, int | float):
-        raw = {"threshold": float(criterion)}
-    else:
-        raw = dict(criterion)
+    fields = cls.options_model.model_fields
     try:
         options = cls.options_model.model_validate(raw)
     except ValidationError as exc:
-        valid = sorted(
-            {f.alias or n for n, f in cls.options_model.model_fields.items()}
-            | set(cls.options_model.model_fields)
-        )
+        valid = sorted({f.alias or n for n, f in fields.items()} | set(fields))
+        by_alias = {f.alias: n for n, f in fields.items() if f.alias}
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            f"{_error_location(err['loc'], err['type'], by_alias)}: {err['msg']}"
             for err in exc.errors()
         )
         raise ConfigError(
             f"bad options for metric {name!r}: {problems}. Valid options: {', '.join(valid)}"
         ) from None
     return cls(options)
+
+
+def _raw_options(name: str, criterion: float | int | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The criterion as an options dict: a bare number is the threshold."""
+    if criterion is None:
+        return {}
+    if isinstance(criterion, bool) or not isinstance(criterion, int | float | Mapping):
+        raise ConfigError(
+            f"criterion for metric {name!r} must be a number (threshold) or an object, "
+            f"got {type(criterion).__name__}"
+        )
+    if isinstance(criterion, int | float):
+        return {"threshold": float(criterion)}
+    raw = dict(criterion)
+    # pydantic would read `true` as the threshold 1.0; a boolean is always a mistake here.
+    if isinstance(raw.get("threshold"), bool):
+        raise ConfigError(f"threshold of metric {name!r} must be a number, got bool")
+    return raw
+
+
+def _error_location(loc: tuple[int | str, ...], kind: str, by_alias: Mapping[str, str]) -> str:
+    parts = [str(p) for p in loc]
+    # A missing option is reported under its camelCase alias; name it as ADK writes it.
+    if kind == "missing" and len(parts) == 1 and parts[0] in by_alias:
+        parts[0] = by_alias[parts[0]]
+    return ".".join(parts) or "(root)"
