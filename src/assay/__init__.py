@@ -1,3 +1,48 @@
-"""assay: evaluate AI agents."""
+"""assay: evaluate AI agents.
+
+For notebooks and scripts: `assay.evaluate(dataset, metrics, agent)` or Vertex-style
+`assay.EvalTask(dataset, metrics).evaluate(runnable=agent)`; custom metrics with
+`assay.CustomMetric(name, fn)`. The command line is `assay eval ...`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.api import EvalTask as EvalTask
+    from assay.api import EvalTaskResult as EvalTaskResult
+    from assay.api import aevaluate as aevaluate
+    from assay.api import evaluate as evaluate
+    from assay.config import EvalConfig as EvalConfig
+    from assay.metrics.custom import CustomMetric as CustomMetric
+    from assay.model.core import EvalSet as EvalSet
+    from assay.model.results import EvalResult as EvalResult
 
 __version__ = "0.1.0"
+
+# The public API is imported lazily so `import assay` (and `assay --version`) stays fast
+# and does not pull in the engine, metrics and formats until they are used.
+_EXPORTS = {
+    "evaluate": "assay.api",
+    "aevaluate": "assay.api",
+    "EvalTask": "assay.api",
+    "EvalTaskResult": "assay.api",
+    "CustomMetric": "assay.metrics.custom",
+    "EvalResult": "assay.model.results",
+    "EvalSet": "assay.model.core",
+    "EvalConfig": "assay.config",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

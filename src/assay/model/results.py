@@ -99,6 +99,13 @@ class CaseResult:
     error_type: str | None = None
     eval_set_id: str | None = None
 
+    def __repr__(self) -> str:
+        scores = ", ".join(f"{n}={m.score!r}" for n, m in self.metrics.items())
+        return (
+            f"CaseResult(case_id={self.case_id!r}, run_index={self.run_index}, "
+            f"status={self.status.value}, {scores})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for inv, src in zip(data["invocations"], self.invocations, strict=True):
@@ -137,6 +144,13 @@ class EvalResult:
     @property
     def status(self) -> Status:
         return combine_statuses([c.status for c in self.cases])
+
+    def __repr__(self) -> str:
+        # Compact on purpose: a full dump of 100k rows in a notebook or a log line helps nobody.
+        return (
+            f"EvalResult(run_id={self.run_id!r}, status={self.status.value}, "
+            f"cases={len(self.cases)}, rows={len(self.rows)}, metrics={self.metrics!r})"
+        )
 
     def to_pandas(self) -> Any:
         """The rows as a pandas DataFrame (needs `pip install pandas` or `assay[pandas]`)."""

@@ -1,0 +1,1 @@
+"""Runnable example agents and eval sets used by the README."""

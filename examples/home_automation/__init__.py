@@ -1,0 +1,1 @@
+"""A home-automation agent (plain Python, offline) and its ADK eval set."""

@@ -1,0 +1,246 @@
+"""The terminal report: a per-case table, a per-metric summary for big runs, a summary line."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from assay.model.results import CaseResult, EvalResult, MetricResult, Status
+
+#: above this many case runs the table shows a per-metric summary and failing cases only
+MAX_CASE_ROWS = 50
+#: at most this many failing cases are listed in a big run (the JSON report has them all)
+MAX_FAILING_ROWS = 200
+
+STATUS_STYLE = {
+    Status.PASSED: "bold green",
+    Status.FAILED: "bold red",
+    Status.NOT_EVALUATED: "bold yellow",
+}
+NO_AGENT_MARKER = "no agent given"
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    passed: int
+    failed: int
+    not_evaluated: int
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.not_evaluated
+
+
+def count_statuses(cases: Sequence[CaseResult]) -> Counts:
+    return Counts(
+        passed=sum(c.status is Status.PASSED for c in cases),
+        failed=sum(c.status is Status.FAILED for c in cases),
+        not_evaluated=sum(c.status is Status.NOT_EVALUATED for c in cases),
+    )
+
+
+def metric_order(result: EvalResult) -> list[str]:
+    """The run's metrics in request order, then any others the cases carry."""
+    names: dict[str, None] = dict.fromkeys(result.metrics)
+    for case in result.cases:
+        for name in case.metrics:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def run_count(result: EvalResult) -> int:
+    return 1 + max((c.run_index for c in result.cases), default=0)
+
+
+def pass_at_k(result: EvalResult) -> tuple[int, float, float] | None:
+    """(k, pass@k, pass^k) over the distinct cases of a repeated run, else None.
+
+    pass@k: share of cases with at least one passing run; pass^k: share where all
+    runs passed.
+    """
+    k = run_count(result)
+    if k < 2 or not result.cases:
+        return None
+    groups: dict[tuple[str, str], list[bool]] = {}
+    for case in result.cases:
+        groups.setdefault((case.eval_set_id or "", case.case_id), []).append(
+            case.status is Status.PASSED
+        )
+    n = len(groups)
+    any_pass = sum(any(v) for v in groups.values()) / n
+    all_pass = sum(all(v) for v in groups.values()) / n
+    return k, any_pass, all_pass
+
+
+def _num(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.2f}"
+
+
+def metric_cell(metric: MetricResult | None) -> Text:
+    """`score / threshold`, coloured by the metric's status."""
+    if metric is None:
+        return Text("")
+    if metric.status is None:
+        return Text(_num(metric.score), style="dim")
+    if metric.score is None:
+        return Text("n/a", style=STATUS_STYLE[Status.NOT_EVALUATED])
+    text = _num(metric.score)
+    if metric.threshold is not None:
+        text += f" / {_num(metric.threshold)}"
+    return Text(text, style=STATUS_STYLE[metric.status].replace("bold ", ""))
+
+
+def case_note(case: CaseResult) -> str:
+    """A short reason for a case that did not pass on scores alone."""
+    if case.error:
+        return case.error
+    if case.status is Status.NOT_EVALUATED:
+        reasons = {
+            m.explanation
+            for m in case.metrics.values()
+            if m.status is Status.NOT_EVALUATED and m.explanation
+        }
+        return "; ".join(sorted(reasons))
+    return ""
+
+
+def case_table(
+    cases: Sequence[CaseResult], metrics: Sequence[str], *, runs: int, title: str | None = None
+) -> Table:
+    multi_set = len({c.eval_set_id for c in cases}) > 1
+    notes = [case_note(c) for c in cases]
+    table = Table(title=title, show_lines=False, header_style="bold")
+    if multi_set:
+        table.add_column("eval set", overflow="fold")
+    longest = max((len(c.case_id) for c in cases), default=4)
+    table.add_column("case", overflow="fold", min_width=min(longest, 30))
+    if runs > 1:
+        table.add_column("run", justify="right")
+    table.add_column("status")
+    for name in metrics:
+        table.add_column(name, justify="right", overflow="fold")
+    if any(notes):
+        table.add_column("note", overflow="fold", max_width=60)
+    for case, note in zip(cases, notes, strict=True):
+        cells: list[str | Text] = []
+        if multi_set:
+            cells.append(case.eval_set_id or "")
+        cells.append(case.case_id)
+        if runs > 1:
+            cells.append(str(case.run_index + 1))
+        cells.append(Text(case.status.value, style=STATUS_STYLE[case.status]))
+        cells.extend(metric_cell(case.metrics.get(name)) for name in metrics)
+        if any(notes):
+            cells.append(Text(note, style="dim"))
+        table.add_row(*cells)
+    return table
+
+
+def metric_summary_table(result: EvalResult, metrics: Sequence[str]) -> Table:
+    """Per metric: threshold, mean and standard deviation, and status counts."""
+    table = Table(title="Metrics", header_style="bold")
+    for column in ("metric", "threshold", "mean", "std", "passed", "failed", "not evaluated"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name in metrics:
+        results = [c.metrics[name] for c in result.cases if name in c.metrics]
+        scores = [m.score for m in results if m.score is not None]
+        mean = result.summary.get(f"{name}/mean")
+        if mean is None and scores:
+            mean = sum(scores) / len(scores)
+        thresholds = {m.threshold for m in results}
+        threshold = thresholds.pop() if len(thresholds) == 1 else None
+        table.add_row(
+            name,
+            _num(threshold),
+            _num(mean),
+            _num(result.summary.get(f"{name}/std")),
+            Text(str(sum(m.status is Status.PASSED for m in results)), style="green"),
+            Text(str(sum(m.status is Status.FAILED for m in results)), style="red"),
+            Text(str(sum(m.status is Status.NOT_EVALUATED for m in results)), style="yellow"),
+        )
+    return table
+
+
+def summary_text(result: EvalResult) -> Text:
+    """`3 passed, 1 failed, 0 not evaluated (4 case runs)` plus pass@k when repeated."""
+    counts = count_statuses(result.cases)
+    text = Text("Result: ", style="bold")
+    text.append(f"{counts.passed} passed", style="green")
+    text.append(", ")
+    text.append(f"{counts.failed} failed", style="red" if counts.failed else "")
+    text.append(", ")
+    text.append(
+        f"{counts.not_evaluated} not evaluated", style="yellow" if counts.not_evaluated else ""
+    )
+    noun = "case run" if run_count(result) > 1 else "case"
+    text.append(f" ({counts.total} {noun}{'s' if counts.total != 1 else ''})")
+    repeated = pass_at_k(result)
+    if repeated is not None:
+        k, at_k, all_k = repeated
+        text.append(f"; pass@{k} {at_k:.2f}, pass^{k} {all_k:.2f}", style="bold")
+    return text
+
+
+def needs_agent_hint(result: EvalResult) -> bool:
+    """True when cases were skipped because no agent ran and they had no recorded turns."""
+    return any(NO_AGENT_MARKER in case_note(c) for c in result.cases)
+
+
+def render_results(
+    result: EvalResult, console: Console, *, max_case_rows: int = MAX_CASE_ROWS
+) -> None:
+    """Print the case table (or metric summary + failing cases) and the summary line."""
+    metrics = metric_order(result)
+    runs = run_count(result)
+    cases = result.cases
+    if len(cases) <= max_case_rows:
+        console.print(case_table(cases, metrics, runs=runs))
+    else:
+        console.print(metric_summary_table(result, metrics))
+        failing = [c for c in cases if c.status is not Status.PASSED]
+        shown = failing[:MAX_FAILING_ROWS]
+        if shown:
+            console.print(case_table(shown, metrics, runs=runs, title="Cases that did not pass"))
+        note = f"{len(cases)} case runs: passing cases are not listed"
+        if len(failing) > len(shown):
+            note += f", and only the first {MAX_FAILING_ROWS} of {len(failing)} others"
+        console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
+    console.print(summary_text(result))
+    if needs_agent_hint(result):
+        console.print(
+            Text(
+                "Hint: some cases have no recorded response and no agent ran; pass "
+                "--agent module:attr to run one, or give data with recorded responses.",
+                style="yellow",
+            )
+        )
+
+
+def runs_table(infos: Sequence[Any]) -> Table:
+    """Stored runs (`assay.store.RunInfo`), one row each."""
+    table = Table(title="Runs", header_style="bold")
+    columns = ("id", "created", "status", "eval sets", "agent", "cases", "passed", "failed",
+               "not evaluated")  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="right" if columns.index(column) >= 5 else "left")
+    for info in infos:
+        table.add_row(
+            info.id,
+            str(info.created_at)[:19],
+            info.status,
+            ", ".join(info.eval_set_ids),
+            info.agent or "",
+            str(info.case_count),
+            Text(str(info.passed), style="green"),
+            Text(str(info.failed), style="red" if info.failed else ""),
+            Text(str(info.not_evaluated), style="yellow" if info.not_evaluated else ""),
+        )
+    return table

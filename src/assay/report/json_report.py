@@ -1,0 +1,251 @@
+"""The JSON report: one document with the Vertex summary, the rows and ADK-shaped cases.
+
+`cases` holds one object per case run, shaped like ADK's `EvalCaseResult` (snake_case,
+integer `EvalStatus` codes, `Invocation`-shaped actual/expected turns) so ADK tooling can
+read it, plus assay's own keys (`status`, `run_index`, `latency_s`, `failure`, `error`)
+which ADK ignores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.errors import AssayError
+from assay.model.core import Turn
+from assay.model.results import CaseResult, EvalResult, MetricResult, Score, status_for
+
+# ADK 2.x `EvalStatus.INFORMATIONAL`: a value was reported but never passes or fails.
+_ADK_INFORMATIONAL = 4
+
+
+def _part_text(text: str | None) -> dict[str, Any]:
+    return {"text": text if text is not None else ""}
+
+
+def _response_object(value: Any) -> dict[str, Any]:
+    # ADK's FunctionResponse.response must be an object; ADK itself wraps other values
+    # under "result" when it records tool output.
+    return value if isinstance(value, dict) else {"result": value}
+
+
+def turn_to_invocation(turn: Turn, fallback_id: str) -> dict[str, Any]:
+    """An ADK `Invocation`-shaped dict for one turn (final response, tools, messages)."""
+    parts: list[dict[str, Any]] = []
+    if turn.user_input.text is not None or not (
+        turn.user_input.blobs or turn.user_input.tool_responses
+    ):
+        parts.append(_part_text(turn.user_input.text))
+    for blob in turn.user_input.blobs:
+        parts.append({"inline_data": {"mime_type": blob.mime_type, "data": blob.data}})
+    for tr in turn.user_input.tool_responses:
+        fr: dict[str, Any] = {"name": tr.name, "response": _response_object(tr.response)}
+        if tr.id:
+            fr["id"] = tr.id
+        parts.append({"function_response": fr})
+    tool_uses = []
+    for call in turn.tool_calls():
+        use: dict[str, Any] = {"name": call.name, "args": call.args}
+        if call.id:
+            use["id"] = call.id
+        tool_uses.append(use)
+    tool_responses = []
+    for resp in turn.tool_responses():
+        item: dict[str, Any] = {"name": resp.name, "response": _response_object(resp.response)}
+        if resp.id:
+            item["id"] = resp.id
+        tool_responses.append(item)
+    intermediate = [
+        [msg.author or "agent", [_part_text(msg.text)]] for msg in turn.agent_messages()
+    ]
+    invocation: dict[str, Any] = {
+        "invocation_id": turn.id or fallback_id,
+        "user_content": {"role": "user", "parts": parts},
+        "final_response": (
+            {"role": "model", "parts": [_part_text(turn.final_response)]}
+            if turn.final_response is not None
+            else None
+        ),
+        "intermediate_data": {
+            "tool_uses": tool_uses,
+            "tool_responses": tool_responses,
+            "intermediate_responses": intermediate,
+        },
+        "creation_timestamp": turn.created_at or 0.0,
+    }
+    if turn.latency_s is not None:
+        invocation["duration"] = turn.latency_s
+    return invocation
+
+
+def _metric_entry(
+    name: str, score: float | None, threshold: float | None, informational: bool
+) -> dict[str, Any]:
+    code = _ADK_INFORMATIONAL if informational else status_for(score, threshold).adk_code
+    return {
+        "metric_name": name,
+        "threshold": threshold,
+        "score": _finite(score),
+        "eval_status": code,
+    }
+
+
+def _overall_entry(metric: MetricResult) -> dict[str, Any]:
+    code = metric.status.adk_code if metric.status is not None else _ADK_INFORMATIONAL
+    return {
+        "metric_name": metric.name,
+        "threshold": metric.threshold,
+        "score": _finite(metric.score),
+        "eval_status": code,
+    }
+
+
+def _invocation_score(case: CaseResult, metric: MetricResult, index: int) -> Score | None:
+    inv = case.invocations[index]
+    if metric.name in inv.scores:
+        return inv.scores[metric.name]
+    if len(metric.per_invocation) == len(case.invocations):
+        return metric.per_invocation[index]
+    return None
+
+
+def case_to_adk(
+    case: CaseResult, *, run_id: str | None = None, eval_set_file: str | None = None
+) -> dict[str, Any]:
+    """One case run as an ADK `EvalCaseResult`-shaped dict (plus assay's own keys)."""
+    per_invocation = []
+    for index, inv in enumerate(case.invocations):
+        fallback = f"{case.case_id}-{index + 1}"
+        source = inv.actual or inv.expected
+        if source is None:
+            continue
+        actual = inv.actual
+        if actual is None:
+            # The agent failed before answering: keep the user input, no response.
+            actual = Turn(id=source.id, user_input=source.user_input)
+        results = []
+        for metric in case.metrics.values():
+            score = _invocation_score(case, metric, index)
+            if score is None:
+                continue
+            results.append(
+                _metric_entry(metric.name, score.value, metric.threshold, metric.status is None)
+            )
+        per_invocation.append(
+            {
+                "actual_invocation": turn_to_invocation(actual, fallback),
+                "expected_invocation": (
+                    turn_to_invocation(inv.expected, fallback) if inv.expected else None
+                ),
+                "eval_metric_results": results,
+            }
+        )
+    doc: dict[str, Any] = {
+        "eval_set_id": case.eval_set_id or "",
+        "eval_id": case.case_id,
+        "run_index": case.run_index,
+        "final_eval_status": case.status.adk_code,
+        "status": case.status.value,
+        "overall_eval_metric_results": [_overall_entry(m) for m in case.metrics.values()],
+        "eval_metric_result_per_invocation": per_invocation,
+        # ADK requires a session id; ours names the run, the case and the repetition.
+        "session_id": f"{run_id or 'assay'}:{case.eval_set_id or ''}:{case.case_id}:"
+        f"{case.run_index}",
+        "latency_s": case.latency_s,
+        "failure": case.failure,
+        "error": case.error,
+        "error_type": case.error_type,
+        "explanations": {
+            m.name: m.explanation for m in case.metrics.values() if m.explanation is not None
+        },
+    }
+    if eval_set_file is not None:
+        doc["eval_set_file"] = eval_set_file
+    return doc
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    """Make row values strict JSON: NaN/inf become null, unknown objects their str()."""
+    if isinstance(value, float):
+        return _finite(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if hasattr(value, "model_dump"):
+        return _jsonable(value.model_dump(exclude_none=True))
+    if hasattr(value, "value") and isinstance(value.value, str | int):
+        return value.value
+    return str(value)
+
+
+def build_report(
+    result: EvalResult,
+    *,
+    eval_set_ids: Sequence[str] | None = None,
+    eval_set_files: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The JSON report document `{summary, rows, cases, run_id, eval_set_ids, metrics}`.
+
+    `eval_set_files` maps an eval set id to the file it came from (ADK's deprecated
+    `eval_set_file` key is written when known).
+    """
+    files = eval_set_files or {}
+    ids = list(eval_set_ids) if eval_set_ids is not None else _eval_set_ids(result)
+    cases = [
+        case_to_adk(c, run_id=result.run_id, eval_set_file=files.get(c.eval_set_id or ""))
+        for c in result.cases
+    ]
+    doc: dict[str, Any] = {
+        "run_id": result.run_id,
+        "eval_set_ids": ids,
+        "metrics": list(result.metrics),
+        "summary": result.summary,
+        "rows": result.rows,
+        "cases": cases,
+    }
+    if result.repeated:
+        doc["repeated"] = result.repeated
+    return _jsonable(doc)  # type: ignore[no-any-return]
+
+
+def _eval_set_ids(result: EvalResult) -> list[str]:
+    seen: dict[str, None] = {}
+    for case in result.cases:
+        if case.eval_set_id:
+            seen.setdefault(case.eval_set_id, None)
+    if not seen and result.eval_set_id:
+        seen[result.eval_set_id] = None
+    return list(seen)
+
+
+def write_json(
+    result: EvalResult,
+    path: str | Path,
+    *,
+    eval_set_ids: Sequence[str] | None = None,
+    eval_set_files: dict[str, str] | None = None,
+) -> Path:
+    """Write the JSON report to `path` (parent folders are created)."""
+    doc = build_report(result, eval_set_ids=eval_set_ids, eval_set_files=eval_set_files)
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        raise AssayError(f"cannot write JSON report {target}: {exc.strerror or exc}") from None
+    return target

@@ -1,0 +1,113 @@
+"""JUnit XML: one `<testsuite>` per eval set, one `<testcase>` per case run.
+
+CI systems show a FAILED case as a failure listing each failed metric with its score
+and threshold; a case whose agent (or a metric) crashed as an error; a NOT_EVALUATED
+case as skipped, with the reason in the message.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from assay.engine.runner import METRIC_CALCULATION_FAILURE
+from assay.errors import AssayError
+from assay.model.results import CaseResult, EvalResult, Status
+
+
+def _fmt(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def failed_metrics_text(case: CaseResult) -> list[str]:
+    """One line per failed metric: `name: score 0.5 < threshold 1 (explanation)`."""
+    lines = []
+    for metric in case.metrics.values():
+        if metric.status is Status.FAILED:
+            line = f"{metric.name}: score {_fmt(metric.score)} < threshold {_fmt(metric.threshold)}"
+            if metric.explanation:
+                line += f" ({metric.explanation})"
+            lines.append(line)
+    return lines
+
+
+def not_evaluated_reason(case: CaseResult) -> str:
+    """Why a case has no verdict: the agent error, else each unscored metric's reason."""
+    if case.error:
+        return case.error
+    reasons = [
+        f"{m.name}: {m.explanation or 'no score'}"
+        for m in case.metrics.values()
+        if m.status is Status.NOT_EVALUATED
+    ]
+    return "; ".join(reasons) or "no metric produced a score"
+
+
+def _case_name(case: CaseResult, runs: int) -> str:
+    return f"{case.case_id} [run {case.run_index + 1}]" if runs > 1 else case.case_id
+
+
+def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
+    """The `<testsuites>` element for a run."""
+    suites: dict[str, list[CaseResult]] = {}
+    for case in result.cases:
+        suites.setdefault(case.eval_set_id or result.eval_set_id or suite_name, []).append(case)
+    runs = 1 + max((c.run_index for c in result.cases), default=0)
+    root = ET.Element("testsuites", name=suite_name)
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    total_time = 0.0
+    for set_id, cases in suites.items():
+        suite = ET.SubElement(root, "testsuite", name=set_id)
+        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
+        suite_time = 0.0
+        for case in cases:
+            elapsed = case.latency_s or 0.0
+            suite_time += elapsed
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                name=_case_name(case, runs),
+                classname=set_id,
+                time=f"{elapsed:.3f}",
+            )
+            if case.failure or (
+                case.status is Status.NOT_EVALUATED
+                and case.error_type == METRIC_CALCULATION_FAILURE
+            ):
+                # The agent (or a metric) crashed: an error, not a verdict on quality.
+                counts["errors"] += 1
+                reason = not_evaluated_reason(case)
+                error = ET.SubElement(tc, "error", message=reason, type=case.error_type or "ERROR")
+                error.text = reason
+            elif case.status is Status.FAILED:
+                counts["failures"] += 1
+                lines = failed_metrics_text(case)
+                failure = ET.SubElement(
+                    tc, "failure", message="; ".join(lines) or "failed", type="FAILED"
+                )
+                failure.text = "\n".join(lines)
+            elif case.status is Status.NOT_EVALUATED:
+                counts["skipped"] += 1
+                ET.SubElement(tc, "skipped", message=f"NOT_EVALUATED: {not_evaluated_reason(case)}")
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+        suite.set("time", f"{suite_time:.3f}")
+        total_time += suite_time
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{total_time:.3f}")
+    return root
+
+
+def write_junit(result: EvalResult, path: str | Path) -> Path:
+    """Write the JUnit XML report to `path`."""
+    tree = ET.ElementTree(build_junit(result))
+    ET.indent(tree)
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tree.write(target, encoding="utf-8", xml_declaration=True)
+    except OSError as exc:
+        raise AssayError(f"cannot write JUnit report {target}: {exc.strerror or exc}") from None
+    return target

@@ -1,0 +1,99 @@
+"""The terminal report: case table, big-run summary, summary line and hints."""
+
+from __future__ import annotations
+
+import copy
+
+from report_samples import failed_case, passed_case, sample_result
+from rich.console import Console
+
+from assay.model.results import EvalResult, Status
+from assay.report import render_results, summary_text
+from assay.report.console import metric_cell, pass_at_k
+
+
+def _render(result: EvalResult, **kwargs: int) -> str:
+    console = Console(record=True, width=200, color_system=None)
+    render_results(result, console, **kwargs)
+    return console.export_text()
+
+
+def test_case_table_lists_every_case_with_scores() -> None:
+    text = _render(sample_result())
+    for case_id in ("turn_off", "temperature", "no_response", "crash"):
+        assert case_id in text
+    assert "0.40 / 0.80" in text  # failed response score vs threshold
+    assert "0.88 / 0.80" in text
+    assert "n/a" in text  # not evaluated: no score, never 0
+    assert "agent raised ValueError: boom" in text
+    assert "Result: 1 passed, 2 failed, 1 not evaluated (4 cases)" in text
+    # Cases from two eval sets: the set is shown.
+    assert "eval set" in text
+
+
+def test_hint_when_no_agent_and_no_recorded_response() -> None:
+    assert "Hint:" in _render(sample_result())
+    only_scored = sample_result()
+    only_scored.cases = [passed_case(), failed_case()]
+    assert "Hint:" not in _render(only_scored)
+
+
+def test_big_runs_show_metric_summary_and_failing_cases_only() -> None:
+    result = sample_result()
+    cases = []
+    for i in range(60):
+        case = copy.deepcopy(passed_case() if i % 10 else failed_case())
+        case.case_id = f"case_{i:02d}"
+        cases.append(case)
+    result.cases = cases
+    text = _render(result)
+    assert "Metrics" in text and "not evaluated" in text
+    assert "case_00" in text and "case_10" in text  # failing
+    assert "case_01" not in text  # passing cases are not listed
+    assert "60 case runs: passing cases are not listed" in text
+    # response_match_score row: 54 passed, 6 failed.
+    line = next(li for li in text.splitlines() if li.startswith("│ response_match_score"))
+    assert "54" in line and "6" in line
+
+
+def test_summary_line_reports_pass_at_k_for_repeated_runs() -> None:
+    result = sample_result()
+    first, second = passed_case(), passed_case()
+    second.run_index = 1
+    second.status = Status.FAILED
+    other = failed_case()
+    other_second = failed_case()
+    other_second.run_index = 1
+    result.cases = [first, second, other, other_second]
+    assert pass_at_k(result) == (2, 0.5, 0.0)
+    text = summary_text(result).plain
+    assert "(4 case runs)" in text
+    assert "pass@2 0.50, pass^2 0.00" in text
+
+
+def test_metric_cell_styles() -> None:
+    case = passed_case()
+    assert metric_cell(case.metrics["tool_call_count"]).plain == "1.00"  # informational
+    assert metric_cell(None).plain == ""
+    failed = failed_case().metrics["response_match_score"]
+    assert "red" in str(metric_cell(failed).style)
+
+
+def test_progress_observer_draws_on_a_terminal_and_stops_twice_safely() -> None:
+    import io
+
+    from assay.report.progress import CaseCollector, ProgressObserver
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=120)
+    progress, collector = ProgressObserver(console), CaseCollector()
+    result = sample_result()
+    for observer in (progress, collector):
+        observer.on_start(len(result.cases))
+        for case in result.cases:
+            observer.on_case_done(case)
+        observer.on_finish(result)
+    progress.close()
+    assert "evaluating" in buffer.getvalue()
+    assert "1 passed" in buffer.getvalue()
+    assert collector.total == 4 and collector.cases == result.cases
