@@ -1,0 +1,508 @@
+"""Databricks / MLflow agent-evaluation rows (SPEC §2.5).
+
+Two row styles, one case per row (JSON list or dict of columns, JSONL, CSV, memory):
+
+- flat (Databricks): `request_id` (or `id`), `request`, `response`, `expected_response`,
+  `expected_facts[]`, `guidelines` (a list, or an object of named lists),
+  `retrieved_context[{doc_uri, content}]`, `expected_retrieved_context[{doc_uri,
+  content?}]`, `tags[]`;
+- MLflow 3: `{inputs, outputs?, expectations?}`. The prompt is `inputs.request`,
+  `.messages`, `.question`, `.query`, `.input` or `.prompt` (the first present), else
+  the only string value; the whole `inputs` object is kept in metadata (`inputs`) so
+  other inputs and the key name survive a round trip. `expectations` may hold
+  `expected_response`, `expected_facts`, `guidelines`, `expected_retrieved_context`;
+  other expectations are kept in metadata (`expectations`).
+
+A request is a string or `{messages: [{role, content}]}` (chat). Messages become turns:
+leading `system` messages are kept in metadata (`mlflow:system`); each `user` message
+opens a turn; `assistant` messages after it are that turn's reply (the last one its
+final response, earlier ones intermediate agent messages). The last message must be
+the user's prompt. When the row holds a response or retrieved context (a recorded
+run), the turns are `EvalCase.actual`, the response and a `retrieval` step sit in the
+last one; otherwise they are `EvalCase.reference`, to drive an agent. A response is a
+string, or an object holding `response`, `content` or chat-completion `choices[0].
+message.content` (its `usage` becomes the turn's token usage; the object is kept in
+metadata `mlflow:response` and written back with the text updated). Expected fields
+go to the case fields of the same name; other columns to `EvalCase.metadata`.
+
+Column mapping: see `assay.formats.mapping`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.errors import InputError
+from assay.formats import mapping as m
+from assay.formats._common import check_unique_ids, type_name
+from assay.model.core import AgentMessage, EvalCase, EvalSet, Step, Turn, Usage
+
+NAME = "mlflow"
+
+SYSTEM = "mlflow:system"
+RAW_RESPONSE = "mlflow:response"
+_FLAT = frozenset(
+    {
+        "request_id",
+        "id",
+        "request",
+        "response",
+        "expected_response",
+        "expected_facts",
+        "guidelines",
+        "retrieved_context",
+        "expected_retrieved_context",
+        "tags",
+    }
+)
+_V3 = frozenset({"inputs", "outputs", "expectations"})
+_EXPECTED = ("expected_response", "expected_facts", "guidelines", "expected_retrieved_context")
+_MARKERS = frozenset({"request", "request_id", "retrieved_context", *_EXPECTED})
+_FOREIGN = frozenset(
+    {
+        "prompt",
+        "predicted_trajectory",
+        "reference_trajectory",
+        "expected_trajectory",
+        "turns",
+        "query",
+        "expected_tool_use",
+        "eval_case_id",
+    }
+)
+_PROMPT_KEYS = ("request", "messages", "question", "query", "input", "prompt")
+_REQUEST = "a string, or {messages: [{role, content}]}"
+
+
+def detect(path: Path | None, data: Any) -> bool:
+    if isinstance(data, Mapping):
+        if not (data and all(isinstance(v, list) for v in data.values())):
+            return False
+        keys = set(data)
+    elif isinstance(data, list) and data:
+        sample = data[:20]
+        if not all(isinstance(r, Mapping) for r in sample):
+            return False
+        keys = {k for r in sample for k in r}
+        if "inputs" in keys and all(isinstance(r.get("inputs"), Mapping) for r in sample):
+            return not keys & _FOREIGN
+    else:
+        return False
+    return bool(keys & _MARKERS) and not keys & _FOREIGN
+
+
+def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+    """Load flat or MLflow-3 rows into an `EvalSet` (one case per row).
+
+    With a `file`, `data` is consumed as in `vertex.load_data`.
+    """
+    rows = m.clean_rows(m.rows_of(data, file, "MLflow"), file)
+    if mapping:
+        rows = m.apply_mapping(rows, mapping, file=file, known=_FLAT | _V3)
+    with m.gc_paused(len(rows)):
+        cases = []
+        for i, row in enumerate(rows):
+            cases.append(_case(i, row, file))
+            if file is not None:
+                rows[i] = None  # see vertex.load_data
+    check_unique_ids([c.id for c in cases], file)
+    return m.eval_set(Path(file).stem if file else "", cases)
+
+
+def _case(index: int, row: Any, file: str | None) -> EvalCase:
+    where = f"$[{index}]"
+    if not isinstance(row, Mapping):
+        raise m.row_error(file, None, where, f"got {type_name(row)}", "a row object")
+    raw_id = row.get("request_id", row.get("id"))
+    if raw_id is None:
+        case_id = f"row-{index}"
+    elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
+        case_id = str(raw_id)
+    else:
+        raise m.row_error(
+            file, None, f"{where}.request_id", f"got {type_name(raw_id)}", "a string id"
+        )
+    metadata: dict[str, Any] = {}
+    if "inputs" in row:
+        known = _V3 | {"request_id", "id"}
+        request, req_path, expectations, exp_path, response = _v3_parts(
+            row, file, case_id, where, metadata
+        )
+        resp_key = "outputs"
+    else:
+        known = _FLAT - {"id"} if "request_id" in row else _FLAT
+        request, req_path = row.get("request"), f"{where}.request"
+        if request is None:
+            raise _missing_request(row, file, case_id, where)
+        expectations, exp_path, response, resp_key = row, where, row.get("response"), "response"
+    system, history, prompt = _conversation(request, file, case_id, req_path)
+    if system:
+        metadata[SYSTEM] = system
+    extra: dict[str, Any] = {}
+    for key in _EXPECTED:
+        value = expectations.get(key)
+        if value is None:
+            continue
+        path = f"{exp_path}.{key}"
+        if key == "expected_response":
+            extra[key] = m.parse_str(value, file, case_id, path)
+        elif key == "expected_facts":
+            extra[key] = m.parse_str_list(value, file, case_id, path)
+        elif key == "guidelines":
+            extra[key] = m.parse_guidelines(value, file, case_id, path)
+        else:
+            extra[key] = m.parse_chunks(value, file, case_id, path)
+    # A list of tags is the case's; MLflow 3 tag objects stay in metadata.
+    tags = row.get("tags")
+    if isinstance(tags, list):
+        extra["tags"] = m.parse_str_list(tags, file, case_id, f"{where}.tags")
+        known = known | {"tags"}
+    else:
+        known = known - {"tags"}
+    retrieved = row.get("retrieved_context")
+    last_extra: dict[str, Any] = {}
+    text = None
+    if response is not None:
+        text, usage, raw = _response(response, file, case_id, f"{where}.{resp_key}")
+        if usage is not None:
+            last_extra["usage"] = usage
+        if raw is not None:
+            metadata[RAW_RESPONSE] = raw
+    steps: list[Step] = []
+    if retrieved is not None:
+        chunks = m.parse_chunks(retrieved, file, case_id, f"{where}.retrieved_context")
+        steps.append(m.retrieval_step(chunks))
+    recorded = response is not None or retrieved is not None
+    turns = [*history, m.turn(prompt, steps, text, last_extra)]
+    for key, value in row.items():
+        if key not in known and key != "retrieved_context":
+            metadata[key] = value
+    return m.eval_case(
+        case_id, None if recorded else turns, turns if recorded else None, metadata, extra
+    )
+
+
+def _missing_request(
+    row: Mapping[str, Any], file: str | None, case_id: str, where: str
+) -> InputError:
+    columns = [str(k) for k in row]
+    guess = next(
+        (c for c in ("question", "query", "prompt", "input", "inputs", "text") if c in row), None
+    )
+    if guess is None:
+        guess = next((c for c in columns if c not in _FLAT and isinstance(row[c], str)), "SRC")
+    return m.row_error(
+        file,
+        case_id,
+        where,
+        f"the row has no 'request' column (its columns are: {', '.join(columns)})",
+        f"a request column; rename one with --map {guess}=request",
+    )
+
+
+def _v3_parts(
+    row: Mapping[str, Any],
+    file: str | None,
+    case_id: str,
+    where: str,
+    metadata: dict[str, Any],
+) -> tuple[Any, str, Mapping[str, Any], str, Any]:
+    inputs = row["inputs"]
+    if not isinstance(inputs, Mapping):
+        raise m.row_error(
+            file, case_id, f"{where}.inputs", f"got {type_name(inputs)}", "an object of inputs"
+        )
+    key = _prompt_key(inputs)
+    if key is None:
+        raise m.row_error(
+            file,
+            case_id,
+            f"{where}.inputs",
+            f"no prompt among the inputs {sorted(inputs)}",
+            f"one of {', '.join(_PROMPT_KEYS)}, or a single string input",
+        )
+    metadata["inputs"] = dict(inputs)
+    request = inputs[key]
+    if key == "messages":
+        request = {"messages": request}
+    expectations = row.get("expectations") or {}
+    if not isinstance(expectations, Mapping):
+        raise m.row_error(
+            file,
+            case_id,
+            f"{where}.expectations",
+            f"got {type_name(expectations)}",
+            "an object of expectations",
+        )
+    others = {k: v for k, v in expectations.items() if k not in _EXPECTED}
+    if others:
+        metadata["expectations"] = others
+    return (
+        request,
+        f"{where}.inputs.{key}",
+        expectations,
+        f"{where}.expectations",
+        row.get("outputs"),
+    )
+
+
+def _prompt_key(inputs: Mapping[str, Any]) -> str | None:
+    for key in _PROMPT_KEYS:
+        if inputs.get(key) is not None:
+            return key
+    strings = [k for k, v in inputs.items() if isinstance(v, str)]
+    return strings[0] if len(inputs) == 1 and strings else None
+
+
+def _conversation(
+    request: Any, file: str | None, case_id: str, path: str
+) -> tuple[list[str], list[Turn], str]:
+    """(system messages, earlier turns, prompt) of a request."""
+    if isinstance(request, str):
+        return [], [], request
+    messages = request.get("messages") if isinstance(request, Mapping) else None
+    if not isinstance(messages, list) or not messages:
+        raise m.row_error(file, case_id, path, f"got {type_name(request)}", _REQUEST)
+    system: list[str] = []
+    turns: list[tuple[str, list[str]]] = []
+    for i, msg in enumerate(messages):
+        mpath = f"{path}.messages[{i}]"
+        role = msg.get("role") if isinstance(msg, Mapping) else None
+        content = msg.get("content") if isinstance(msg, Mapping) else None
+        if not isinstance(content, str) or role not in ("system", "user", "assistant"):
+            raise m.row_error(
+                file,
+                case_id,
+                mpath,
+                "not a chat message",
+                "{role: system | user | assistant, content: string}",
+            )
+        if role == "system":
+            if turns:
+                raise m.row_error(
+                    file,
+                    case_id,
+                    mpath,
+                    "a system message after the first user message",
+                    "system messages only at the start",
+                )
+            system.append(content)
+        elif role == "user":
+            turns.append((content, []))
+        elif not turns:
+            raise m.row_error(
+                file,
+                case_id,
+                mpath,
+                "an assistant message before any user message",
+                "the conversation to start with the user",
+            )
+        else:
+            turns[-1][1].append(content)
+    if messages[-1].get("role") != "user":
+        raise m.row_error(
+            file,
+            case_id,
+            f"{path}.messages[{len(messages) - 1}]",
+            "the last message is not the user's",
+            "the prompt as the last message",
+        )
+    history = [
+        m.turn(
+            user,
+            [Step(agent_message=AgentMessage(text=t)) for t in replies[:-1]],
+            replies[-1] if replies else None,
+        )
+        for user, replies in turns[:-1]
+    ]
+    return system, history, turns[-1][0]
+
+
+def _response(
+    value: Any, file: str | None, case_id: str, path: str
+) -> tuple[str, Usage | None, dict[str, Any] | None]:
+    if isinstance(value, str):
+        return value, None, None
+    text = _response_text(value) if isinstance(value, Mapping) else None
+    if text is None:
+        raise m.row_error(
+            file,
+            case_id,
+            path,
+            f"got {type_name(value)} without response text",
+            "a string, or an object with response, content or choices[0].message.content",
+        )
+    usage = value.get("usage")
+    parsed = None
+    if isinstance(usage, Mapping):
+        tokens = [usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)]
+        if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            raise m.row_error(
+                file,
+                case_id,
+                f"{path}.usage",
+                "token counts are not integers",
+                "{prompt_tokens: int, completion_tokens: int}",
+            )
+        parsed = Usage(input_tokens=tokens[0], output_tokens=tokens[1])
+    return text, parsed, dict(value)
+
+
+def _response_text(value: Mapping[str, Any]) -> str | None:
+    for key in ("response", "content"):
+        if isinstance(value.get(key), str):
+            return str(value[key])
+    choices = value.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return None
+
+
+def _with_text(raw: dict[str, Any], text: str | None, usage: Usage | None) -> dict[str, Any]:
+    out = copy.deepcopy(raw)
+    if text is not None:
+        for key in ("response", "content"):
+            if isinstance(out.get(key), str):
+                out[key] = text
+                break
+        else:
+            out["choices"][0]["message"]["content"] = text
+    if usage is not None and isinstance(out.get("usage"), dict):
+        out["usage"]["prompt_tokens"] = usage.input_tokens
+        out["usage"]["completion_tokens"] = usage.output_tokens
+    return out
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def dump(evalset: EvalSet) -> list[dict[str, Any]]:
+    """One row per case: MLflow-3 style for cases loaded from it, else flat."""
+    return [_row(case, i) for i, case in enumerate(evalset.cases)]
+
+
+def write(evalset: EvalSet, path: Path) -> None:
+    m.write_records(dump(evalset), path)
+
+
+def _row(case: EvalCase, index: int) -> dict[str, Any]:
+    def fail(message: str) -> InputError:
+        return InputError(
+            f"cannot be written as an MLflow row: {message}",
+            case_id=case.id,
+            expected="a text conversation with a response and retrieved context; "
+            "use adk or trace for tool calls and scenarios",
+        )
+
+    if case.scenario is not None:
+        raise fail("it is a scenario")
+    blocked = [
+        f
+        for f in ("description", "session_input", "final_session_state")
+        if getattr(case, f) is not None
+    ] + (["rubrics"] if case.rubrics else [])
+    if blocked:
+        raise fail(f"rows have no place for its {', '.join(blocked)}")
+    turns = case.actual or case.reference
+    if not turns:
+        raise fail("it has no turns")
+    expected_response = case.expected_response
+    if case.actual and case.reference:
+        if [t.user_input for t in case.reference] != [t.user_input for t in case.actual]:
+            raise fail("its reference and actual turns have different user inputs")
+        if any(t.steps for t in case.reference):
+            raise fail("its reference turns hold steps")
+        earlier = zip(case.reference[:-1], case.actual[:-1], strict=True)
+        if any(r.final_response not in (None, a.final_response) for r, a in earlier):
+            raise fail("its earlier reference and actual responses differ")
+        last_ref = case.reference[-1].final_response
+        if last_ref is not None and expected_response not in (None, last_ref):
+            raise fail("its reference response differs from expected_response")
+        expected_response = expected_response or last_ref
+    messages: list[dict[str, str]] = [
+        {"role": "system", "content": s} for s in case.metadata.get(SYSTEM, [])
+    ]
+    for t in turns[:-1]:
+        messages.append({"role": "user", "content": _text(t, fail)})
+        for step in t.steps:
+            if step.agent_message is None:
+                raise fail(f"an earlier turn holds a {step.kind} step")
+            messages.append({"role": "assistant", "content": step.agent_message.text})
+        if t.final_response is not None:
+            messages.append({"role": "assistant", "content": t.final_response})
+    last = turns[-1]
+    prompt = _text(last, fail)
+    request: Any = prompt
+    if len(messages) > 0:
+        request = {"messages": [*messages, {"role": "user", "content": prompt}]}
+    recorded = case.actual is not None and last is case.actual[-1]
+    chunks = [c for s in last.steps if s.retrieval is not None for c in s.retrieval.chunks]
+    if any(s.retrieval is None for s in last.steps) or (chunks and not recorded):
+        raise fail("its last turn holds steps other than a retrieval")
+    if not recorded and last.final_response is not None:
+        expected_response = expected_response or last.final_response
+    response: Any = last.final_response if recorded else None
+    raw = case.metadata.get(RAW_RESPONSE)
+    if response is not None and isinstance(raw, dict):
+        response = _with_text(raw, response, last.usage)
+    expected: dict[str, Any] = {}
+    if expected_response is not None:
+        expected["expected_response"] = expected_response
+    if case.expected_facts is not None:
+        expected["expected_facts"] = list(case.expected_facts)
+    if case.guidelines is not None:
+        expected["guidelines"] = case.guidelines
+    if case.expected_retrieved_context is not None:
+        expected["expected_retrieved_context"] = m.dump_chunks(case.expected_retrieved_context)
+
+    row: dict[str, Any] = {}
+    inputs = case.metadata.get("inputs")
+    if isinstance(inputs, dict):
+        if case.id != f"row-{index}":
+            row["request_id"] = case.id
+        new_inputs = dict(inputs)
+        key = _prompt_key(inputs) or "request"
+        if key == "messages":
+            new_inputs[key] = (
+                request["messages"]
+                if isinstance(request, dict)
+                else [{"role": "user", "content": request}]
+            )
+        else:
+            new_inputs[key] = request
+        row["inputs"] = new_inputs
+        if response is not None:
+            row["outputs"] = response
+        expected.update(case.metadata.get("expectations") or {})
+        if expected:
+            row["expectations"] = expected
+    else:
+        if case.id != f"row-{index}":
+            row["request_id"] = case.id
+        row["request"] = request
+        if response is not None:
+            row["response"] = response
+        row.update(expected)
+    if chunks or (recorded and response is None):
+        row["retrieved_context"] = m.dump_chunks(chunks)
+    if case.tags:
+        row["tags"] = list(case.tags)
+    for key, value in case.metadata.items():
+        if key in (SYSTEM, RAW_RESPONSE, "inputs", "expectations"):
+            continue
+        if key in row:
+            raise fail(f"metadata key {key!r} collides with a column")
+        row[key] = value
+    return row
+
+
+def _text(t: Turn, fail: Any) -> str:
+    ui = t.user_input
+    if ui.text is None or ui.dtmf or ui.blobs or ui.event or ui.variables or ui.tool_responses:
+        raise fail("a user input is not plain text")
+    return ui.text
