@@ -1,0 +1,1 @@
+"""Alembic migrations of the store schema, run by `Store.open` (see `connect.migrate`)."""

@@ -1,0 +1,168 @@
+"""`StoreRecorder`: a run observer that saves case results as the cases complete."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from assay.errors import StoreError
+from assay.model.results import CaseResult, EvalResult
+from assay.store.schema import RunStatus
+from assay.store.store import Store
+
+# How often the writer thread looks at the clock when nothing wakes it.
+_TICK_S = 0.25
+
+
+class StoreRecorder:
+    """Writes completed case results to a store in batches (a `RunObserver`).
+
+    A writer thread stores a batch once `batch_size` results wait, or once
+    `flush_interval_s` passed since the last write, so results land while the run goes
+    on even when cases are slow. The engine's thread only appends to a buffer; the
+    database work overlaps with it (SQLite and PostgreSQL release the GIL while they
+    write). If the writer falls `backlog` batches behind, the engine's thread writes
+    itself, which keeps memory bounded.
+
+    `on_finish` writes the rest and marks the run COMPLETED; callers catching
+    KeyboardInterrupt (or another error) call `mark_interrupted` (or `mark_error`).
+    Results are never dropped: a failed write puts its batch back, and the next
+    `on_case_done`, `flush` or `on_finish` writes it again in the caller's thread,
+    raising StoreError if the store still refuses it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        batch_size: int = 500,
+        flush_interval_s: float = 1.0,
+        backlog: int = 4,
+    ) -> None:
+        if batch_size < 1 or flush_interval_s <= 0 or backlog < 1:
+            raise StoreError(
+                "StoreRecorder needs batch_size >= 1, flush_interval_s > 0 and backlog >= 1"
+            )
+        self._store = store
+        self._run_id = run_id
+        self._batch_size = batch_size
+        self._interval = flush_interval_s
+        self._max_pending = batch_size * backlog
+        self._buffer: list[CaseResult] = []
+        # Guards the buffer; the writer thread waits on it for work.
+        self._wake = threading.Condition()
+        # Held across taking a batch and writing it, so batches land in order.
+        self._write_lock = threading.Lock()
+        self._last_write = time.monotonic()
+        self._background_failed = False
+        self._stop = threading.Event()
+        self._writer: threading.Thread | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
+    @property
+    def pending(self) -> int:
+        """Results received but not yet written."""
+        with self._wake:
+            return len(self._buffer)
+
+    def on_start(self, total: int) -> None:
+        self._store.set_total(self._run_id, total)
+        self._last_write = time.monotonic()
+        if self._writer is None:
+            self._stop.clear()
+            self._writer = threading.Thread(
+                target=self._write_in_background, name=f"assay-store-{self._run_id}", daemon=True
+            )
+            self._writer.start()
+
+    def on_case_done(self, result: CaseResult) -> None:
+        with self._wake:
+            self._buffer.append(result)
+            waiting = len(self._buffer)
+            if waiting >= self._batch_size:
+                self._wake.notify()
+        if self._writer is None and (waiting >= self._batch_size or self._interval_passed()):
+            self.flush()  # no writer thread (on_start was not called): write here
+        elif waiting >= self._max_pending or self._background_failed:
+            self.flush()
+
+    def on_finish(self, result: EvalResult) -> None:
+        self._finish(RunStatus.COMPLETED, summary=result.summary)
+
+    def mark_interrupted(self) -> None:
+        """Write what is buffered and mark the run INTERRUPTED (it can be resumed)."""
+        self._finish(RunStatus.INTERRUPTED, summary=None)
+
+    def mark_error(self, message: str) -> None:
+        """Write what is buffered and mark the run ERROR with `message`."""
+        self._finish(RunStatus.ERROR, summary=None, error=message)
+
+    def flush(self) -> None:
+        """Write every buffered result now (StoreError if the store refuses them)."""
+        self._write_pending()
+        # A failed background write put its batch back; it has now been written.
+        self._background_failed = False
+
+    def close(self) -> None:
+        """Stop the writer thread without writing (`on_finish` and `mark_*` call this)."""
+        self._stop.set()
+        with self._wake:
+            self._wake.notify()
+        writer, self._writer = self._writer, None
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+
+    def _finish(
+        self, status: RunStatus, *, summary: dict[str, Any] | None, error: str | None = None
+    ) -> None:
+        self.close()
+        try:
+            self.flush()
+        finally:
+            self._store.finish_run(self._run_id, summary=summary, status=status, error=error)
+
+    def _interval_passed(self) -> bool:
+        return time.monotonic() - self._last_write >= self._interval
+
+    def _due(self) -> bool:
+        # Called with self._wake held.
+        return len(self._buffer) >= self._batch_size or (
+            bool(self._buffer) and self._interval_passed()
+        )
+
+    def _write_pending(self) -> None:
+        with self._write_lock:
+            with self._wake:
+                batch, self._buffer = self._buffer, []
+            if not batch:
+                return
+            try:
+                self._store.add_case_results(self._run_id, batch)
+            except BaseException:
+                with self._wake:
+                    self._buffer[:0] = batch
+                raise
+            finally:
+                self._last_write = time.monotonic()
+
+    def _write_in_background(self) -> None:
+        while not self._stop.is_set():
+            with self._wake:
+                if not self._due():
+                    self._wake.wait(_TICK_S)
+                due = self._due() and not self._stop.is_set()
+            if not due:
+                continue
+            try:
+                self._write_pending()
+            except StoreError:
+                # The batch is back in the buffer; the caller's next call writes it
+                # again and raises if the store still refuses it. Pause rather than
+                # hammer a store that just failed.
+                self._background_failed = True
+                self._stop.wait(_TICK_S)

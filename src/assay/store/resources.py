@@ -1,0 +1,180 @@
+"""CES-shaped resources (evaluations, evaluation datasets, personas).
+
+One generic table: the REST service keeps the resource JSON in `body` and this module
+owns what CES manages around it — the id, a display name unique within the app and
+kind, an etag that changes on every write, and create/update times.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, and_, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from assay.errors import StoreError
+from assay.store._repository import Repository, database_errors
+from assay.store.exceptions import (
+    EtagMismatchError,
+    ResourceConflictError,
+    ResourceNotFoundError,
+)
+from assay.store.schema import RESOURCE_KINDS, resources
+from assay.store.types import utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A stored evaluation, evaluation dataset or persona."""
+
+    app: str
+    kind: str
+    id: str
+    display_name: str
+    body: dict[str, Any]
+    etag: str
+    create_time: datetime
+    update_time: datetime
+
+
+class ResourceRepository(Repository):
+    """get / put / list / delete of resources, with etag checks on writes."""
+
+    @database_errors
+    def get(self, app: str, kind: str, resource_id: str) -> Resource | None:
+        """The resource, or None when the app has no such `kind` with that id."""
+        _check_kind(kind)
+        with self._engine.connect() as conn:
+            row = conn.execute(select(resources).where(_key(app, kind, resource_id))).first()
+        return None if row is None else _resource(row)
+
+    @database_errors
+    def put(
+        self,
+        app: str,
+        kind: str,
+        resource_id: str,
+        *,
+        display_name: str,
+        body: Mapping[str, Any],
+        etag: str | None = None,
+    ) -> Resource:
+        """Create the resource, or replace its display name and body.
+
+        With `etag`, the write only happens if it is the stored etag (a stale one
+        raises EtagMismatchError; one for a missing resource ResourceNotFoundError).
+        A display name used by another resource raises ResourceConflictError.
+        """
+        _check_kind(kind)
+        if not display_name:
+            raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
+        now = utcnow()
+        values = {
+            "display_name": display_name,
+            "body": dict(body),
+            "etag": secrets.token_hex(8),
+            "update_time": now,
+        }
+        where = _key(app, kind, resource_id)
+        try:
+            with self._writer.begin() as conn:
+                current = conn.execute(select(resources.c.etag).where(where)).first()
+                if current is None:
+                    if etag is not None:
+                        raise _not_found(app, kind, resource_id)
+                    ids = {"app": app, "kind": kind, "id": resource_id, "create_time": now}
+                    conn.execute(insert(resources).values(**ids, **values))
+                else:
+                    if etag is not None and etag != current.etag:
+                        raise _stale(kind, resource_id)
+                    # Compare-and-set on the etag read above: a concurrent writer
+                    # between the read and this update makes it match no row.
+                    changed = conn.execute(
+                        update(resources)
+                        .where(where, resources.c.etag == current.etag)
+                        .values(**values)
+                    )
+                    if changed.rowcount != 1:
+                        raise _stale(kind, resource_id)
+                row = conn.execute(select(resources).where(where)).one()
+        except IntegrityError as exc:
+            raise self._conflict(app, kind, resource_id, display_name) from exc
+        return _resource(row)
+
+    @database_errors
+    def list_resources(self, app: str, kind: str) -> list[Resource]:
+        """The app's resources of `kind`, oldest first."""
+        _check_kind(kind)
+        query = (
+            select(resources)
+            .where(resources.c.app == app, resources.c.kind == kind)
+            .order_by(resources.c.create_time, resources.c.id)
+        )
+        with self._engine.connect() as conn:
+            return [_resource(row) for row in conn.execute(query)]
+
+    @database_errors
+    def delete(self, app: str, kind: str, resource_id: str, *, etag: str | None = None) -> None:
+        """Delete the resource (only if its etag is `etag`, when given)."""
+        _check_kind(kind)
+        where = _key(app, kind, resource_id)
+        with self._writer.begin() as conn:
+            current = conn.execute(select(resources.c.etag).where(where)).first()
+            if current is None:
+                raise _not_found(app, kind, resource_id)
+            if etag is not None and etag != current.etag:
+                raise _stale(kind, resource_id)
+            conn.execute(resources.delete().where(where, resources.c.etag == current.etag))
+
+    def _conflict(
+        self, app: str, kind: str, resource_id: str, display_name: str
+    ) -> ResourceConflictError:
+        # The transaction was rolled back; look again to say which key clashed.
+        if self.get(app, kind, resource_id) is not None:
+            return ResourceConflictError(
+                f"{kind} {resource_id!r} already exists in app {app!r} (created concurrently)"
+            )
+        return ResourceConflictError(
+            f"display name {display_name!r} is already used by another of the {kind} "
+            f"in app {app!r}; display names are unique within an app"
+        )
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in RESOURCE_KINDS:
+        raise StoreError(
+            f"unknown resource kind {kind!r}; expected one of {', '.join(RESOURCE_KINDS)}"
+        )
+
+
+def _key(app: str, kind: str, resource_id: str) -> ColumnElement[bool]:
+    c = resources.c
+    return and_(c.app == app, c.kind == kind, c.id == resource_id)
+
+
+def _not_found(app: str, kind: str, resource_id: str) -> ResourceNotFoundError:
+    return ResourceNotFoundError(f"no {kind} {resource_id!r} in app {app!r}")
+
+
+def _stale(kind: str, resource_id: str) -> EtagMismatchError:
+    return EtagMismatchError(
+        f"{kind} {resource_id!r} was changed since it was read (stale etag); "
+        "read it again and retry the update"
+    )
+
+
+def _resource(row: Row[Any]) -> Resource:
+    return Resource(
+        app=row.app,
+        kind=row.kind,
+        id=row.id,
+        display_name=row.display_name,
+        body=dict(row.body),
+        etag=row.etag,
+        create_time=row.create_time,
+        update_time=row.update_time,
+    )

@@ -1,0 +1,397 @@
+"""Runs and their case results: the repository behind `Store`'s run methods."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from assay.errors import StoreError
+from assay.model.results import CaseResult, Status
+from assay.store._bulk import CASE_COLUMNS, case_values, insert_case_results, is_error
+from assay.store._json import gc_paused
+from assay.store._repository import Repository, database_errors
+from assay.store.exceptions import DuplicateCaseResultError, RunNotFoundError
+from assay.store.schema import DEFAULT_APP, RunStatus, case_results
+from assay.store.schema import runs as runs_table
+from assay.store.types import utcnow
+
+CaseKey = tuple[str, str, int]
+"""(eval_set_id or "", case_id, run_index): what identifies a case run within a run."""
+
+FINAL_STATUSES = (RunStatus.COMPLETED, RunStatus.ERROR, RunStatus.INTERRUPTED)
+
+
+def case_key(result: CaseResult) -> CaseKey:
+    """The key `completed_case_keys` reports for `result`."""
+    return (result.eval_set_id or "", result.case_id, result.run_index)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One stored run: what was evaluated, its state and its counts so far.
+
+    Counts are over stored case runs (one per case and repetition); `summary` is the
+    engine's summary dict once the run finished, `{}` before.
+    """
+
+    id: str
+    created_at: datetime
+    finished_at: datetime | None
+    status: str
+    eval_set_ids: list[str]
+    metrics: list[str]
+    agent: str | None
+    case_count: int
+    passed: int
+    failed: int
+    not_evaluated: int
+    summary: dict[str, Any]
+    name: str | None = None
+    app: str = DEFAULT_APP
+    runs: int = 1
+    total: int | None = None
+    errors: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    updated_at: datetime | None = None
+
+
+# Crockford base32 (no i, l, o, u): ids are safe to read aloud and type.
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_RANDOM_BITS = 30
+
+
+class _RunIds:
+    """Time-ordered ids: 10 chars of milliseconds, 6 random chars.
+
+    Ids sort by creation time; within one millisecond of one process the random part
+    increments so ids stay ordered.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = -1
+        self._last_random = 0
+
+    def new(self) -> str:
+        with self._lock:
+            ms = time.time_ns() // 1_000_000
+            if ms <= self._last_ms:
+                ms, rnd = self._last_ms, self._last_random + 1
+                if rnd >= 1 << _RANDOM_BITS:
+                    ms, rnd = ms + 1, secrets.randbits(_RANDOM_BITS - 1)
+            else:
+                # Leave headroom below the top so increments rarely overflow.
+                rnd = secrets.randbits(_RANDOM_BITS - 1)
+            self._last_ms, self._last_random = ms, rnd
+        return _base32(ms, 10) + _base32(rnd, 6)
+
+
+def _base32(value: int, width: int) -> str:
+    chars = []
+    for _ in range(width):
+        value, digit = divmod(value, 32)
+        chars.append(_ALPHABET[digit])
+    return "".join(reversed(chars))
+
+
+new_run_id = _RunIds().new
+
+
+class RunRepository(Repository):
+    """Runs and case results; every write is one transaction."""
+
+    @database_errors
+    def start_run(
+        self,
+        *,
+        eval_set_ids: Sequence[str],
+        metrics: Sequence[str],
+        config: Mapping[str, Any],
+        agent: str | None,
+        runs: int,
+        name: str | None = None,
+        app: str = DEFAULT_APP,
+    ) -> str:
+        run_id = new_run_id()
+        now = utcnow()
+        values = {
+            "id": run_id,
+            "app": app,
+            "name": name,
+            "status": RunStatus.RUNNING.value,
+            "agent": agent,
+            "eval_set_ids": list(eval_set_ids),
+            "metrics": list(metrics),
+            "config": dict(config),
+            "runs": runs,
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self._writer.begin() as conn:
+            conn.execute(insert(runs_table), values)
+        return run_id
+
+    @database_errors
+    def set_total(self, run_id: str, total: int) -> None:
+        with self._writer.begin() as conn:
+            self._update_run(conn, run_id, total=total)
+
+    @database_errors
+    def add_case_results(
+        self, run_id: str, results: Sequence[CaseResult], *, replace: bool = False
+    ) -> None:
+        if not results:
+            return
+        if replace:
+            # Last one wins within the batch, as it would across batches.
+            results = list({case_key(r): r for r in results}.values())
+        now = utcnow()
+        try:
+            with self._writer.begin() as conn:
+                self._require_run(conn, run_id)
+                if replace:
+                    rows = [
+                        dict(zip(CASE_COLUMNS, case_values(run_id, r, now), strict=True))
+                        for r in results
+                    ]
+                    conn.execute(self._upsert(conn), rows)
+                    counts = self._recount(conn, run_id)
+                else:
+                    insert_case_results(conn, run_id, results, now)
+                    counts = _increments(results)
+                self._update_run(conn, run_id, **counts, updated_at=now)
+        except IntegrityError as exc:
+            raise self._integrity_error(run_id, results, exc) from exc
+
+    @database_errors
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        summary: Mapping[str, Any] | None,
+        status: str,
+        error: str | None = None,
+    ) -> None:
+        if status not in {s.value for s in FINAL_STATUSES}:
+            raise StoreError(
+                f"cannot finish run {run_id} with status {status!r}; "
+                f"expected one of {', '.join(s.value for s in FINAL_STATUSES)}"
+            )
+        now = utcnow()
+        values: dict[str, Any] = {
+            "status": RunStatus(status).value,
+            "finished_at": now,
+            "updated_at": now,
+            "error": error,
+        }
+        if summary is not None:
+            values["summary"] = dict(summary)
+        with self._writer.begin() as conn:
+            self._require_run(conn, run_id)
+            self._update_run(conn, run_id, **self._recount(conn, run_id), **values)
+
+    @database_errors
+    def reopen_run(self, run_id: str) -> None:
+        """Mark a finished (e.g. interrupted) run RUNNING again, to resume it."""
+        with self._writer.begin() as conn:
+            self._update_run(
+                conn,
+                run_id,
+                status=RunStatus.RUNNING.value,
+                finished_at=None,
+                error=None,
+                updated_at=utcnow(),
+            )
+
+    @database_errors
+    def list_runs(self, limit: int = 50, *, app: str | None = None) -> list[RunInfo]:
+        query = (
+            select(runs_table)
+            .order_by(runs_table.c.created_at.desc(), runs_table.c.id.desc())
+            .limit(limit)
+        )
+        if app is not None:
+            query = query.where(runs_table.c.app == app)
+        with self._engine.connect() as conn:
+            return [_run_info(row) for row in conn.execute(query)]
+
+    @database_errors
+    def get_run(self, run_id: str) -> RunInfo:
+        with self._engine.connect() as conn:
+            row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).first()
+        if row is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} in the store")
+        return _run_info(row)
+
+    @database_errors
+    def find_run(self, ref: str) -> RunInfo:
+        """A run by full id, unique id prefix, or `latest`."""
+        if not ref:
+            raise RunNotFoundError("no run reference given; pass a run id, a prefix or 'latest'")
+        if ref == "latest":
+            found = self.list_runs(limit=1)
+            if not found:
+                raise RunNotFoundError("the store holds no runs yet")
+            return found[0]
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = select(runs_table).where(runs_table.c.id.like(f"{escaped}%", escape="\\")).limit(6)
+        with self._engine.connect() as conn:
+            rows = list(conn.execute(query))
+        exact = [r for r in rows if r.id == ref]
+        if exact or len(rows) == 1:
+            return _run_info((exact or rows)[0])
+        if not rows:
+            raise RunNotFoundError(f"no run id starts with {ref!r}")
+        shown = ", ".join(r.id for r in rows[:5])
+        raise StoreError(
+            f"run reference {ref!r} is ambiguous: matches {shown}; give more of the id"
+        )
+
+    @database_errors
+    def delete_run(self, run_id: str) -> None:
+        with self._writer.begin() as conn:
+            self._require_run(conn, run_id)
+            # Explicit rather than relying on ON DELETE CASCADE, which SQLite only
+            # honours when the connection enabled foreign keys.
+            conn.execute(case_results.delete().where(case_results.c.run_id == run_id))
+            conn.execute(runs_table.delete().where(runs_table.c.id == run_id))
+
+    @database_errors
+    def case_results(self, run_id: str) -> list[dict[str, Any]]:
+        query = (
+            select(case_results.c.document)
+            .where(case_results.c.run_id == run_id)
+            .order_by(case_results.c.id)
+        )
+        with self._engine.connect() as conn, gc_paused():
+            self._require_run(conn, run_id)
+            return [row[0] for row in conn.execute(query)]
+
+    @database_errors
+    def completed_case_keys(self, run_id: str, *, include_errors: bool = True) -> set[CaseKey]:
+        c = case_results.c
+        query = select(c.eval_set_id, c.case_id, c.run_index).where(c.run_id == run_id)
+        if not include_errors:
+            query = query.where(c.execution_state != "ERROR")
+        with self._engine.connect() as conn:
+            self._require_run(conn, run_id)
+            return {(e, k, i) for e, k, i in conn.execute(query)}
+
+    # -- helpers ------------------------------------------------------------------
+
+    @staticmethod
+    def _require_run(conn: Connection, run_id: str) -> None:
+        if conn.execute(select(runs_table.c.id).where(runs_table.c.id == run_id)).first() is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} in the store")
+
+    @staticmethod
+    def _update_run(conn: Connection, run_id: str, **values: Any) -> None:
+        result = conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(**values))
+        if result.rowcount == 0:
+            raise RunNotFoundError(f"no run with id {run_id!r} in the store")
+
+    @staticmethod
+    def _upsert(conn: Connection) -> Any:
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(case_results)
+        replaced = ("status", "execution_state", "error_type", "latency_s", "created_at")
+        return stmt.on_conflict_do_update(
+            index_elements=["run_id", "eval_set_id", "case_id", "run_index"],
+            set_={name: stmt.excluded[name] for name in (*replaced, "document")},
+        )
+
+    @staticmethod
+    def _recount(conn: Connection, run_id: str) -> dict[str, int]:
+        c = case_results.c
+        query = (
+            select(c.status, c.execution_state, func.count())
+            .where(c.run_id == run_id)
+            .group_by(c.status, c.execution_state)
+        )
+        counts = {"case_count": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "errors": 0}
+        for status, state, n in conn.execute(query):
+            counts["case_count"] += n
+            counts[_COUNT_COLUMN[status]] += n
+            if state == "ERROR":
+                counts["errors"] += n
+        return counts
+
+    def _integrity_error(
+        self, run_id: str, results: Sequence[CaseResult], exc: IntegrityError
+    ) -> StoreError:
+        """Say which case runs clashed (the transaction was rolled back: look again)."""
+        keys = [case_key(r) for r in results]
+        seen: set[CaseKey] = set()
+        repeated = []
+        for key in keys:
+            if key in seen:
+                repeated.append(key)
+            seen.add(key)
+        try:
+            stored = self.completed_case_keys(run_id)
+        except RunNotFoundError as missing:
+            return missing
+        clashes = repeated or [k for k in keys if k in stored]
+        if not clashes:
+            return StoreError(f"could not store case results for run {run_id}: {exc.orig}")
+        shown = "; ".join(_describe(k) for k in clashes[:3])
+        more = f" and {len(clashes) - 3} more" if len(clashes) > 3 else ""
+        where = "given twice in one batch" if repeated else f"already stored in run {run_id}"
+        return DuplicateCaseResultError(f"{shown}{more}: {where}")
+
+
+_COUNT_COLUMN = {
+    Status.PASSED.value: "passed",
+    Status.FAILED.value: "failed",
+    Status.NOT_EVALUATED.value: "not_evaluated",
+}
+
+
+def _increments(results: Iterable[CaseResult]) -> dict[str, Any]:
+    counts = {"case_count": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "errors": 0}
+    for r in results:
+        counts["case_count"] += 1
+        counts[_COUNT_COLUMN[r.status.value]] += 1
+        counts["errors"] += is_error(r)
+    return {name: getattr(runs_table.c, name) + n for name, n in counts.items()}
+
+
+def _describe(key: CaseKey) -> str:
+    eval_set, case, index = key
+    where = f" of eval set {eval_set!r}" if eval_set else ""
+    return f"case {case!r}{where} (run index {index})"
+
+
+def _run_info(row: Row[Any]) -> RunInfo:
+    return RunInfo(
+        id=row.id,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        status=row.status,
+        eval_set_ids=list(row.eval_set_ids),
+        metrics=list(row.metrics),
+        agent=row.agent,
+        case_count=row.case_count,
+        passed=row.passed,
+        failed=row.failed,
+        not_evaluated=row.not_evaluated,
+        summary=dict(row.summary or {}),
+        name=row.name,
+        app=row.app,
+        runs=row.runs,
+        total=row.total,
+        errors=row.errors,
+        config=dict(row.config),
+        error=row.error,
+        updated_at=row.updated_at,
+    )

@@ -1,0 +1,146 @@
+"""The store's tables (SQLAlchemy Core), the source of truth for Alembic migrations.
+
+- `runs`: one row per evaluation run, its status, counts, config and summary.
+- `case_results`: one row per completed case run; the full `CaseResult` document as
+  JSON plus the columns queries filter on. The unique key (run, eval set, case, run
+  index) means a case run is never stored twice, and is what resume skips.
+- `resources`: CES-shaped resources (evaluations, evaluation datasets, personas) with
+  a display name unique within an app and kind, an etag and create/update times.
+- `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
+  generation settings.
+
+Changing anything here needs a new migration under `migrations/versions/`;
+tests/store/test_migrations.py fails until the two agree.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from assay.store.types import JSONValue, UTCDateTime
+
+# Deterministic constraint names, so migrations (and SQLite batch rebuilds) can name
+# what they alter.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+DEFAULT_APP = "default"
+
+
+class RunStatus(StrEnum):
+    """Lifecycle of a run: CES's RUNNING/COMPLETED/ERROR plus INTERRUPTED (resumable)."""
+
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    ERROR = "ERROR"
+    INTERRUPTED = "INTERRUPTED"
+
+
+# The CES collections stored in `resources`, named as in the REST paths.
+RESOURCE_KINDS = ("evaluations", "evaluationDatasets", "personas")
+
+# A surrogate integer key keeps case rows in completion order and, on SQLite, makes
+# the row id the key (INTEGER PRIMARY KEY) instead of a separate index.
+_ROW_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("app", String(128), nullable=False, server_default=text(f"'{DEFAULT_APP}'")),
+    Column("name", Text),
+    Column("status", String(16), nullable=False),
+    Column("agent", Text),
+    Column("eval_set_ids", JSONValue, nullable=False),
+    Column("metrics", JSONValue, nullable=False),
+    Column("config", JSONValue, nullable=False),
+    Column("runs", Integer, nullable=False),
+    # Number of case runs the engine announced (on_start); None until then.
+    Column("total", Integer),
+    Column("case_count", Integer, nullable=False, server_default=text("0")),
+    Column("passed", Integer, nullable=False, server_default=text("0")),
+    Column("failed", Integer, nullable=False, server_default=text("0")),
+    Column("not_evaluated", Integer, nullable=False, server_default=text("0")),
+    # Case runs whose execution failed (CES executionState ERROR).
+    Column("errors", Integer, nullable=False, server_default=text("0")),
+    Column("summary", JSONValue),
+    Column("error", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime),
+    Index(None, "app", "created_at"),
+    Index(None, "status"),
+)
+
+case_results = Table(
+    "case_results",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column(
+        "run_id",
+        String(32),
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    # "" when the result has no eval set, so the unique key still applies (NULLs
+    # never compare equal in a unique constraint).
+    Column("eval_set_id", String, nullable=False),
+    Column("case_id", String, nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    # CES executionState: ERROR when the case could not be run or scored, else COMPLETED.
+    Column("execution_state", String(16), nullable=False),
+    Column("error_type", String(64)),
+    Column("latency_s", Float),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("document", JSONValue, nullable=False),
+    UniqueConstraint("run_id", "eval_set_id", "case_id", "run_index"),
+    Index(None, "run_id", "status"),
+    # A case's history across runs (CES lastTenResults).
+    Index(None, "case_id"),
+)
+
+resources = Table(
+    "resources",
+    metadata,
+    Column("app", String(128), primary_key=True),
+    Column("kind", String(32), primary_key=True),
+    Column("id", String(256), primary_key=True),
+    Column("display_name", String(512), nullable=False),
+    Column("body", JSONValue, nullable=False),
+    Column("etag", String(64), nullable=False),
+    Column("create_time", UTCDateTime, nullable=False),
+    Column("update_time", UTCDateTime, nullable=False),
+    UniqueConstraint("app", "kind", "display_name"),
+)
+
+judge_cache = Table(
+    "judge_cache",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("backend", String(64), nullable=False),
+    Column("model", String(256), nullable=False),
+    Column("reply", JSONValue, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,161 @@
+"""`Store`: the one object callers use to reach runs, results, resources and the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine
+
+from assay.model.results import CaseResult
+from assay.store.connect import create_store_engine, migrate, resolve_url
+from assay.store.judge_cache import JudgeCache
+from assay.store.resources import ResourceRepository
+from assay.store.runs import CaseKey, RunInfo, RunRepository
+from assay.store.schema import DEFAULT_APP
+
+
+class Store:
+    """Runs and results (plus CES resources and the judge cache) in SQLite or PostgreSQL.
+
+    Open with `Store.open(url)`; the schema is migrated to the newest revision on open.
+    Safe to share between threads; several processes may use one store at once.
+    """
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        """Wrap an engine whose schema is already migrated; prefer `Store.open`."""
+        self._engine = engine
+        self._url = url
+        self._runs = RunRepository(engine, url)
+        self.resources = ResourceRepository(engine, url)
+        """Evaluations, evaluation datasets and personas (CES resources)."""
+        self.judge_cache = JudgeCache(engine, url)
+        """Judge replies by request hash."""
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        """Open (creating and migrating as needed) the store at `url`.
+
+        None means the SQLite file `.assay/assay.db` in the working directory. See
+        `assay.store.connect` for the accepted URLs; others raise StoreError.
+        """
+        resolved = resolve_url(url)
+        shown = resolved.render_as_string(hide_password=True)
+        engine = create_store_engine(resolved)
+        try:
+            migrate(engine, shown)
+        except BaseException:
+            engine.dispose()
+            raise
+        return cls(engine, shown)
+
+    @property
+    def url(self) -> str:
+        """The store's URL, password hidden."""
+        return self._url
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine, for queries the repositories do not offer."""
+        return self._engine
+
+    def start_run(
+        self,
+        *,
+        eval_set_ids: Sequence[str],
+        metrics: Sequence[str],
+        config: Mapping[str, Any],
+        agent: str | None,
+        runs: int,
+        name: str | None = None,
+        app: str = DEFAULT_APP,
+    ) -> str:
+        """Record a new RUNNING run and return its id (short, unique, time-ordered)."""
+        return self._runs.start_run(
+            eval_set_ids=eval_set_ids,
+            metrics=metrics,
+            config=config,
+            agent=agent,
+            runs=runs,
+            name=name,
+            app=app,
+        )
+
+    def set_total(self, run_id: str, total: int) -> None:
+        """Record how many case runs the run will produce (for progress displays)."""
+        self._runs.set_total(run_id, total)
+
+    def add_case_results(
+        self, run_id: str, results: Sequence[CaseResult], *, replace: bool = False
+    ) -> None:
+        """Store a batch of case results in one transaction and update the run's counts.
+
+        A case run already stored raises DuplicateCaseResultError and stores nothing of
+        the batch, unless `replace` is true (then the new result replaces it).
+        """
+        self._runs.add_case_results(run_id, results, replace=replace)
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        summary: Mapping[str, Any] | None,
+        status: str,
+        error: str | None = None,
+    ) -> None:
+        """Mark the run COMPLETED, ERROR or INTERRUPTED; counts are recomputed.
+
+        `summary` None keeps the stored one; `error` is the message of an ERROR run.
+        """
+        self._runs.finish_run(run_id, summary=summary, status=status, error=error)
+
+    def reopen_run(self, run_id: str) -> None:
+        """Mark a finished run RUNNING again, before resuming it."""
+        self._runs.reopen_run(run_id)
+
+    def list_runs(self, limit: int = 50, *, app: str | None = None) -> list[RunInfo]:
+        """The newest `limit` runs, newest first."""
+        return self._runs.list_runs(limit, app=app)
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """The run with this id; RunNotFoundError if there is none."""
+        return self._runs.get_run(run_id)
+
+    def find_run(self, ref: str) -> RunInfo:
+        """A run by full id, unique id prefix, or `latest`."""
+        return self._runs.find_run(ref)
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete the run and its case results."""
+        self._runs.delete_run(run_id)
+
+    def case_results(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's `CaseResult.to_dict()` documents, in the order they were stored."""
+        return self._runs.case_results(run_id)
+
+    def completed_case_keys(self, run_id: str, *, include_errors: bool = True) -> set[CaseKey]:
+        """(eval_set_id or "", case_id, run_index) of every stored case run (for resume).
+
+        With `include_errors` false, case runs whose execution failed are left out, so
+        a resume runs them again (store them with `replace=True`).
+        """
+        return self._runs.completed_case_keys(run_id, include_errors=include_errors)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self._url!r})"
