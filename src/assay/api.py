@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -270,7 +269,6 @@ def evaluate(
     )
 
 
-@dataclass(slots=True)
 class EvalTaskResult(EvalResult):
     """An `EvalResult` with Vertex's `summary_metrics` and `metrics_table` names."""
 
@@ -340,4 +338,4 @@ class EvalTask:
             mapping=mapping or None,
             run_name=self.experiment,
         )
-        return EvalTaskResult(**{f.name: getattr(result, f.name) for f in fields(EvalResult)})
+        return EvalTaskResult.from_result(result)

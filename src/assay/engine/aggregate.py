@@ -64,16 +64,37 @@ def case_rows(
     return rows
 
 
+def _row_count(case: CaseResult) -> int:
+    return len(case.invocations) or 1
+
+
+def _case_latencies(case: CaseResult) -> list[float]:
+    """Latency per row of the case, as `case_rows` reports it (missing ones left out)."""
+    if not case.invocations:
+        return [case.latency_s] if case.latency_s is not None else []
+    values = []
+    for pos, inv in enumerate(case.invocations):
+        actual = inv.actual
+        if actual is not None and actual.latency_s is not None:
+            values.append(actual.latency_s)
+        elif pos == 0 and case.latency_s is not None:
+            values.append(case.latency_s)
+    return values
+
+
 def summarize(
     cases: Sequence[CaseResult],
-    rows: Sequence[dict[str, Any]],
     metrics: Sequence[Metric],
     *,
     agent_run: bool,
     runs: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The summary dict and, for repeated runs, per-case statistics."""
-    summary: dict[str, Any] = {"row_count": len(rows)}
+    """The summary dict and, for repeated runs, per-case statistics.
+
+    Computed from the cases, so the same numbers as the rows give without building them.
+    """
+    row_count = sum(_row_count(c) for c in cases)
+    summary: dict[str, Any] = {"row_count": row_count}
     for metric in metrics:
         values: list[float] = []
         for case in cases:
@@ -86,15 +107,13 @@ def summarize(
                 values.append(mr.score)
         summary.update(metric.summary_columns(values))
     if agent_run:
-        latencies = [
-            r["latency_in_seconds"] for r in rows if r.get("latency_in_seconds") is not None
-        ]
-        failures = [float(r["failure"]) for r in rows]
+        latencies = [v for c in cases for v in _case_latencies(c)]
+        failures = [float(c.failure) for c in cases for _ in range(_row_count(c))]
         summary["latency_in_seconds/mean"] = mean(latencies)
         summary["latency_in_seconds/std"] = _std(latencies)
         summary["failure/mean"] = mean(failures)
         summary["failure/std"] = _std(failures)
-    counts = {s: 0 for s in Status}
+    counts = dict.fromkeys(Status, 0)
     for case in cases:
         counts[case.status] += 1
     summary["case_count"] = len(cases)
@@ -155,13 +174,17 @@ def build_result(
     runs: int,
     eval_set_id: str | None = None,
 ) -> EvalResult:
-    rows = [row for case in cases for row in case_rows(case, metrics, agent_run)]
-    summary, repeated = summarize(cases, rows, metrics, agent_run=agent_run, runs=runs)
+    summary, repeated = summarize(cases, metrics, agent_run=agent_run, runs=runs)
+    metric_list = list(metrics)
+
+    def rows() -> list[dict[str, Any]]:
+        return [row for case in cases for row in case_rows(case, metric_list, agent_run)]
+
     return EvalResult(
         summary=summary,
-        rows=rows,
         cases=cases,
         eval_set_id=eval_set_id,
         metrics=[m.name for m in metrics],
         repeated=repeated,
+        row_builder=rows,
     )

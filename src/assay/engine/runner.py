@@ -86,7 +86,7 @@ def score_case(
         case,
         actual,
         metrics,
-        [_safe_score(m, case, actual) for m in metrics],
+        _score_all(metrics, case, actual),
         eval_set_id=eval_set_id,
         run_index=run_index,
     )
@@ -97,18 +97,29 @@ def _aligned_expected(case: EvalCase, actual: Sequence[Turn]) -> list[Turn | Non
     return [ref[i] if i < len(ref) else None for i in range(len(actual))]
 
 
-def _safe_score(metric: Metric, case: EvalCase, actual: Sequence[Turn]) -> MetricResult:
+def _score_all(
+    metrics: Sequence[Metric], case: EvalCase, actual: Sequence[Turn]
+) -> list[MetricResult]:
+    expected = _aligned_expected(case, actual)
+    return [_safe_score(m, case, actual, expected) for m in metrics]
+
+
+def _safe_score(
+    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+) -> MetricResult:
     try:
-        return metric.score_case(case, actual, _aligned_expected(case, actual))
+        return metric.score_case(case, actual, expected)
     except Exception as exc:  # a broken metric must not lose the other metrics' scores
         return metric.make_result(
             None, [], explanation=f"{METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}"
         )
 
 
-async def _safe_ascore(metric: Metric, case: EvalCase, actual: Sequence[Turn]) -> MetricResult:
+async def _safe_ascore(
+    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+) -> MetricResult:
     try:
-        return await metric.ascore_case(case, actual, _aligned_expected(case, actual))
+        return await metric.ascore_case(case, actual, expected)
     except Exception as exc:
         return metric.make_result(
             None, [], explanation=f"{METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}"
@@ -126,7 +137,7 @@ def _finish_case(
     inference: _Inference | None = None,
 ) -> CaseResult:
     by_name = {m.name: r for m, r in zip(metrics, results, strict=True)}
-    expected = _aligned_expected(case, actual)
+    expected = _aligned_expected(case, actual)  # cheap; keeps the signature simple
     invocations = []
     for i, turn in enumerate(actual):
         scores: dict[str, Score] = {}
@@ -239,8 +250,11 @@ async def _evaluate_job(
             run_index=job.run_index,
             inference=inference,
         )
+    expected = _aligned_expected(case, turns)
     results = [
-        await _safe_ascore(m, case, turns) if m.is_async else _safe_score(m, case, turns)
+        await _safe_ascore(m, case, turns, expected)
+        if m.is_async
+        else _safe_score(m, case, turns, expected)
         for m in metrics
     ]
     return _finish_case(

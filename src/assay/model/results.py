@@ -7,11 +7,14 @@ reads them back from JSON when needed (store, reports).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.model.core import Turn
+
+_R = TypeVar("_R", bound="EvalResult")
 
 
 class Status(StrEnum):
@@ -124,22 +127,55 @@ def _enums_to_str(value: Any) -> Any:
     return value
 
 
-@dataclass(slots=True)
 class EvalResult:
     """The outcome of one evaluation run.
 
     `summary` is the Vertex-style summary dict (`row_count`, `{metric}/mean`, ...),
     `rows` one dict per row/invocation with `{metric}/score` columns, `cases` the
     per-case results (written as ADK `EvalCaseResult` objects by the JSON report).
+    Rows may be built lazily (`row_builder`), on first access: a 100k-row run that
+    only prints a summary and stores its cases never pays for them.
     """
 
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]]
-    cases: list[CaseResult]
-    run_id: str | None = None
-    eval_set_id: str | None = None
-    metrics: list[str] = field(default_factory=list)
-    repeated: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        summary: dict[str, Any],
+        rows: list[dict[str, Any]] | None = None,
+        cases: list[CaseResult] | None = None,
+        run_id: str | None = None,
+        eval_set_id: str | None = None,
+        metrics: list[str] | None = None,
+        repeated: dict[str, Any] | None = None,
+        *,
+        row_builder: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.summary = summary
+        self._rows = rows
+        self._row_builder = row_builder
+        self.cases = cases if cases is not None else []
+        self.run_id = run_id
+        self.eval_set_id = eval_set_id
+        self.metrics = metrics if metrics is not None else []
+        self.repeated = repeated if repeated is not None else {}
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            self._rows = self._row_builder() if self._row_builder is not None else []
+        return self._rows
+
+    @rows.setter
+    def rows(self, value: list[dict[str, Any]]) -> None:
+        self._rows = value
+
+    @classmethod
+    def from_result(cls: type[_R], other: EvalResult) -> _R:
+        """The same result as an instance of `cls` (e.g. a subclass with more views)."""
+        new = cls(
+            other.summary, other._rows, other.cases, other.run_id, other.eval_set_id,
+            other.metrics, other.repeated, row_builder=other._row_builder,
+        )  # fmt: skip
+        return new
 
     @property
     def status(self) -> Status:
@@ -149,7 +185,7 @@ class EvalResult:
         # Compact on purpose: a full dump of 100k rows in a notebook or a log line helps nobody.
         return (
             f"EvalResult(run_id={self.run_id!r}, status={self.status.value}, "
-            f"cases={len(self.cases)}, rows={len(self.rows)}, metrics={self.metrics!r})"
+            f"cases={len(self.cases)}, metrics={self.metrics!r})"
         )
 
     def to_pandas(self) -> Any:
