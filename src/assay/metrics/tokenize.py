@@ -9,9 +9,10 @@ Unicode-aware tokenizer) on any text; the two agree on ASCII. The rules, in orde
    Thai/Lao/Khmer/Myanmar character starts a new cluster unless it is a combining mark,
    which sticks to the cluster before it; other letters, digits and combining marks
    are word characters; everything else separates words.
-3. A word made only of ASCII characters (`[a-z0-9]+` by then) is stemmed with NLTK's
-   Porter stemmer (NLTK_EXTENSIONS mode, as rouge-score builds it) when longer than
-   three characters; other words are kept whole and not stemmed.
+3. A word made only of ASCII characters (`[a-z0-9]+` by then) is stemmed with the
+   Porter stemmer of NLTK's default mode (the one rouge-score builds; assay's own copy
+   in `assay.metrics.porter`) when longer than three characters; other words are kept
+   whole and not stemmed.
 4. Precision = overlap / max(candidate tokens, 1), recall = overlap / max(reference
    tokens, 1), F = 2PR / (P + R), or 0.0 when P + R is 0 (so two empty texts score 0).
 
@@ -27,7 +28,7 @@ import unicodedata
 from collections import Counter
 from typing import NamedTuple
 
-from nltk.stem.porter import PorterStemmer
+from assay.metrics.porter import stem_uncached
 
 __all__ = ["Rouge1", "rouge1", "rouge1_fmeasure", "tokenize"]
 
@@ -76,14 +77,10 @@ class _CharTable(dict[int, str]):
 class _StemCache(dict[str, str]):
     """word -> token: the Porter stem for words longer than three characters."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._stemmer = PorterStemmer()  # NLTK_EXTENSIONS, the mode rouge-score uses
-
     def __missing__(self, word: str) -> str:
         if len(self) >= _MAX_CACHED_WORDS:
             self.clear()
-        token = self._stemmer.stem(word) if len(word) > 3 else word
+        token = stem_uncached(word) if len(word) > 3 else word
         self[word] = token
         return token
 
