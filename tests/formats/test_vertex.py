@@ -221,6 +221,15 @@ def test_jsonl_write_and_load(tmp_path: Path) -> None:
     assert load(path) == evalset
 
 
+def test_jsonl_round_trip_keeps_unicode_line_separators(tmp_path: Path) -> None:
+    # JSON writes U+2028 / U+0085 unescaped (ensure_ascii=False); they are not line ends.
+    evalset = _load([{"prompt": "one\u2028two", "response": "a\x85b\u2029c"}])
+    path = tmp_path / "d.jsonl"
+    vertex.write(evalset, path)
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    assert load(path) == evalset
+
+
 # ----------------------------------------------------------------------------- eval_cases
 
 
@@ -345,6 +354,14 @@ def test_a_json_string_trajectory_must_be_valid() -> None:
         _load([{"reference_trajectory": [{"tool_input": {}}]}])
 
 
+def test_a_bad_session_input_is_located_inside_the_cell() -> None:
+    with pytest.raises(InputError) as info:
+        _load([{"id": "s", "prompt": "p", "session_input": '{"state": 5}'}])
+    err = info.value
+    assert err.case_id == "s" and err.path == "$[0].session_input.state"
+    assert err.expected == "{app_name, user_id, state}"
+
+
 def test_rows_without_vertex_columns_suggest_a_mapping() -> None:
     with pytest.raises(InputError) as info:
         _load([{"question": "q", "answer": "a"}])
@@ -404,9 +421,33 @@ def test_file_data_is_consumed_but_in_memory_rows_are_not() -> None:
 
 def test_gc_pause_restores_the_collector() -> None:
     assert gc.isenabled()
-    with m.gc_paused(1):
+    with m.gc_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
+    with pytest.raises(ValueError), m.gc_paused():
+        raise ValueError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with m.gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector switched off stays off
+    finally:
+        gc.enable()
+
+
+def test_large_load_leaves_the_collector_as_it_was(tmp_path: Path) -> None:
+    # Loading must not change process-wide GC state; 12,000 rows is above the size at
+    # which loading once froze its objects (gc.freeze).
+    path = tmp_path / "big.jsonl"
+    path.write_text(
+        "".join(json.dumps({**FULL_ROW, "id": f"r{i}"}) + "\n" for i in range(12_000)),
+        encoding="utf-8",
+    )
+    frozen = gc.get_freeze_count()
+    assert len(load(path).cases) == 12_000
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
 
 
 # ----------------------------------------------------------------------------- real files

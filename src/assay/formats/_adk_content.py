@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from assay.errors import InputError
-from assay.formats._common import Loc, type_name
+from assay.formats._common import Loc, type_name, validate
 from assay.model.core import (
     AgentMessage,
     Blob,
@@ -29,8 +28,6 @@ from assay.model.core import (
     ToolResponse,
     UserInput,
 )
-
-M = TypeVar("M", bound=BaseModel)
 
 # Values under these keys are user data: their keys keep their spelling.
 _DATA_KEYS = frozenset(
@@ -93,15 +90,6 @@ def get_number(obj: Mapping[str, Any], loc: Loc, key: str) -> float | None:
 
 def unknown_keys(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None and snake(k) not in known}
-
-
-def build(cls: type[M], data: dict[str, Any], loc: Loc, what: str) -> M:
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        sub = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-        raise Loc(loc.file, loc.path + sub, loc.case_id).error(err["msg"], expected=what) from None
 
 
 def norm(value: Any, structural: bool = True) -> Any:
@@ -204,7 +192,7 @@ def read_user_input(raw: Any, loc: Loc, ext: Mapping[str, Any] | None = None) ->
         if response is not None:
             responses.append(read_tool_response(response, rl))
     data = {"text": text_of(parts), "blobs": blobs, "tool_responses": responses, **(ext or {})}
-    return build(UserInput, data, loc, "user content")
+    return validate(UserInput, data, loc, "user content")
 
 
 def read_steps(raw: Any, loc: Loc) -> list[Step]:
@@ -238,7 +226,7 @@ def read_events(events: Any, loc: Loc) -> list[Step]:
         author = need_str(event, el, "author") or None
         ext, xl = get_field(event, el, "assay_step")
         if ext is not None:
-            steps.append(build(Step, xl.expect_dict(ext), xl, "one assay step"))
+            steps.append(validate(Step, xl.expect_dict(ext), xl, "one assay step"))
             continue
         content, cl = get_field(event, el, "content")
         run: list[str] = []  # consecutive text parts of one event make one message

@@ -26,7 +26,7 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.formats import _adk_content as c
-from assay.formats._common import Loc, check_unique_ids
+from assay.formats._common import Loc, check_unique_ids, validate
 from assay.model.core import EvalCase, EvalSet, Persona, Scenario, Turn, UserInput
 
 NAME = "adk"
@@ -194,7 +194,7 @@ def _load_case(raw: Any, loc: Loc) -> EvalCase:
     data["metadata"].update(xl.key("metadata").expect_dict(ext.get("metadata", {})))
     if unmapped:
         data["metadata"][UNMAPPED] = unmapped
-    return c.build(EvalCase, data, xl, "assay model fields")
+    return validate(EvalCase, data, xl, "assay model fields")
 
 
 def _adk_user(u: UserInput) -> UserInput:
@@ -227,7 +227,7 @@ def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: 
     data["created_at"] = c.get_number(inv, loc, "creation_timestamp")
     data["latency_s"] = c.get_number(inv, loc, "duration")
     um.update({c.snake(k): v for k, v in c.unknown_keys(inv, _INVOCATION_KEYS).items()})
-    return c.build(Turn, data, ext_loc, "assay turn fields")
+    return validate(Turn, data, ext_loc, "assay turn fields")
 
 
 def _load_scenario(
@@ -246,7 +246,7 @@ def _load_scenario(
     extra = c.unknown_keys(obj, _SCENARIO_KEYS)
     if extra:
         unmapped["conversation_scenario"] = {c.snake(k): v for k, v in extra.items()}
-    return c.build(Scenario, data, ext_loc, "assay scenario fields")
+    return validate(Scenario, data, ext_loc, "assay scenario fields")
 
 
 def _scenario_id(raw: Mapping[str, Any]) -> str:

@@ -30,15 +30,27 @@ Column mapping: see `assay.formats.mapping`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from assay.errors import InputError
-from assay.formats import mapping as m
-from assay.formats._common import check_unique_ids, type_name
-from assay.model.core import AgentMessage, EvalCase, EvalSet, Step, Turn, Usage
+from assay.formats._build import eval_case, eval_set, retrieval_step, turn
+from assay.formats._columns import (
+    EXPECTED_FIELDS,
+    add_metadata,
+    dump_chunks,
+    dump_expected,
+    parse_chunks,
+    parse_expected,
+    parse_str_list,
+    row_error,
+    write_records,
+)
+from assay.formats._common import check_unique_ids, gc_paused, type_name
+from assay.formats._mlflow_chat import conversation, response_of, with_text
+from assay.formats.mapping import apply_mapping, clean_rows, rows_of
+from assay.model.core import EvalCase, EvalSet, Step, Turn
 
 NAME = "mlflow"
 
@@ -50,17 +62,13 @@ _FLAT = frozenset(
         "id",
         "request",
         "response",
-        "expected_response",
-        "expected_facts",
-        "guidelines",
+        *EXPECTED_FIELDS,
         "retrieved_context",
-        "expected_retrieved_context",
         "tags",
     }
 )
 _V3 = frozenset({"inputs", "outputs", "expectations"})
-_EXPECTED = ("expected_response", "expected_facts", "guidelines", "expected_retrieved_context")
-_MARKERS = frozenset({"request", "request_id", "retrieved_context", *_EXPECTED})
+_MARKERS = frozenset({"request", "request_id", "retrieved_context", *EXPECTED_FIELDS})
 _FOREIGN = frozenset(
     {
         "prompt",
@@ -74,7 +82,6 @@ _FOREIGN = frozenset(
     }
 )
 _PROMPT_KEYS = ("request", "messages", "question", "query", "input", "prompt")
-_REQUEST = "a string, or {messages: [{role, content}]}"
 
 
 def detect(path: Path | None, data: Any) -> bool:
@@ -99,30 +106,30 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
 
     With a `file`, `data` is consumed as in `vertex.load_data`.
     """
-    rows = m.clean_rows(m.rows_of(data, file, "MLflow"), file)
+    rows = clean_rows(rows_of(data, file, "MLflow"), file)
     if mapping:
-        rows = m.apply_mapping(rows, mapping, file=file, known=_FLAT | _V3)
-    with m.gc_paused(len(rows)):
+        rows = apply_mapping(rows, mapping, file=file, known=_FLAT | _V3)
+    with gc_paused():
         cases = []
         for i, row in enumerate(rows):
             cases.append(_case(i, row, file))
             if file is not None:
                 rows[i] = None  # see vertex.load_data
     check_unique_ids([c.id for c in cases], file)
-    return m.eval_set(Path(file).stem if file else "", cases)
+    return eval_set(Path(file).stem if file else "", cases)
 
 
 def _case(index: int, row: Any, file: str | None) -> EvalCase:
     where = f"$[{index}]"
     if not isinstance(row, Mapping):
-        raise m.row_error(file, None, where, f"got {type_name(row)}", "a row object")
+        raise row_error(file, None, where, f"got {type_name(row)}", "a row object")
     raw_id = row.get("request_id", row.get("id"))
     if raw_id is None:
         case_id = f"row-{index}"
     elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
         case_id = str(raw_id)
     else:
-        raise m.row_error(
+        raise row_error(
             file, None, f"{where}.request_id", f"got {type_name(raw_id)}", "a string id"
         )
     metadata: dict[str, Any] = {}
@@ -138,27 +145,14 @@ def _case(index: int, row: Any, file: str | None) -> EvalCase:
         if request is None:
             raise _missing_request(row, file, case_id, where)
         expectations, exp_path, response, resp_key = row, where, row.get("response"), "response"
-    system, history, prompt = _conversation(request, file, case_id, req_path)
+    system, history, prompt = conversation(request, file, case_id, req_path)
     if system:
         metadata[SYSTEM] = system
-    extra: dict[str, Any] = {}
-    for key in _EXPECTED:
-        value = expectations.get(key)
-        if value is None:
-            continue
-        path = f"{exp_path}.{key}"
-        if key == "expected_response":
-            extra[key] = m.parse_str(value, file, case_id, path)
-        elif key == "expected_facts":
-            extra[key] = m.parse_str_list(value, file, case_id, path)
-        elif key == "guidelines":
-            extra[key] = m.parse_guidelines(value, file, case_id, path)
-        else:
-            extra[key] = m.parse_chunks(value, file, case_id, path)
+    extra = parse_expected(expectations, file, case_id, exp_path)
     # A list of tags is the case's; MLflow 3 tag objects stay in metadata.
     tags = row.get("tags")
     if isinstance(tags, list):
-        extra["tags"] = m.parse_str_list(tags, file, case_id, f"{where}.tags")
+        extra["tags"] = parse_str_list(tags, file, case_id, f"{where}.tags")
         known = known | {"tags"}
     else:
         known = known - {"tags"}
@@ -166,21 +160,21 @@ def _case(index: int, row: Any, file: str | None) -> EvalCase:
     last_extra: dict[str, Any] = {}
     text = None
     if response is not None:
-        text, usage, raw = _response(response, file, case_id, f"{where}.{resp_key}")
+        text, usage, raw = response_of(response, file, case_id, f"{where}.{resp_key}")
         if usage is not None:
             last_extra["usage"] = usage
         if raw is not None:
             metadata[RAW_RESPONSE] = raw
     steps: list[Step] = []
     if retrieved is not None:
-        chunks = m.parse_chunks(retrieved, file, case_id, f"{where}.retrieved_context")
-        steps.append(m.retrieval_step(chunks))
+        chunks = parse_chunks(retrieved, file, case_id, f"{where}.retrieved_context")
+        steps.append(retrieval_step(chunks))
     recorded = response is not None or retrieved is not None
-    turns = [*history, m.turn(prompt, steps, text, last_extra)]
+    turns = [*history, turn(prompt, steps, text, last_extra)]
     for key, value in row.items():
         if key not in known and key != "retrieved_context":
             metadata[key] = value
-    return m.eval_case(
+    return eval_case(
         case_id, None if recorded else turns, turns if recorded else None, metadata, extra
     )
 
@@ -194,7 +188,7 @@ def _missing_request(
     )
     if guess is None:
         guess = next((c for c in columns if c not in _FLAT and isinstance(row[c], str)), "SRC")
-    return m.row_error(
+    return row_error(
         file,
         case_id,
         where,
@@ -212,12 +206,12 @@ def _v3_parts(
 ) -> tuple[Any, str, Mapping[str, Any], str, Any]:
     inputs = row["inputs"]
     if not isinstance(inputs, Mapping):
-        raise m.row_error(
+        raise row_error(
             file, case_id, f"{where}.inputs", f"got {type_name(inputs)}", "an object of inputs"
         )
     key = _prompt_key(inputs)
     if key is None:
-        raise m.row_error(
+        raise row_error(
             file,
             case_id,
             f"{where}.inputs",
@@ -230,14 +224,14 @@ def _v3_parts(
         request = {"messages": request}
     expectations = row.get("expectations") or {}
     if not isinstance(expectations, Mapping):
-        raise m.row_error(
+        raise row_error(
             file,
             case_id,
             f"{where}.expectations",
             f"got {type_name(expectations)}",
             "an object of expectations",
         )
-    others = {k: v for k, v in expectations.items() if k not in _EXPECTED}
+    others = {k: v for k, v in expectations.items() if k not in EXPECTED_FIELDS}
     if others:
         metadata["expectations"] = others
     return (
@@ -257,127 +251,6 @@ def _prompt_key(inputs: Mapping[str, Any]) -> str | None:
     return strings[0] if len(inputs) == 1 and strings else None
 
 
-def _conversation(
-    request: Any, file: str | None, case_id: str, path: str
-) -> tuple[list[str], list[Turn], str]:
-    """(system messages, earlier turns, prompt) of a request."""
-    if isinstance(request, str):
-        return [], [], request
-    messages = request.get("messages") if isinstance(request, Mapping) else None
-    if not isinstance(messages, list) or not messages:
-        raise m.row_error(file, case_id, path, f"got {type_name(request)}", _REQUEST)
-    system: list[str] = []
-    turns: list[tuple[str, list[str]]] = []
-    for i, msg in enumerate(messages):
-        mpath = f"{path}.messages[{i}]"
-        role = msg.get("role") if isinstance(msg, Mapping) else None
-        content = msg.get("content") if isinstance(msg, Mapping) else None
-        if not isinstance(content, str) or role not in ("system", "user", "assistant"):
-            raise m.row_error(
-                file,
-                case_id,
-                mpath,
-                "not a chat message",
-                "{role: system | user | assistant, content: string}",
-            )
-        if role == "system":
-            if turns:
-                raise m.row_error(
-                    file,
-                    case_id,
-                    mpath,
-                    "a system message after the first user message",
-                    "system messages only at the start",
-                )
-            system.append(content)
-        elif role == "user":
-            turns.append((content, []))
-        elif not turns:
-            raise m.row_error(
-                file,
-                case_id,
-                mpath,
-                "an assistant message before any user message",
-                "the conversation to start with the user",
-            )
-        else:
-            turns[-1][1].append(content)
-    if messages[-1].get("role") != "user":
-        raise m.row_error(
-            file,
-            case_id,
-            f"{path}.messages[{len(messages) - 1}]",
-            "the last message is not the user's",
-            "the prompt as the last message",
-        )
-    history = [
-        m.turn(
-            user,
-            [Step(agent_message=AgentMessage(text=t)) for t in replies[:-1]],
-            replies[-1] if replies else None,
-        )
-        for user, replies in turns[:-1]
-    ]
-    return system, history, turns[-1][0]
-
-
-def _response(
-    value: Any, file: str | None, case_id: str, path: str
-) -> tuple[str, Usage | None, dict[str, Any] | None]:
-    if isinstance(value, str):
-        return value, None, None
-    text = _response_text(value) if isinstance(value, Mapping) else None
-    if text is None:
-        raise m.row_error(
-            file,
-            case_id,
-            path,
-            f"got {type_name(value)} without response text",
-            "a string, or an object with response, content or choices[0].message.content",
-        )
-    usage = value.get("usage")
-    parsed = None
-    if isinstance(usage, Mapping):
-        tokens = [usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)]
-        if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
-            raise m.row_error(
-                file,
-                case_id,
-                f"{path}.usage",
-                "token counts are not integers",
-                "{prompt_tokens: int, completion_tokens: int}",
-            )
-        parsed = Usage(input_tokens=tokens[0], output_tokens=tokens[1])
-    return text, parsed, dict(value)
-
-
-def _response_text(value: Mapping[str, Any]) -> str | None:
-    for key in ("response", "content"):
-        if isinstance(value.get(key), str):
-            return str(value[key])
-    choices = value.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        message = choices[0].get("message")
-        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-            return str(message["content"])
-    return None
-
-
-def _with_text(raw: dict[str, Any], text: str | None, usage: Usage | None) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    if text is not None:
-        for key in ("response", "content"):
-            if isinstance(out.get(key), str):
-                out[key] = text
-                break
-        else:
-            out["choices"][0]["message"]["content"] = text
-    if usage is not None and isinstance(out.get("usage"), dict):
-        out["usage"]["prompt_tokens"] = usage.input_tokens
-        out["usage"]["completion_tokens"] = usage.output_tokens
-    return out
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -387,7 +260,7 @@ def dump(evalset: EvalSet) -> list[dict[str, Any]]:
 
 
 def write(evalset: EvalSet, path: Path) -> None:
-    m.write_records(dump(evalset), path)
+    write_records(dump(evalset), path)
 
 
 def _row(case: EvalCase, index: int) -> dict[str, Any]:
@@ -449,16 +322,8 @@ def _row(case: EvalCase, index: int) -> dict[str, Any]:
     response: Any = last.final_response if recorded else None
     raw = case.metadata.get(RAW_RESPONSE)
     if response is not None and isinstance(raw, dict):
-        response = _with_text(raw, response, last.usage)
-    expected: dict[str, Any] = {}
-    if expected_response is not None:
-        expected["expected_response"] = expected_response
-    if case.expected_facts is not None:
-        expected["expected_facts"] = list(case.expected_facts)
-    if case.guidelines is not None:
-        expected["guidelines"] = case.guidelines
-    if case.expected_retrieved_context is not None:
-        expected["expected_retrieved_context"] = m.dump_chunks(case.expected_retrieved_context)
+        response = with_text(raw, response, last.usage)
+    expected = dump_expected(case, expected_response)
 
     row: dict[str, Any] = {}
     inputs = case.metadata.get("inputs")
@@ -489,15 +354,10 @@ def _row(case: EvalCase, index: int) -> dict[str, Any]:
             row["response"] = response
         row.update(expected)
     if chunks or (recorded and response is None):
-        row["retrieved_context"] = m.dump_chunks(chunks)
+        row["retrieved_context"] = dump_chunks(chunks)
     if case.tags:
         row["tags"] = list(case.tags)
-    for key, value in case.metadata.items():
-        if key in (SYSTEM, RAW_RESPONSE, "inputs", "expectations"):
-            continue
-        if key in row:
-            raise fail(f"metadata key {key!r} collides with a column")
-        row[key] = value
+    add_metadata(row, case.metadata, (SYSTEM, RAW_RESPONSE, "inputs", "expectations"), fail)
     return row
 
 

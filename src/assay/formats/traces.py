@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay.errors import InputError
-from assay.formats import mapping as m
-from assay.formats._common import check_unique_ids, type_name
+from assay.formats._build import eval_set
+from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.model.core import EvalCase, EvalSet
 
 NAME = "trace"
@@ -52,10 +52,10 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
             path="$",
             expected="a list (JSON) or lines (JSONL) of trace rows",
         )
-    with m.gc_paused(len(data)):
+    with gc_paused():
         cases = [_case(i, row, file) for i, row in enumerate(data)]
     check_unique_ids([c.id for c in cases], file)
-    return m.eval_set(Path(file).stem if file else "", cases)
+    return eval_set(Path(file).stem if file else "", cases)
 
 
 def _case(index: int, row: Any, file: str | None) -> EvalCase:
