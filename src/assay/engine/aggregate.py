@@ -95,17 +95,21 @@ def summarize(
     """
     row_count = sum(_row_count(c) for c in cases)
     summary: dict[str, Any] = {"row_count": row_count}
-    for metric in metrics:
-        values: list[float] = []
-        for case in cases:
-            mr = case.metrics.get(metric.name)
-            if mr is None:
+    # One pass over the cases collects every metric's scored values.
+    values: dict[str, list[float]] = {m.name: [] for m in metrics}
+    for case in cases:
+        n_inv = len(case.invocations)
+        for name, mr in case.metrics.items():
+            bucket = values.get(name)
+            if bucket is None:
                 continue
-            if mr.per_invocation and len(mr.per_invocation) == len(case.invocations):
-                values.extend(s.value for s in mr.per_invocation if s.value is not None)
+            per = mr.per_invocation
+            if per and len(per) == n_inv:
+                bucket.extend([s.value for s in per if s.value is not None])
             elif mr.score is not None:
-                values.append(mr.score)
-        summary.update(metric.summary_columns(values))
+                bucket.append(mr.score)
+    for metric in metrics:
+        summary.update(metric.summary_columns(values[metric.name]))
     if agent_run:
         latencies = [v for c in cases for v in _case_latencies(c)]
         failures = [float(c.failure) for c in cases for _ in range(_row_count(c))]

@@ -95,6 +95,10 @@ class Metric:
 
     def result_from_invocations(self, per: list[Score]) -> MetricResult:
         """Case score = mean of the scored invocations; no score if none was scored."""
+        if len(per) == 1:  # the common single-turn row: skip the list work
+            only = per[0]
+            if only.value is not None:
+                return self.make_result(only.value, per)
         values = [s.value for s in per if s.value is not None]
         score = mean(values)
         explanation = None
