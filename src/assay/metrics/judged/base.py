@@ -24,8 +24,9 @@ from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Score
 
 NO_JUDGE_MESSAGE = (
-    "no LLM judge configured: set judge_model_options.judge_model in the config or pass"
-    " --judge MODEL (LLM-judged metrics: see the README)"
+    "no LLM judge available: this version of assay has no judge clients yet, so"
+    " LLM-judged metrics are not evaluated (see 'LLM-judged metrics' in the README);"
+    " the deterministic metrics still run"
 )
 
 
