@@ -6,9 +6,8 @@ input error (bad flags, unreadable data, unknown format or metric); 130 interrup
 
 from __future__ import annotations
 
-import os
-import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -290,7 +289,7 @@ def _run_eval(
     return 0 if result.cases and result.status is Status.PASSED else 1
 
 
-@contextlib.contextmanager
+@contextmanager
 def _gc_paused(pause: bool) -> Iterator[None]:
     """Pause the cyclic GC while scoring recorded data (which makes no cycles).
 
