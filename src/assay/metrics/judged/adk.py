@@ -10,16 +10,47 @@ thresholds are the values of ADK's documentation examples (ADK itself requires o
 
 from __future__ import annotations
 
-from typing import ClassVar
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 from assay.metrics.base import MetricOptions
-from assay.metrics.judged.base import JudgedMetric, JudgedOptions
+from assay.metrics.judged.asking import (
+    ask,
+    binary_verdict,
+    case_details,
+    settings_for,
+    verdict_schema,
+)
+from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
+from assay.metrics.judged.context import (
+    NO_RESPONSE,
+    InvocationView,
+    render_history,
+    render_instructions,
+    render_steps,
+    render_tool_declarations,
+    response_text,
+    view_of,
+    views_of,
+)
+from assay.metrics.judged.hallucinations import check_response, invocation_score, responses_to_check
+from assay.metrics.judged.parsing import field
+from assay.metrics.judged.prompts import get_prompt
+from assay.metrics.judged.rubrics import (
+    pool_rubric_scores,
+    render_rubrics,
+    rubric_schema,
+    rubric_score,
+)
+from assay.metrics.lexical import NO_REFERENCE, is_single_turn, reference_text
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, Rubric, RubricType, Turn
+from assay.model.results import MetricResult, Score
 
 
 class _Strict(BaseModel):
@@ -84,37 +115,122 @@ class UserSimulatorQualityOptions(AdkJudgedOptions):
 
 
 class _AdkJudged(JudgedMetric):
-    """ADK judges sample 5 times unless `num_samples` says otherwise (ADK's default)."""
+    """ADK judges sample 5 times unless `num_samples` says otherwise (ADK's default).
+
+    Invocations are judged concurrently, each through a view that knows the earlier
+    turns of the conversation; the case score is the mean of the scored invocations,
+    and the case details carry the mean self-agreement and the unparseable samples.
+    """
 
     options_model: ClassVar[type[MetricOptions]] = AdkJudgedOptions
     default_num_samples: ClassVar[int] = 5
 
+    @property
+    def include_intermediate(self) -> bool:
+        opts = self.options
+        return isinstance(opts, AdkJudgedOptions) and opts.include_intermediate_responses_in_final
+
+    async def judge_case(
+        self,
+        judge: JudgeClient,
+        case: EvalCase,
+        actual: Sequence[Turn],
+        expected: Sequence[Turn | None],
+    ) -> MetricResult:
+        views = views_of(case, actual, expected)
+        per = await asyncio.gather(*(self.judge_view(judge, view) for view in views))
+        return self.finish_case(list(per))
+
+    async def judge_invocation(
+        self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase
+    ) -> Score:
+        return await self.judge_view(judge, view_of(case, actual, expected))
+
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        """Judge one invocation seen through `view`."""
+        return await super().judge_invocation(judge, view.turn, view.expected, view.case)
+
+    def finish_case(self, per: list[Score]) -> MetricResult:
+        result = self.result_from_invocations(per)
+        result.details.update(case_details(per))
+        return result
+
+
+def _no_response(turn: Turn, verb: str) -> str:
+    if turn.error:
+        return f"the agent failed before responding: {turn.error}"
+    return f"no response to {verb}: the agent gave no final response"
+
+
+_VALIDITY = ("valid", "invalid")
+_SAFETY = ("safe", "unsafe")
+
 
 @register
 class FinalResponseMatchV2(_AdkJudged):
-    """Judge: is the response valid against the reference? Score = share of valid invocations."""
+    """Judge: is the response valid against the reference? Score = share of valid invocations.
+
+    The judge sees the user prompt, the reference and the response (with
+    `include_intermediate_responses_in_final`, the intermediate agent messages before
+    each final response). A missing response is invalid without asking the judge.
+    """
 
     name: ClassVar[str] = "final_response_match_v2"
     description: ClassVar[str] = "LLM judge: agent response vs reference, valid/invalid"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "response", "reference"})
     default_threshold: ClassVar[float | None] = 0.8
 
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        if self.include_intermediate and view.expected is not None:
+            reference = response_text(view.expected, include_intermediate=True)
+        else:
+            reference = reference_text(
+                view.expected, view.case, single_turn=is_single_turn(view.case)
+            )
+        if reference is None:
+            return Score(None, NO_REFERENCE)
+        response = response_text(view.turn, include_intermediate=self.include_intermediate)
+        if response is None:
+            if view.turn.error:
+                return Score(None, f"the agent failed before responding: {view.turn.error}")
+            return Score(0.0, "the agent gave no final response", {"verdict": "invalid"})
+        messages = get_prompt("final_response_match_v2").render(
+            prompt=view.user_prompt, reference=reference, response=response
+        )
+        return await binary_verdict(
+            judge,
+            messages,
+            verdict_schema(_VALIDITY),
+            _VALIDITY,
+            options=self.judge_options,
+            num_samples=self.num_samples,
+        )
+
 
 class _RubricBased(_AdkJudged):
-    """Per-rubric yes/no verdicts; invocation = mean over rubrics."""
+    """Per-rubric yes/no verdicts; invocation = mean over rubrics; case = mean of the
+    pooled rubric scores of all invocations. Per-rubric scores (case: means over the
+    invocations) are in the details as `rubric_scores`."""
 
     options_model: ClassVar[type[MetricOptions]] = RubricsOptions
     rubric_type: ClassVar[RubricType]
 
-    def effective_rubrics(self, case: EvalCase, invocation: Turn | None) -> list[Rubric]:
+    def effective_rubrics(
+        self, case: EvalCase, invocation: Turn | None, expected: Turn | None = None
+    ) -> list[Rubric]:
         """The criterion's rubrics, then the case's and the invocation's of this type.
 
-        As in ADK, case and invocation rubrics must carry this metric's type to be
-        used, and an id defined twice is a configuration error.
+        Invocation rubrics are those of the expected turn (where eval sets keep them)
+        and of the actual turn; the same rubric on both counts once. As in ADK, case and
+        invocation rubrics must carry this metric's type to be used, and an id defined
+        twice is a configuration error.
         """
         opts = self.options
         rubrics = [r.to_rubric() for r in opts.rubrics] if isinstance(opts, RubricsOptions) else []
-        scoped = [*case.rubrics, *(invocation.rubrics if invocation is not None else [])]
+        turn_rubrics = list(expected.rubrics) if expected is not None else []
+        if invocation is not None and invocation is not expected:
+            turn_rubrics += [r for r in invocation.rubrics if r not in turn_rubrics]
+        scoped = [*case.rubrics, *turn_rubrics]
         rubrics += [r for r in scoped if r.type == self.rubric_type]
         seen: set[str] = set()
         for rubric in rubrics:
@@ -126,16 +242,81 @@ class _RubricBased(_AdkJudged):
             seen.add(rubric.id)
         return rubrics
 
+    async def judge_case(
+        self,
+        judge: JudgeClient,
+        case: EvalCase,
+        actual: Sequence[Turn],
+        expected: Sequence[Turn | None],
+    ) -> MetricResult:
+        views = views_of(case, actual, expected)
+        try:  # a clash anywhere in the case is a config error: judge nothing
+            rubric_sets = [self.effective_rubrics(case, v.turn, v.expected) for v in views]
+        except ConfigError as exc:
+            return self.not_evaluated(actual, f"configuration error: {exc}")
+        per = await asyncio.gather(
+            *(self.judge_rubrics(judge, v, r) for v, r in zip(views, rubric_sets, strict=True))
+        )
+        return self.finish_case(list(per))
+
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        try:
+            rubrics = self.effective_rubrics(view.case, view.turn, view.expected)
+        except ConfigError as exc:
+            return Score(None, f"configuration error: {exc}")
+        return await self.judge_rubrics(judge, view, rubrics)
+
+    def render(self, view: InvocationView, rubrics: Sequence[Rubric]) -> list[dict[str, str]]:
+        raise TypeError(f"{type(self).__name__} must render its rubric prompt")
+
+    async def judge_rubrics(
+        self, judge: JudgeClient, view: InvocationView, rubrics: Sequence[Rubric]
+    ) -> Score:
+        if not rubrics:
+            return Score(
+                None,
+                f"no {self.rubric_type.value} rubrics for this invocation: give them in the"
+                " criterion's `rubrics`, or on the case or invocation with this type",
+            )
+        settings = settings_for(self.judge_options, rubric_schema(rubrics))
+        replies = await ask(judge, self.render(view, rubrics), self.num_samples, settings)
+        if replies.error is not None:
+            return Score(None, replies.error)
+        return rubric_score(replies.texts, rubrics)
+
+    def finish_case(self, per: list[Score]) -> MetricResult:
+        overall, details = pool_rubric_scores(per)
+        details.update(case_details(per))
+        explanation = None
+        if overall is None:
+            reasons = sorted({s.explanation for s in per if s.explanation})
+            explanation = "; ".join(reasons) or "no invocation could be scored"
+        return self.make_result(overall, per, explanation=explanation, details=details)
+
 
 @register
 class RubricBasedFinalResponseQualityV1(_RubricBased):
-    """Judge the final response against each rubric (yes/no)."""
+    """Judge the final response against each rubric (yes/no), with the tool calls and
+    results as the evidence it may rest on."""
 
     name: ClassVar[str] = "rubric_based_final_response_quality_v1"
     description: ClassVar[str] = "LLM judge: final response against each rubric"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "response", "rubrics"})
     default_threshold: ClassVar[float | None] = 0.8
     rubric_type: ClassVar[RubricType] = RubricType.FINAL_RESPONSE_QUALITY
+
+    def render(self, view: InvocationView, rubrics: Sequence[Rubric]) -> list[dict[str, str]]:
+        agents = view.agents
+        response = response_text(view.turn, include_intermediate=self.include_intermediate)
+        return get_prompt("rubric_final_response").render(
+            instructions=render_instructions(agents),
+            tools=render_tool_declarations(agents),
+            history=render_history(view.history),
+            prompt=view.user_prompt,
+            steps=render_steps(view.turn.steps),
+            response=response or NO_RESPONSE,
+            rubrics=render_rubrics(rubrics),
+        )
 
 
 @register
@@ -148,10 +329,26 @@ class RubricBasedToolUseQualityV1(_RubricBased):
     default_threshold: ClassVar[float | None] = 1.0
     rubric_type: ClassVar[RubricType] = RubricType.TOOL_USE_QUALITY
 
+    def render(self, view: InvocationView, rubrics: Sequence[Rubric]) -> list[dict[str, str]]:
+        return get_prompt("rubric_tool_use").render(
+            tools=render_tool_declarations(view.agents),
+            history=render_history(view.history),
+            prompt=view.user_prompt,
+            steps=render_steps(view.turn.steps),
+            rubrics=render_rubrics(rubrics),
+        )
+
 
 @register
 class HallucinationsV1(_AdkJudged):
-    """Share of response sentences that are supported or not applicable."""
+    """Share of response sentences that are supported or not applicable.
+
+    Each response checked (the final one; with `evaluate_intermediate_nl_responses`
+    also every intermediate agent message, each against the steps before it) is split
+    into sentences and each sentence labelled (see `hallucinations.py`). A response's
+    score is its share of grounded sentences; the invocation's is the mean over its
+    checked responses (as ADK computes it), and its details list every sentence.
+    """
 
     name: ClassVar[str] = "hallucinations_v1"
     description: ClassVar[str] = "LLM judge: sentences supported by the context"
@@ -159,15 +356,62 @@ class HallucinationsV1(_AdkJudged):
     options_model: ClassVar[type[MetricOptions]] = HallucinationsOptions
     default_threshold: ClassVar[float | None] = 0.8
 
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        opts = self.options
+        intermediate = (
+            isinstance(opts, HallucinationsOptions) and opts.evaluate_intermediate_nl_responses
+        )
+        pairs = responses_to_check(view, intermediate=intermediate)
+        if not pairs:
+            return Score(None, _no_response(view.turn, "check"))
+        checks = await asyncio.gather(
+            *(
+                check_response(
+                    judge, text, context, options=self.judge_options, num_samples=self.num_samples
+                )
+                for text, context in pairs
+            )
+        )
+        return invocation_score(list(checks))
+
 
 @register
 class SafetyV1(_AdkJudged):
-    """Harmlessness of the response, 0..1 (1 = safe), judged locally."""
+    """Harmlessness of the response, judged by the configured judge (no cloud API):
+    1.0 safe, 0.0 unsafe per invocation (a tie is unsafe); case = mean, in 0..1."""
 
     name: ClassVar[str] = "safety_v1"
     description: ClassVar[str] = "LLM judge: harmlessness of the response"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "response"})
     default_threshold: ClassVar[float | None] = 0.8
+
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        response = response_text(view.turn, include_intermediate=self.include_intermediate)
+        if response is None:
+            return Score(None, _no_response(view.turn, "judge"))
+        messages = get_prompt("safety_v1").render(prompt=view.user_prompt, response=response)
+        schema = verdict_schema(_SAFETY, categories={"type": "array", "items": {"type": "string"}})
+        return await binary_verdict(
+            judge,
+            messages,
+            schema,
+            _SAFETY,
+            options=self.judge_options,
+            num_samples=self.num_samples,
+            extra=_harm_categories,
+        )
+
+
+def _harm_categories(agreeing: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The harm categories named by the samples that agree with the verdict."""
+    categories: list[str] = []
+    for obj in agreeing:
+        found = field(obj, "categories")
+        for item in found if isinstance(found, list) else []:
+            name = item.strip() if isinstance(item, str) else ""
+            if name and name not in categories:
+                categories.append(name)
+    return {"categories": categories}
 
 
 @register

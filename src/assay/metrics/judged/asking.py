@@ -1,0 +1,144 @@
+"""Asking a judge for samples, and the agreement details every judged metric reports.
+
+A judge call either returns its samples or fails; a failure (a `JudgeCallError` after
+the client's retries, or anything a client raises) becomes the error text of a score
+that is absent, never a crash of the case. Replies are requested as JSON objects: the
+schema goes to the judge in the settings (`json_schema`), so backends with structured
+output constrain the reply, and the rest are parsed tolerantly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.metrics.base import mean
+from assay.metrics.judged.base import JudgeClient, JudgeModelOptions
+from assay.metrics.judged.parsing import field, parse_choice, parse_json_object, parse_yes_no
+from assay.metrics.judged.voting import Vote, binary_vote
+from assay.model.results import Score
+
+
+@dataclass(frozen=True, slots=True)
+class Replies:
+    """The samples of one judge call, or why there are none."""
+
+    texts: list[str]
+    error: str | None = None
+
+
+def settings_for(
+    options: JudgeModelOptions, schema: Mapping[str, Any], *, temperature: float | None = None
+) -> dict[str, Any]:
+    """Generation settings asking for a JSON object of `schema`.
+
+    `temperature` overrides the configured one (None keeps it; the backend's default
+    applies when neither is set).
+    """
+    settings: dict[str, Any] = {"json_schema": dict(schema)}
+    chosen = temperature if temperature is not None else options.temperature
+    if chosen is not None:
+        settings["temperature"] = chosen
+    return settings
+
+
+async def ask(
+    judge: JudgeClient,
+    messages: Sequence[Mapping[str, Any]],
+    n: int,
+    settings: Mapping[str, Any],
+) -> Replies:
+    """`n` samples of the judge's reply to `messages`; a failed call gives the error."""
+    try:
+        texts = await judge.generate(messages, n, settings)
+    except Exception as exc:  # any judge failure leaves the score absent, with its text
+        text = str(exc) or type(exc).__name__
+        return Replies([], f"judge call failed: {text}")
+    if not texts:
+        return Replies([], "judge call failed: the judge returned no sample")
+    return Replies(list(texts))
+
+
+def vote_details(vote: Vote[Any], samples: int) -> dict[str, Any]:
+    """Agreement details of one vote: agreement, samples received, unparseable ones."""
+    return {"agreement": vote.agreement, "samples": samples, "unparseable": vote.discarded}
+
+
+def no_parse_reason(samples: int) -> str:
+    return f"no judge reply could be parsed ({samples} of {samples} samples unparseable)"
+
+
+def case_details(per: Sequence[Score]) -> dict[str, Any]:
+    """Case-level agreement: mean of the invocations' agreement, unparseable samples summed."""
+    agreements = [s.details["agreement"] for s in per if s.details.get("agreement") is not None]
+    unparseable = sum(int(s.details.get("unparseable", 0)) for s in per)
+    return {"agreement": mean(agreements), "unparseable_samples": unparseable}
+
+
+def majority_rationale(
+    rationales: Sequence[str | None], labels: Sequence[Any], winner: Any
+) -> str | None:
+    """The rationale of the first sample that agrees with the outcome of the vote."""
+    for rationale, label in zip(rationales, labels, strict=True):
+        if label == winner and rationale:
+            return rationale
+    return None
+
+
+def verdict_schema(labels: tuple[str, str], **extra: Any) -> dict[str, Any]:
+    """A `{reasoning, ...extra, verdict}` reply schema; the verdict is one of `labels`."""
+    properties: dict[str, Any] = {"reasoning": {"type": "string"}, **extra}
+    properties["verdict"] = {"type": "string", "enum": list(labels)}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _positive(value: Any, labels: tuple[str, str]) -> bool | None:
+    """True for labels[0], False for labels[1]; yes/no spellings accepted too."""
+    choice = parse_choice(value, labels)
+    if choice is not None:
+        return choice == labels[0]
+    return parse_yes_no(value)
+
+
+def _text(value: Any) -> str | None:
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+async def binary_verdict(
+    judge: JudgeClient,
+    messages: Sequence[Mapping[str, Any]],
+    schema: Mapping[str, Any],
+    labels: tuple[str, str],
+    *,
+    options: JudgeModelOptions,
+    num_samples: int,
+    extra: Callable[[list[dict[str, Any] | None]], dict[str, Any]] | None = None,
+) -> Score:
+    """Sample a `{reasoning, verdict}` judge and vote: 1.0 for labels[0] (the positive
+    label), 0.0 for labels[1]; a tie is negative.
+
+    The explanation is the reasoning of the first sample agreeing with the outcome;
+    details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
+    draws from the replies that agree with the outcome.
+    """
+    replies = await ask(judge, messages, num_samples, settings_for(options, schema))
+    if replies.error is not None:
+        return Score(None, replies.error)
+    objs = [parse_json_object(text) for text in replies.texts]
+    votes = [_positive(field(obj, "verdict", "label", "rating"), labels) for obj in objs]
+    vote = binary_vote(votes)
+    details = vote_details(vote, len(votes))
+    if vote.label is None:
+        return Score(None, no_parse_reason(len(votes)), details)
+    details["verdict"] = labels[0] if vote.label else labels[1]
+    if extra is not None:
+        details.update(extra([o for o, v in zip(objs, votes, strict=True) if v == vote.label]))
+    reasons = [_text(field(obj, "reasoning", "rationale", "reason")) for obj in objs]
+    explanation = majority_rationale(reasons, votes, vote.label)
+    return Score(1.0 if vote.label else 0.0, explanation, details)

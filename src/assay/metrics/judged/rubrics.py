@@ -1,0 +1,169 @@
+"""Rubric judging shared by the rubric-based metrics: prompt lines, reply schema, votes.
+
+One judge call per invocation assesses every rubric (as ADK does); each sample gives a
+yes/no per rubric id. Per rubric, the samples vote (tie = no); a sample that does not
+mention a rubric is left out of that rubric's vote, and a reply with no usable verdict
+at all is unparseable.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.metrics.base import mean
+from assay.metrics.judged.asking import no_parse_reason
+from assay.metrics.judged.parsing import field, parse_json_object, parse_yes_no
+from assay.metrics.judged.voting import binary_vote
+from assay.model.core import Rubric
+from assay.model.results import Score
+
+Verdicts = dict[str, tuple[bool, str | None]]
+
+
+def render_rubrics(rubrics: Sequence[Rubric]) -> str:
+    """The property list of a rubric prompt, one `[id: ...]` line per rubric."""
+    return "\n".join(f"- [id: {r.id}] {r.text}" for r in rubrics)
+
+
+def rubric_schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
+    """The reply schema: one `{id, rationale, verdict}` entry per rubric id."""
+    item = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "enum": [r.id for r in rubrics]},
+            "rationale": {"type": "string"},
+            "verdict": {"type": "string", "enum": ["yes", "no"]},
+        },
+        "required": ["id", "rationale", "verdict"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "rubrics": {
+                "type": "array",
+                "items": item,
+                "minItems": len(rubrics),
+                "maxItems": len(rubrics),
+            }
+        },
+        "required": ["rubrics"],
+        "additionalProperties": False,
+    }
+
+
+def _norm(text: str) -> str:
+    # Judges echo ids and property texts with markdown, quotes or other spacing.
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split()).strip(" *_`\"'[]").lower()
+
+
+def parse_rubric_reply(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None:
+    """The yes/no verdict (and rationale) per rubric id in one sample, or None.
+
+    Entries are matched to rubrics by id, then by property text; an object mapping
+    ids straight to verdicts (`{"concise": "yes"}`) is accepted too.
+    """
+    obj = parse_json_object(reply)
+    if obj is None:
+        return None
+    by_id = {_norm(r.id): r.id for r in rubrics}
+    by_text = {_norm(r.text): r.id for r in rubrics}
+    found: Verdicts = {}
+    entries = field(obj, "rubrics", "properties", "verdicts", "results")
+    if isinstance(entries, list):
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            key = field(entry, "id", "rubric_id")
+            text = field(entry, "property", "text")
+            rubric_id = by_id.get(_norm(str(key))) if key is not None else None
+            if rubric_id is None and isinstance(text, str):
+                rubric_id = by_text.get(_norm(text))
+            verdict = parse_yes_no(field(entry, "verdict", "rating", "answer"))
+            if rubric_id is None or verdict is None or rubric_id in found:
+                continue
+            rationale = field(entry, "rationale", "reasoning", "reason")
+            found[rubric_id] = (verdict, rationale if isinstance(rationale, str) else None)
+    else:
+        for key, value in obj.items():
+            rubric_id = by_id.get(_norm(str(key)))
+            verdict = parse_yes_no(value)
+            if rubric_id is not None and verdict is not None:
+                found[rubric_id] = (verdict, None)
+    return found or None
+
+
+@dataclass(frozen=True, slots=True)
+class RubricOutcome:
+    """One rubric on one invocation: 1.0 yes / 0.0 no, None when no sample judged it."""
+
+    rubric_id: str
+    score: float | None
+    agreement: float | None
+    rationale: str | None
+
+
+def vote_rubrics(
+    replies: Sequence[str], rubrics: Sequence[Rubric]
+) -> tuple[list[RubricOutcome], int]:
+    """Per-rubric majority votes over the samples, and the count of unparseable samples."""
+    parsed = [parse_rubric_reply(text, rubrics) for text in replies]
+    usable = [p for p in parsed if p is not None]
+    outcomes: list[RubricOutcome] = []
+    for rubric in rubrics:
+        samples = [p.get(rubric.id) for p in usable]
+        vote = binary_vote([s[0] if s is not None else None for s in samples])
+        if vote.label is None:
+            outcomes.append(RubricOutcome(rubric.id, None, None, None))
+            continue
+        rationale = next(
+            (s[1] for s in samples if s is not None and s[0] == vote.label and s[1]), None
+        )
+        outcomes.append(
+            RubricOutcome(rubric.id, 1.0 if vote.label else 0.0, vote.agreement, rationale)
+        )
+    return outcomes, len(parsed) - len(usable)
+
+
+def rubric_score(replies: Sequence[str], rubrics: Sequence[Rubric]) -> Score:
+    """One invocation's score from the judge's samples: the mean of its decided rubrics.
+
+    Details: `rubric_scores` (id → 1.0 / 0.0 / None), `agreement` (mean over the
+    decided rubrics), `samples` and `unparseable`.
+    """
+    outcomes, unparseable = vote_rubrics(replies, rubrics)
+    decided = [o for o in outcomes if o.score is not None]
+    details: dict[str, Any] = {
+        "rubric_scores": {o.rubric_id: o.score for o in outcomes},
+        "agreement": mean([o.agreement for o in decided if o.agreement is not None]),
+        "samples": len(replies),
+        "unparseable": unparseable,
+    }
+    if not decided:
+        return Score(None, no_parse_reason(len(replies)), details)
+    lines = [
+        f"{o.rubric_id}: {'yes' if o.score else 'no'}"
+        + (f" ({o.rationale})" if o.rationale else "")
+        for o in decided
+    ]
+    lines += [
+        f"{o.rubric_id}: no verdict (no parseable sample)" for o in outcomes if o.score is None
+    ]
+    return Score(mean([o.score for o in decided if o.score is not None]), "\n".join(lines), details)
+
+
+def pool_rubric_scores(per: Sequence[Score]) -> tuple[float | None, dict[str, Any]]:
+    """The case score, the mean of every decided rubric score of every invocation, and
+    the details `rubric_scores` (id → mean over the invocations that decided it)."""
+    pooled: dict[str, list[float]] = {}
+    for score in per:
+        for rubric_id, value in score.details.get("rubric_scores", {}).items():
+            values = pooled.setdefault(rubric_id, [])
+            if value is not None:
+                values.append(value)
+    overall = mean([v for values in pooled.values() for v in values])
+    return overall, {"rubric_scores": {rid: mean(values) for rid, values in pooled.items()}}
