@@ -4,22 +4,141 @@ Option names follow CES's `EvaluationMetricsThresholds` (flattened into the crit
 `semanticSimilaritySuccessThreshold` (integer 0..4, default 3), `semanticSimilarityChannel`,
 `hallucinationMetricBehavior` and its golden/scenario variants (`ENABLED` / `DISABLED`).
 A DISABLED hallucination metric is still computed but never passes or fails a case.
+
+- `semantic_similarity`: per turn with an expected response (a CES expected agent
+  response, the golden turn's response, or a single-turn case's `expected_response`),
+  the judge rates the agent response 0..4; the samples vote for the most frequent
+  score (a tie takes the lower). Each turn reports its `label` (4 fully consistent,
+  3 mostly consistent, 2 partially consistent (minor omissions), 1 largely
+  inconsistent (major omissions), 0 completely inconsistent / contradictory) and
+  `outcome` (PASS iff score ≥ the threshold); the case score is the mean over the
+  judged turns, compared with the same threshold. Only text is judged: the channel
+  option is accepted for CES configs and does not change the judging.
+- `hallucination`: per turn with a response, the judge sees the conversation so far
+  (developer instructions and tool declarations when known, earlier turns, the user
+  input, the turn's tool calls and results) and scores 1 (justified), 0 (not
+  justified) or -1 (no claim to assess). Ties go to the first of 0, -1, 1: 1 vs 0 and
+  0 vs -1 give 0, 1 vs -1 gives -1 (a tie is never counted as justified). A -1 turn
+  has no score (its CES score is in `ces_score`, its label in `label`), so the case
+  average covers the turns scored 1 or 0 only; a case whose judged turns are all -1
+  has no score (NOT_EVALUATED, with that reason).
+- `user_goal_satisfaction` and `task_completed` judge a simulated scenario
+  conversation; they report no score until scenario runs exist.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from assay.metrics.base import MetricOptions
-from assay.metrics.judged.base import JudgedMetric, JudgedOptions
+from assay.metrics.judged.asking import ask, no_parse_reason, settings_for, vote_details
+from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
+from assay.metrics.judged.context import (
+    NO_PROMPT,
+    NO_RESPONSE,
+    InvocationView,
+    render_instructions,
+    render_step,
+    render_tool_declarations,
+    user_prompt_text,
+    views_of,
+)
+from assay.metrics.judged.parsing import field, parse_int_in, parse_json_object
+from assay.metrics.judged.prompts import get_prompt
+from assay.metrics.judged.voting import Vote, label_vote, ordinal_vote
+from assay.metrics.judged.yes_no import VotedJudge, expected_response_of, request_of
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult
+from assay.model.results import MetricResult, Score
 
 Behavior = Literal["ENABLED", "DISABLED"]
+
+SIMILARITY_LABELS: dict[int, str] = {
+    4: "fully consistent",
+    3: "mostly consistent",
+    2: "partially consistent (minor omissions)",
+    1: "largely inconsistent (major omissions)",
+    0: "completely inconsistent / contradictory",
+}
+HALLUCINATION_LABELS: dict[int, str] = {
+    1: "justified",
+    0: "not justified",
+    -1: "no claim to assess",
+}
+#: hallucination tie order, most negative first (label_vote breaks ties to the front)
+_HALLUCINATION_ORDER = ("0", "-1", "1")
+
+
+def _score_schema(values: Sequence[int]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "explanation": {"type": "string"},
+            "score": {"type": "integer", "enum": list(values)},
+        },
+        "required": ["explanation", "score"],
+        "additionalProperties": False,
+    }
+
+
+def parse_scored(reply: str, low: int, high: int) -> tuple[int | None, str | None]:
+    """(score, explanation) of one reply: a JSON object, or a bare integer."""
+    obj = parse_json_object(reply)
+    if obj is None:
+        return parse_int_in(reply.strip(), low, high), None
+    explanation = field(obj, "explanation", "rationale", "reasoning")
+    score = parse_int_in(field(obj, "score", "rating"), low, high)
+    return score, explanation if isinstance(explanation, str) and explanation.strip() else None
+
+
+async def _ask_scored(
+    metric: JudgedMetric,
+    judge: JudgeClient,
+    messages: list[dict[str, str]],
+    labels: dict[int, str],
+) -> tuple[list[tuple[int | None, str | None]], int] | str:
+    """The parsed samples and how many came back, or the judge error."""
+    schema = _score_schema(sorted(labels, reverse=True))
+    replies = await ask(
+        judge, messages, metric.num_samples, settings_for(metric.judge_options, schema)
+    )
+    if replies.error is not None:
+        return replies.error
+    return [parse_scored(t, min(labels), max(labels)) for t in replies.texts], len(replies.texts)
+
+
+def render_conversation(view: InvocationView) -> str:
+    """What a turn's response may rest on: the app's instructions and tools when known,
+    the session's starting variables, and every turn so far with its steps (tool calls
+    and results included), ending with the judged turn's input and steps."""
+    agents = view.agents
+    sections: list[tuple[str, str]] = []
+    if any(a.instructions.strip() for a in agents):
+        sections.append(("Developer instructions", render_instructions(agents)))
+    if any(a.tools for a in agents):
+        sections.append(("Tool declarations", render_tool_declarations(agents)))
+    session = view.case.session_input
+    if session is not None and session.state:
+        state = json.dumps(session.state, ensure_ascii=False, sort_keys=True, default=str)
+        sections.append(("Session variables at the start", state))
+    lines: list[str] = []
+    turns = [*view.history, view.turn]
+    for i, turn in enumerate(turns, 1):
+        lines.append(f"[turn {i}] user: {user_prompt_text(turn.user_input)}")
+        lines += [f"[turn {i}] {render_step(step)}" for step in turn.steps]
+        if i < len(turns):
+            lines.append(f"[turn {i}] agent: {turn.final_response or NO_RESPONSE}")
+    sections.append(("Conversation (the judged response follows the last line)", "\n".join(lines)))
+    return "\n\n".join(f"## {title}\n{body}" for title, body in sections)
+
+
+def _explanation_of(parsed: Sequence[tuple[int | None, str | None]], winner: int) -> str | None:
+    return next((e for s, e in parsed if s == winner and e), None)
 
 
 class SemanticSimilarityOptions(JudgedOptions):
@@ -41,7 +160,7 @@ class SemanticSimilarityOptions(JudgedOptions):
 
 
 @register
-class SemanticSimilarity(JudgedMetric):
+class SemanticSimilarity(VotedJudge):
     """Agent response vs expected response, integer 0..4 (4 = fully consistent).
 
     An invocation passes when its score reaches `semanticSimilaritySuccessThreshold`;
@@ -58,6 +177,30 @@ class SemanticSimilarity(JudgedMetric):
         super().__init__(options)
         if self.options.threshold is None and isinstance(self.options, SemanticSimilarityOptions):
             self.threshold = float(self.options.semantic_similarity_success_threshold)
+
+    async def judge_invocation(
+        self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase
+    ) -> Score:
+        wanted = expected_response_of(expected, case)
+        if wanted is None:
+            return Score(None, "no expected response for this turn")
+        messages = get_prompt("semantic_similarity").render(
+            request=request_of(actual, expected) or NO_PROMPT,
+            expected=wanted,
+            response=actual.final_response or NO_RESPONSE,
+        )
+        asked = await _ask_scored(self, judge, messages, SIMILARITY_LABELS)
+        if isinstance(asked, str):
+            return Score(None, asked)
+        parsed, count = asked
+        vote = ordinal_vote([score for score, _ in parsed])
+        details = vote_details(vote, count)
+        if vote.label is None:
+            return Score(None, no_parse_reason(count), details)
+        passed = self.threshold is None or vote.label >= self.threshold
+        details["label"] = SIMILARITY_LABELS[vote.label]
+        details["outcome"] = "PASS" if passed else "FAIL"
+        return Score(float(vote.label), _explanation_of(parsed, vote.label), details)
 
 
 class HallucinationOptions(JudgedOptions):
@@ -82,7 +225,7 @@ class HallucinationOptions(JudgedOptions):
 
 
 @register
-class Hallucination(JudgedMetric):
+class Hallucination(VotedJudge):
     """Each turn's response justified by the conversation and tool results: 1, 0, or -1.
 
     -1 means the turn has no claim to assess; the case score averages the turns scored
@@ -108,6 +251,57 @@ class Hallucination(JudgedMetric):
         )
         return specific or opts.hallucination_metric_behavior
 
+    async def judge_case(
+        self,
+        judge: JudgeClient,
+        case: EvalCase,
+        actual: Sequence[Turn],
+        expected: Sequence[Turn | None],
+    ) -> MetricResult:
+        # Each turn is judged with the conversation before it, so judge the views.
+        views = views_of(case, actual, expected)
+        per = await asyncio.gather(*(self._judge_turn(judge, view) for view in views))
+        return self.result_from_invocations(list(per))
+
+    async def _judge_turn(self, judge: JudgeClient, view: InvocationView) -> Score:
+        response = view.turn.final_response
+        if not response:
+            return Score(None, "no agent response in this turn")
+        messages = get_prompt("ces_hallucination").render(
+            conversation=render_conversation(view), response=response
+        )
+        asked = await _ask_scored(self, judge, messages, HALLUCINATION_LABELS)
+        if isinstance(asked, str):
+            return Score(None, asked)
+        parsed, count = asked
+        vote: Vote[str] = label_vote(
+            [None if score is None else str(score) for score, _ in parsed], _HALLUCINATION_ORDER
+        )
+        details = vote_details(vote, count)
+        if vote.label is None:
+            return Score(None, no_parse_reason(count), details)
+        score = int(vote.label)
+        details["ces_score"] = score
+        details["label"] = HALLUCINATION_LABELS[score]
+        explanation = _explanation_of(parsed, score)
+        if score == -1:  # no claim: reported, left out of the average
+            return Score(
+                None, f"no claim to assess (-1): {explanation or 'no explanation'}", details
+            )
+        return Score(float(score), explanation, details)
+
+    def result_from_invocations(self, per: list[Score]) -> MetricResult:
+        result = super().result_from_invocations(per)
+        no_claim = sum(1 for s in per if s.details.get("ces_score") == -1)
+        result.details["no_claim_turns"] = no_claim
+        if result.score is None and no_claim:
+            others = sorted(
+                {s.explanation for s in per if s.explanation and s.details.get("ces_score") != -1}
+            )
+            lead = f"no turn had a claim to assess ({no_claim} of {len(per)} turns scored -1)"
+            result.explanation = "; ".join([lead, *others])
+        return result
+
     def _apply_behavior(self, case: EvalCase, result: MetricResult) -> MetricResult:
         if self.behavior_for(case) == "DISABLED":
             result.status = None
@@ -124,23 +318,43 @@ class Hallucination(JudgedMetric):
         return self._apply_behavior(case, await super().ascore_case(case, actual, expected))
 
 
+SCENARIO_ONLY = (
+    "{name} judges a whole simulated scenario conversation (a CES scenario evaluation"
+    " with a user simulator); scenario runs are not part of this version, so it has no"
+    " score here"
+)
+
+
+class _ScenarioJudge(VotedJudge):
+    """A scenario-level CES judge that needs a simulated scenario run to judge."""
+
+    family: ClassVar[str] = "ces"
+    default_threshold: ClassVar[float | None] = 1.0
+
+    async def judge_case(
+        self,
+        judge: JudgeClient,
+        case: EvalCase,
+        actual: Sequence[Turn],
+        expected: Sequence[Turn | None],
+    ) -> MetricResult:
+        reason = SCENARIO_ONLY.format(name=self.name)
+        return self.make_result(None, [Score(None, reason) for _ in actual], explanation=reason)
+
+
 @register
-class UserGoalSatisfaction(JudgedMetric):
+class UserGoalSatisfaction(_ScenarioJudge):
     """Did the scenario conversation satisfy the user's goal? 1, 0, or -1 (unspecified)."""
 
     name: ClassVar[str] = "user_goal_satisfaction"
     description: ClassVar[str] = "LLM judge: the conversation satisfied the user's goal"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})
-    family: ClassVar[str] = "ces"
-    default_threshold: ClassVar[float | None] = 1.0
 
 
 @register
-class TaskCompleted(JudgedMetric):
+class TaskCompleted(_ScenarioJudge):
     """All expectations met, no hallucination, and the user goal outcome asked for."""
 
     name: ClassVar[str] = "task_completed"
     description: ClassVar[str] = "CES composite: expectations met, no hallucination, goal outcome"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})
-    family: ClassVar[str] = "ces"
-    default_threshold: ClassVar[float | None] = 1.0
