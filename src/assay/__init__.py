@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from assay.api import evaluate as evaluate
     from assay.config import EvalConfig as EvalConfig
     from assay.metrics.custom import CustomMetric as CustomMetric
+    from assay.metrics.judged.custom_judge import CustomJudge as CustomJudge
     from assay.model.core import EvalSet as EvalSet
     from assay.model.results import EvalResult as EvalResult
 
@@ -29,6 +30,7 @@ _EXPORTS = {
     "EvalTask": "assay.api",
     "EvalTaskResult": "assay.api",
     "CustomMetric": "assay.metrics.custom",
+    "CustomJudge": "assay.metrics.judged.custom_judge",
     "EvalResult": "assay.model.results",
     "EvalSet": "assay.model.core",
     "EvalConfig": "assay.config",

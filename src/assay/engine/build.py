@@ -45,6 +45,16 @@ def build_metrics(
     factories = (
         _custom_factories(config, custom) if (custom or (config and config.custom_metrics)) else {}
     )
+    # Criteria that define a custom LLM judge ({"custom_judge": {...}}) become metrics too.
+    judge_module = importlib.import_module("assay.metrics.judged.custom_judge")
+    factories = {
+        **factories,
+        **judge_module.custom_judge_factories(
+            wanted,
+            where=config.source if config is not None and config.source else "config",
+            reserved=list(factories),
+        ),
+    }
     metrics = [
         build_metric(name, criterion, custom=factories) for name, criterion in wanted.items()
     ]
