@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.agents import Agent, as_agent, load_agent
 from assay.config import EvalConfig, find_config_beside, load_config, parse_config
 from assay.engine import RunObserver, RunOptions, arun, build_metrics
+from assay.engine.judging import JudgeRunOptions
 from assay.errors import ConfigError, InputError
 from assay.metrics.base import Metric
 from assay.metrics.custom import CustomMetric
@@ -177,6 +179,9 @@ async def aevaluate(
     mapping: Mapping[str, str] | None = None,
     observers: Sequence[RunObserver] = (),
     run_name: str | None = None,
+    judge: str | None = None,
+    judge_concurrency: int = 8,
+    use_cache: bool = True,
 ) -> EvalResult:
     """Async `evaluate` for code that already runs an event loop and wants to await."""
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -184,11 +189,18 @@ async def aevaluate(
     metric_objects = resolve_metrics(metrics, cfg)
     adapter = _resolve_agent(agent)
     options = RunOptions(runs=runs, concurrency=concurrency, timeout_s=timeout_s)
+    judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
     opened = _open_store(store)
     if opened is None:
         return await arun(
-            evalsets, metric_objects, agent=adapter, options=options, observers=observers
+            evalsets,
+            metric_objects,
+            agent=adapter,
+            options=options,
+            observers=observers,
+            judges=judge_options,
         )
+    judge_options = replace(judge_options, store=opened)
     from assay.store import StoreRecorder
 
     run_id = opened.start_run(
@@ -208,6 +220,7 @@ async def aevaluate(
             agent=adapter,
             options=options,
             observers=[*observers, recorder],
+            judges=judge_options,
         )
     except (KeyboardInterrupt, asyncio.CancelledError):
         recorder.mark_interrupted()
@@ -235,6 +248,9 @@ def evaluate(
     format: str | None = None,
     mapping: Mapping[str, str] | None = None,
     run_name: str | None = None,
+    judge: str | None = None,
+    judge_concurrency: int = 8,
+    use_cache: bool = True,
 ) -> EvalResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
@@ -248,7 +264,12 @@ def evaluate(
       scores the responses recorded in the dataset;
     - `config`: an `EvalConfig`, a config dict (`{"criteria": {...}}`) or a path;
     - `store`: None (nothing stored), True (the default `.assay/assay.db`), a database
-      URL or an open `Store`; `run_name` names the stored run.
+      URL or an open `Store`; `run_name` names the stored run;
+    - `judge`: the LLM judge of judged metrics that name none in their
+      `judge_model_options` (`openai:NAME`, `gemini-NAME`, `anthropic:NAME`,
+      `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
+      replies are cached in `store` (in memory without one), `use_cache=False` calls
+      the judge anyway. The summary gets `judge/calls`, `judge/cache_hits`, ....
 
     Works inside a running event loop (Jupyter) too.
     """
@@ -265,6 +286,9 @@ def evaluate(
             format=format,
             mapping=mapping,
             run_name=run_name,
+            judge=judge,
+            judge_concurrency=judge_concurrency,
+            use_cache=use_cache,
         )
     )
 

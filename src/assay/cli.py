@@ -11,8 +11,9 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,6 +23,9 @@ from rich.text import Text
 from assay import __version__
 from assay.errors import AssayError, ConfigError, InputError, UnknownFormatError
 from assay.model.results import Status
+
+if TYPE_CHECKING:
+    from assay.engine.judging import JudgeRunOptions
 
 EXIT_INTERRUPTED = 130
 
@@ -163,16 +167,40 @@ def eval_command(
     store: Annotated[
         str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
     ] = None,
-    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the run.")] = False,
+    no_store: Annotated[
+        bool,
+        typer.Option(
+            "--no-store", help="Do not record the run (judge replies are cached for it only)."
+        ),
+    ] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
+    ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="LLM judge for judged metrics without their own judge_model: openai:NAME,"
+            " gemini-NAME / gemini:NAME, anthropic:NAME or local:PATH.gguf.",
+        ),
+    ] = None,
+    judge_concurrency: Annotated[
+        int, typer.Option("--judge-concurrency", help="Judge calls in flight per backend.")
+    ] = 8,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
     ] = False,
 ) -> None:
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
     with _user_errors():
+        from assay.engine.judging import JudgeRunOptions
+
+        # Checked here, so a mistyped --judge is a usage error before any work starts.
+        judges = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=not no_cache)
         code = _run_eval(
             data, from_format, map_, config, metric, agent, runs, concurrency, timeout,
-            out, junit, csv_path, store, no_store, quiet,
+            out, junit, csv_path, store, no_store, quiet, judges,
         )  # fmt: skip
     raise typer.Exit(code)
 
@@ -193,6 +221,7 @@ def _run_eval(
     store_url: str | None,
     no_store: bool,
     quiet: bool,
+    judges: JudgeRunOptions | None = None,
 ) -> int:
     from assay import formats
     from assay.agents import load_agent
@@ -242,7 +271,15 @@ def _run_eval(
     try:
         # On success the recorder writes the last results and marks the run COMPLETED.
         with _gc_paused(agent_obj is None):
-            result = run(evalsets, metrics, agent=agent_obj, options=options, observers=observers)
+            result = run(
+                evalsets,
+                metrics,
+                agent=agent_obj,
+                options=options,
+                observers=observers,
+                # The judge cache lives in the store (in memory with --no-store).
+                judges=replace(judges, store=db) if judges is not None else None,
+            )
     except KeyboardInterrupt:
         interrupted = True
         if progress is not None:
@@ -263,6 +300,10 @@ def _run_eval(
 
     if not quiet:
         render_results(result, console)
+        if "judge/calls" in result.summary:
+            from assay.judges.stats import JudgeStats
+
+            console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
     else:
         console.print(summary_text(result))
     if interrupted:

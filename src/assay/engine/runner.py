@@ -6,10 +6,11 @@ import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.agents.base import Agent
 from assay.engine.aggregate import build_result
+from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges
 from assay.metrics.base import Metric
 from assay.model.core import EvalCase, EvalSet, Turn
 from assay.model.results import (
@@ -21,6 +22,9 @@ from assay.model.results import (
     Status,
     combine_statuses,
 )
+
+if TYPE_CHECKING:
+    from assay.judges.client import JudgePool
 
 RUNTIME_FAILURE = "RUNTIME_FAILURE"
 METRIC_CALCULATION_FAILURE = "METRIC_CALCULATION_FAILURE"
@@ -251,17 +255,22 @@ async def _evaluate_job(
             inference=inference,
         )
     expected = _aligned_expected(case, turns)
-    results = [
-        await _safe_ascore(m, case, turns, expected)
-        if m.is_async
-        else _safe_score(m, case, turns, expected)
-        for m in metrics
+    slots: list[MetricResult | None] = [
+        None if m.is_async else _safe_score(m, case, turns, expected) for m in metrics
     ]
+    pending = [i for i, m in enumerate(metrics) if m.is_async]
+    if pending:
+        # Judged metrics of one case wait on judge calls: let them wait together.
+        scored = await asyncio.gather(
+            *(_safe_ascore(metrics[i], case, turns, expected) for i in pending)
+        )
+        for i, one in zip(pending, scored, strict=True):
+            slots[i] = one
     return _finish_case(
         case,
         turns,
         metrics,
-        results,
+        [r for r in slots if r is not None],
         eval_set_id=job.evalset_id,
         run_index=job.run_index,
         inference=inference,
@@ -298,16 +307,44 @@ async def arun(
     options: RunOptions | None = None,
     observers: Sequence[RunObserver] = (),
     skip: set[tuple[str, str, int]] | None = None,
+    judges: JudgeRunOptions | JudgePool | None = None,
 ) -> EvalResult:
     """Evaluate every case of every eval set `options.runs` times.
 
     Cases run concurrently up to `options.concurrency`; each finished case is handed to
     the observers at once (store writers, progress bars). One failing case, agent or
     metric never loses the other cases' results. `skip` holds (eval_set_id, case_id,
-    run_index) keys already completed (resume).
+    run_index) keys already completed (resume). `judges` sets up the LLM judges of the
+    judged metrics (default model, concurrency, cache); the summary gets their
+    `judge/...` counters.
     """
     options = options or RunOptions()
     _check_unique_sets(evalsets)
+    async with run_judges(metrics, judges) as pool:
+        started = pool.stats.snapshot() if pool is not None else None
+        workers = options.concurrency
+        if pool is not None and agent is None:
+            # Scoring recorded data waits only on the judges, whose own adaptive limit
+            # bounds the calls in flight: keep enough cases going to fill it.
+            workers = max(workers, 2 * pool.concurrency)
+        result = await _run_jobs(evalsets, metrics, agent, options, observers, skip, workers)
+        if pool is not None:
+            await pool.flush()
+            result.summary.update(judge_summary(pool, started))
+    for observer in observers:
+        observer.on_finish(result)
+    return result
+
+
+async def _run_jobs(
+    evalsets: Sequence[EvalSet],
+    metrics: Sequence[Metric],
+    agent: Agent | None,
+    options: RunOptions,
+    observers: Sequence[RunObserver],
+    skip: set[tuple[str, str, int]] | None,
+    workers: int,
+) -> EvalResult:
     jobs = list(_jobs(evalsets, options.runs, skip or set()))
     for observer in observers:
         observer.on_start(len(jobs))
@@ -330,7 +367,7 @@ async def arun(
             for i, job in queue:
                 done(i, await _evaluate_job(job, metrics, agent, options))
 
-        await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(jobs)) or 1)))
+        await asyncio.gather(*(worker() for _ in range(min(workers, len(jobs)) or 1)))
     final = [r for r in results if r is not None]
     result = build_result(
         final,
@@ -339,8 +376,6 @@ async def arun(
         runs=options.runs,
         eval_set_id=evalsets[0].id if len(evalsets) == 1 else None,
     )
-    for observer in observers:
-        observer.on_finish(result)
     return result
 
 
@@ -373,8 +408,17 @@ def run(
     options: RunOptions | None = None,
     observers: Sequence[RunObserver] = (),
     skip: set[tuple[str, str, int]] | None = None,
+    judges: JudgeRunOptions | None = None,
 ) -> EvalResult:
     """Synchronous wrapper of `arun` (not for use inside a running event loop)."""
     return asyncio.run(
-        arun(evalsets, metrics, agent=agent, options=options, observers=observers, skip=skip)
+        arun(
+            evalsets,
+            metrics,
+            agent=agent,
+            options=options,
+            observers=observers,
+            skip=skip,
+            judges=judges,
+        )
     )

@@ -24,9 +24,11 @@ from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Score
 
 NO_JUDGE_MESSAGE = (
-    "no LLM judge available: this version of assay has no judge clients yet, so"
-    " LLM-judged metrics are not evaluated (see 'LLM-judged metrics' in the README);"
-    " the deterministic metrics still run"
+    "no LLM judge configured: give one with --judge MODEL (CLI), judge=MODEL (Python API)"
+    " or judge_model_options.judge_model in the config, where MODEL is openai:NAME (any"
+    " OpenAI-compatible endpoint; OPENAI_BASE_URL / OPENAI_API_KEY), gemini-NAME or"
+    " gemini:NAME (GEMINI_API_KEY / GOOGLE_API_KEY), anthropic:NAME (ANTHROPIC_API_KEY)"
+    " or local:PATH.gguf; the deterministic metrics still run"
 )
 
 
@@ -81,6 +83,8 @@ class JudgedMetric(Metric):
     def __init__(self, options: MetricOptions | None = None) -> None:
         super().__init__(options)
         self.judge: JudgeClient | None = None
+        #: why there is no judge: NO_JUDGE_MESSAGE, or why the configured one is unavailable
+        self.no_judge_reason: str = NO_JUDGE_MESSAGE
 
     @property
     def judge_options(self) -> JudgeModelOptions:
@@ -96,22 +100,27 @@ class JudgedMetric(Metric):
     def num_samples(self) -> int:
         return self.judge_options.num_samples or self.default_num_samples
 
-    def attach_judge(self, judge: JudgeClient | None) -> None:
-        """Give the metric its judge client (None detaches it)."""
+    def attach_judge(self, judge: JudgeClient | None, reason: str | None = None) -> None:
+        """Give the metric its judge client (None detaches it).
+
+        `reason` (with None) says why the configured judge is unavailable, e.g. its SDK
+        is not installed; the metric then reports it instead of NO_JUDGE_MESSAGE.
+        """
         self.judge = judge
+        self.no_judge_reason = reason or NO_JUDGE_MESSAGE
 
     # -- scoring -------------------------------------------------------------------------
 
     def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
         if self.judge is None:
-            return Score(None, NO_JUDGE_MESSAGE)
+            return Score(None, self.no_judge_reason)
         return Score(None, f"{self.name} is judged asynchronously: score it with ascore_case")
 
     def score_case(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
         if self.judge is None or not actual:
-            return self.not_evaluated(actual, NO_JUDGE_MESSAGE if self.judge is None else None)
+            return self.not_evaluated(actual, self.no_judge_reason if self.judge is None else None)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -124,7 +133,7 @@ class JudgedMetric(Metric):
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
         if self.judge is None:
-            return self.not_evaluated(actual, NO_JUDGE_MESSAGE)
+            return self.not_evaluated(actual, self.no_judge_reason)
         return await self.judge_case(self.judge, case, actual, expected)
 
     def not_evaluated(self, actual: Sequence[Turn], reason: str | None) -> MetricResult:

@@ -1,0 +1,131 @@
+"""The run's judges: attach one to every judged metric before scoring, detach after.
+
+Each `JudgedMetric` gets the judge its `judge_model_options.judge_model` names, or the
+run's default (`--judge MODEL`). With neither it keeps `NO_JUDGE_MESSAGE`; when the
+judge cannot be built (SDK not installed, no API key) the metric reports that reason.
+Either way it comes out NOT_EVALUATED and the deterministic metrics still run.
+A judge attached by the caller beforehand is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import ConfigError
+from assay.metrics.base import Metric
+from assay.metrics.judged.base import JudgedMetric
+
+if TYPE_CHECKING:
+    from assay.judges.client import JudgePool
+    from assay.judges.stats import JudgeStats
+
+
+@dataclass(frozen=True)
+class JudgeRunOptions:
+    """How a run uses judges: the default model, calls in flight, cache, timeout.
+
+    `store` holds the judge cache (its `judge_cache` table); None keeps replies in
+    memory for this run only.
+    """
+
+    model: str | None = None
+    concurrency: int = 8
+    use_cache: bool = True
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    store: Any = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(
+                "judge concurrency (--judge-concurrency) must be at least 1,"
+                f" got {self.concurrency}"
+            )
+        if self.timeout_s <= 0:
+            raise ConfigError(f"the judge timeout must be positive, got {self.timeout_s}")
+        if self.max_retries < 0:
+            raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
+        if self.model is not None:
+            from assay.judges.resolve import parse_model
+
+            parse_model(self.model)  # a mistyped judge is a usage error, not a skipped metric
+
+    def make_pool(self) -> JudgePool:
+        from assay.judges.client import JudgePool
+
+        return JudgePool(
+            store=self.store,
+            default_model=self.model,
+            concurrency=self.concurrency,
+            use_cache=self.use_cache,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+        )
+
+
+def judged_metrics(metrics: Sequence[Metric]) -> list[JudgedMetric]:
+    return [m for m in metrics if isinstance(m, JudgedMetric)]
+
+
+def attach_judges(metrics: Sequence[Metric], pool: JudgePool) -> list[JudgedMetric]:
+    """Give every judged metric without a judge its judge from `pool`.
+
+    Returns the metrics it attached to (to detach after the run).
+    """
+    attached: list[JudgedMetric] = []
+    for metric in judged_metrics(metrics):
+        if metric.judge is not None:
+            continue  # the caller's own judge client
+        found = pool.judge_for(metric)
+        if isinstance(found, str):
+            metric.attach_judge(None, found)
+        else:
+            metric.attach_judge(found)
+        attached.append(metric)
+    return attached
+
+
+def detach_judges(metrics: Sequence[JudgedMetric]) -> None:
+    """Undo `attach_judges`: the pool's judges do not outlive its run."""
+    for metric in metrics:
+        metric.attach_judge(None)
+
+
+@asynccontextmanager
+async def run_judges(
+    metrics: Sequence[Metric], judges: JudgeRunOptions | JudgePool | None
+) -> AsyncIterator[JudgePool | None]:
+    """The judges of one run, attached for its duration.
+
+    Yields None when no metric is judged. A pool built here (from options, or the
+    defaults) is closed on exit; a pool passed in stays open for its owner.
+    """
+    if not judged_metrics(metrics):
+        yield None
+        return
+    from assay.judges.client import JudgePool
+
+    owned = not isinstance(judges, JudgePool)
+    pool = judges if isinstance(judges, JudgePool) else (judges or JudgeRunOptions()).make_pool()
+    attached = attach_judges(metrics, pool)
+    try:
+        yield pool
+    finally:
+        detach_judges(attached)
+        if owned:
+            await pool.aclose()
+
+
+def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, Any]:
+    """The `judge/...` summary keys of a run (none when it judged nothing).
+
+    `since`: a snapshot of the pool's stats taken when the run started, so a pool
+    shared by several runs reports each run's own work.
+    """
+    if pool is None:
+        return {}
+    stats = pool.stats.since(since) if since is not None else pool.stats
+    return stats.summary()

@@ -1,0 +1,124 @@
+"""The judge reply cache: the store's `judge_cache` table, or memory when there is no store.
+
+Reads are one indexed query per prompt (all its samples at once) and stay on the event
+loop: they take a fraction of a millisecond. Writes are buffered and written in batches,
+one transaction each, from a worker thread, keeping the loop free for judge calls;
+`flush` waits for them. Pending writes are visible to
+reads at once, so a prompt judged twice in one run is called once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from assay.errors import StoreError
+
+if TYPE_CHECKING:
+    from assay.store import JudgeCache
+
+
+class ReplyCache(Protocol):
+    """Where judge replies are kept between calls and runs."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """The cached replies among `keys` (misses are absent)."""
+        ...
+
+    def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
+        """Remember `reply` under `key` (may be written later; see `flush`)."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait until every reply put so far is written."""
+        ...
+
+    @property
+    def write_errors(self) -> list[str]:
+        """Why writes failed, one entry per reply not written (the run goes on)."""
+        ...
+
+
+class MemoryReplyCache:
+    """Replies kept for the life of this object only (runs without a store)."""
+
+    def __init__(self) -> None:
+        self._replies: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        return {k: self._replies[k] for k in keys if k in self._replies}
+
+    def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
+        self._replies[key] = reply
+
+    async def flush(self) -> None:
+        return None
+
+    @property
+    def write_errors(self) -> list[str]:
+        return []
+
+
+class StoreReplyCache:
+    """Replies in the store's judge cache, shared by every run using that store."""
+
+    #: writes handed to the worker thread at once
+    batch_size = 64
+
+    def __init__(self, cache: JudgeCache) -> None:
+        self._cache = cache
+        self._pending: dict[str, tuple[str, str, str]] = {}  # key -> (backend, model, reply)
+        self._writer: asyncio.Task[None] | None = None
+        self._errors: list[str] = []
+
+    @property
+    def write_errors(self) -> list[str]:
+        return list(self._errors)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        missing: list[str] = []
+        for key in keys:
+            pending = self._pending.get(key)
+            if pending is not None:
+                found[key] = pending[2]
+            else:
+                missing.append(key)
+        if missing:
+            for key, value in self._cache.get_many(missing).items():
+                # Only text replies are ours; anything else is treated as a miss and
+                # overwritten by the next reply for that key.
+                if isinstance(value, str):
+                    found[key] = value
+        return found
+
+    def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
+        self._pending[key] = (backend, model, reply)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch = list(self._pending.items())[: self.batch_size]
+            await asyncio.to_thread(self._write, batch)
+            for key, entry in batch:
+                # A newer reply for the same key may have arrived meanwhile: keep it.
+                if self._pending.get(key) is entry:
+                    del self._pending[key]
+
+    def _write(self, batch: list[tuple[str, tuple[str, str, str]]]) -> None:
+        try:
+            self._cache.put_many((key, *entry) for key, entry in batch)
+        except StoreError as exc:
+            self._errors.extend([str(exc)] * len(batch))
+
+    async def flush(self) -> None:
+        while self._writer is not None and not self._writer.done():
+            await self._writer
+        if self._pending:
+            # Puts made outside a running writer (e.g. the loop ended) are written here.
+            await self._drain()
