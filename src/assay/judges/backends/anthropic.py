@@ -1,0 +1,173 @@
+"""Anthropic judge backend: Claude through the `anthropic` SDK.
+
+Model string `anthropic:NAME`; the key is `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`).
+`base_url` in the judge options (else the SDK's `ANTHROPIC_BASE_URL`) points the SDK
+at a proxy or a stand-in; with a base URL and no key a placeholder is sent.
+
+A JSON schema in the settings is sent as ``output_config.format`` (structured
+outputs), with ``additionalProperties: false`` added to its objects as that API
+requires; a model that rejects it gets plain-text requests from then on.
+
+The temperature setting is not sent: the Messages API version that SDK 2.x speaks
+rejects sampling parameters (the SDK has none), so Claude samples with its own
+settings and repeated samples still vary. Needs ``anthropic>=2.0`` (`output_config`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+
+from assay.errors import ConfigError
+from assay.judges.backends import (
+    PLACEHOLDER_API_KEY,
+    StructuredOutput,
+    connection_error,
+    empty_reply_error,
+    error_detail,
+    malformed_reply_error,
+    split_system,
+    status_error,
+    timeout_error,
+)
+from assay.judges.types import BackendReply, GenerationSettings
+
+if TYPE_CHECKING:
+    from assay.metrics.judged.base import JudgeModelOptions
+
+#: the Messages API requires max_tokens; room for a rationale over many rubric items
+DEFAULT_MAX_TOKENS = 4096
+
+
+def create_backend(
+    name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
+) -> AnthropicBackend:
+    """The backend for `anthropic:NAME` (`options.base_url` picks the endpoint)."""
+    return AnthropicBackend(
+        name, base_url=options.base_url if options is not None else None, timeout_s=timeout_s
+    )
+
+
+def closed_objects(schema: Any) -> Any:
+    """`schema` with ``additionalProperties: false`` on every object that does not say."""
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {key: closed_objects(value) for key, value in schema.items()}
+    if out.get("type") == "object" and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+class AnthropicBackend:
+    """A `JudgeBackend` over ``POST {base_url}/v1/messages``.
+
+    Raises ConfigError when no key is configured for Anthropic's own endpoint.
+    """
+
+    backend = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.timeout_s = timeout_s
+        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.base_url = base_url
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        if api_key is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            if base_url is None:
+                raise ConfigError(
+                    f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY"
+                )
+            api_key = PLACEHOLDER_API_KEY
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+        self._structured = StructuredOutput(f"anthropic judge {model}")
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> BackendReply:
+        """One Messages API call; JudgeCallError when the call or its reply fails."""
+
+        async def request(schema: dict[str, Any] | None) -> BackendReply:
+            return await self._request(messages, settings, schema)
+
+        return await self._structured.call(settings.json_schema, request)
+
+    async def _request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        settings: GenerationSettings,
+        schema: dict[str, Any] | None,
+    ) -> BackendReply:
+        system, turns = split_system(messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [{"role": role, "content": text} for role, text in turns],
+        }
+        if system:
+            params["system"] = system
+        if schema is not None:
+            params["output_config"] = {
+                "format": {"type": "json_schema", "schema": closed_objects(schema)}
+            }
+        try:
+            message = await self._client.messages.create(**params)
+        except anthropic.APITimeoutError as exc:
+            raise timeout_error(self.backend, self.model, self.timeout_s) from exc
+        except anthropic.APIConnectionError as exc:
+            raise connection_error(self.backend, self.model, exc.__cause__ or exc) from exc
+        except anthropic.APIStatusError as exc:
+            detail = error_detail(exc.body) or exc.message
+            raise status_error(
+                self.backend, self.model, exc.status_code, detail, exc.response.headers
+            ) from exc
+        except (json.JSONDecodeError, anthropic.APIResponseValidationError) as exc:
+            raise malformed_reply_error(self.backend, self.model, str(exc)) from exc
+        return self._reply(message)
+
+    def _reply(self, message: Any) -> BackendReply:
+        # The SDK builds reply objects without validation: a body of the wrong shape
+        # arrives as an object with missing fields.
+        blocks = getattr(message, "content", None)
+        if not isinstance(blocks, list):
+            raise malformed_reply_error(self.backend, self.model, "no content in the reply")
+        text = "".join(
+            block.text for block in blocks if getattr(block, "type", None) == "text" and block.text
+        )
+        if not text.strip():
+            raise empty_reply_error(self.backend, self.model, f"stop reason {message.stop_reason}")
+        usage = getattr(message, "usage", None)
+        input_tokens = 0
+        if usage is not None:
+            # Cached prompt tokens are reported apart from the uncached ones.
+            input_tokens = sum(
+                getattr(usage, name, None) or 0
+                for name in (
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                )
+            )
+        return BackendReply(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=(getattr(usage, "output_tokens", None) or 0) if usage else 0,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()

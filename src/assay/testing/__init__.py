@@ -1,0 +1,31 @@
+"""Test helpers that ship with assay: a scripted stand-in for judge model APIs.
+
+`JudgeServer` answers the OpenAI, Gemini and Anthropic chat endpoints over real HTTP on
+127.0.0.1 from a script, so the real SDK client paths (and assay's retries, limits and
+cache around them) can be exercised without a network or a model. Run one by hand with
+``python -m assay.testing.judge_server --delay 0.2``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.testing.judge_server import (
+        Dialect,
+        JudgeServer,
+        Script,
+        StandinReply,
+        StandinRequest,
+    )
+
+__all__ = ["Dialect", "JudgeServer", "Script", "StandinReply", "StandinRequest"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use so that `python -m assay.testing.judge_server` does not find
+    # the module already imported by its package (runpy warns about that).
+    if name in __all__:
+        return getattr(importlib.import_module("assay.testing.judge_server"), name)
+    raise AttributeError(f"module 'assay.testing' has no attribute {name!r}")
