@@ -48,6 +48,15 @@ app = typer.Typer(
 )
 
 
+def _mount_subcommands() -> None:
+    from assay.cli_judge import judge_app
+
+    app.add_typer(judge_app, name="judge")
+
+
+_mount_subcommands()
+
+
 def _stdout() -> Console:
     # Logs and CI have no terminal width; a wider default keeps metric columns readable.
     if sys.stdout.isatty() or "COLUMNS" in os.environ:

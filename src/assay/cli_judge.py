@@ -1,0 +1,286 @@
+"""`assay judge ...`: commands about the LLM judges themselves.
+
+`assay judge calibrate LABELS.jsonl --judge MODEL --metric NAME` scores human-labelled
+items with a judged metric and reports how well the judge agrees with the humans:
+accuracy, Cohen's kappa, a confusion matrix and the items they disagree on.
+
+Exit codes: 0 the calibration ran; 1 no item could be scored, or kappa is below
+`--min-kappa`; 2 a usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from assay.errors import AssayError, ConfigError
+from assay.judges.calibrate import CalibrationReport, ItemVerdict
+
+judge_app = typer.Typer(
+    name="judge",
+    help="LLM judges: measure a judge's agreement with human labels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+@judge_app.callback()
+def _judge_group() -> None:
+    """LLM judges: measure a judge's agreement with human labels."""
+
+
+#: longest explanation shown in a table cell (the JSON report keeps it whole)
+EXPLANATION_WIDTH = 160
+
+
+def _stdout() -> Console:
+    # Without a terminal (CI logs, pipes) rich would wrap at 80 columns.
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return Console()
+    return Console(width=120)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """assay's own errors as one red line and their exit code, without a traceback."""
+    try:
+        yield
+    except AssayError as exc:
+        Console(stderr=True).print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def _criterion(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--criterion is not valid JSON: {exc.msg} at column {exc.colno}"
+        ) from None
+    if not isinstance(value, dict):
+        raise ConfigError("--criterion must be a JSON object of the metric's options")
+    return value
+
+
+@judge_app.command("calibrate")
+def calibrate_command(
+    labels: Annotated[
+        Path, typer.Argument(help="Labelled items: JSONL, each line the inputs plus 'label'.")
+    ],
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            help="The judge: openai:NAME, gemini-NAME / gemini:NAME, anthropic:NAME or"
+            " local:PATH.gguf.",
+        ),
+    ],
+    metric: Annotated[
+        str, typer.Option("--metric", "-m", help="The judged metric, e.g. final_response_match_v2.")
+    ],
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="Judge samples per item (metric default).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Endpoint of the judge API (OpenAI-compatible servers)."),
+    ] = None,
+    criterion: Annotated[
+        str | None,
+        typer.Option("--criterion", help="The metric's options as a JSON object (e.g. rubrics)."),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", help="Store URL holding the judge cache (default .assay/assay.db)."
+        ),
+    ] = None,
+    no_store: Annotated[
+        bool, typer.Option("--no-store", help="Keep judge replies in memory only.")
+    ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
+    ] = False,
+    judge_concurrency: Annotated[
+        int, typer.Option("--judge-concurrency", help="Judge calls in flight.")
+    ] = 8,
+    judge_timeout: Annotated[
+        float, typer.Option("--judge-timeout", help="Seconds to wait for one judge reply.")
+    ] = 60.0,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON.")] = None,
+    min_kappa: Annotated[
+        float | None,
+        typer.Option("--min-kappa", help="Exit 1 when Cohen's kappa is below this value."),
+    ] = None,
+) -> None:
+    """Measure a judge against human labels: accuracy, Cohen's kappa, confusion matrix."""
+    with _user_errors():
+        report = _calibrate(
+            labels,
+            judge=judge,
+            metric=metric,
+            samples=samples,
+            base_url=base_url,
+            criterion=_criterion(criterion),
+            store_url=store,
+            no_store=no_store,
+            use_cache=not no_cache,
+            concurrency=judge_concurrency,
+            timeout_s=judge_timeout,
+        )
+        render_report(report, _stdout())
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+            Console(stderr=True).print(Text(f"wrote {out}", style="dim"))
+    raise typer.Exit(exit_code(report, min_kappa))
+
+
+def _calibrate(
+    labels: Path,
+    *,
+    judge: str,
+    metric: str,
+    samples: int | None,
+    base_url: str | None,
+    criterion: dict[str, Any] | None,
+    store_url: str | None,
+    no_store: bool,
+    use_cache: bool,
+    concurrency: int,
+    timeout_s: float,
+) -> CalibrationReport:
+    import asyncio
+
+    from assay.judges.calibrate import acalibrate, build_judged_metric, load_labels
+
+    if concurrency < 1:
+        raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
+    if timeout_s <= 0:
+        raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+    # Usage errors first (metric, judge options), then the data, then the store.
+    scorer = build_judged_metric(
+        metric, judge=judge, samples=samples, base_url=base_url, criterion=criterion
+    )
+    labelled = load_labels(labels)
+    db = None
+    if not no_store:
+        from assay.store import Store
+
+        db = Store.open(store_url)
+    try:
+        return asyncio.run(
+            acalibrate(
+                labelled,
+                metric=scorer,
+                judge=judge,
+                store=db,
+                use_cache=use_cache,
+                concurrency=concurrency,
+                timeout_s=timeout_s,
+            )
+        )
+    finally:
+        if db is not None:
+            db.close()
+
+
+def exit_code(report: CalibrationReport, min_kappa: float | None) -> int:
+    """0 when the calibration ran; 1 with no scored item or kappa under `min_kappa`."""
+    if not report.scored:
+        return 1
+    if min_kappa is not None and (report.kappa is None or report.kappa < min_kappa):
+        return 1
+    return 0
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _short(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= EXPLANATION_WIDTH else text[: EXPLANATION_WIDTH - 1] + "…"
+
+
+def render_report(report: CalibrationReport, console: Console) -> None:
+    """The report as rich tables: agreement, confusion matrix, disagreements, unscored."""
+    positive, negative = report.outcomes
+    console.print(
+        Text.assemble(
+            (report.metric, "bold"),
+            f" judged by {report.judge} ({report.samples} sample"
+            f"{'' if report.samples == 1 else 's'} per item): {len(report.items)} items, "
+            f"{len(report.scored)} scored, {len(report.unscored)} not scored",
+        )
+    )
+    summary = Table(title="Agreement with the human labels", title_justify="left")
+    summary.add_column("statistic")
+    summary.add_column("value", justify="right")
+    summary.add_row("accuracy", _share(report.accuracy))
+    kappa_note = "" if report.kappa is not None else " (undefined: one label only)"
+    summary.add_row("Cohen's kappa", _share(report.kappa) + kappa_note)
+    summary.add_row("items compared", str(len(report.scored)))
+    summary.add_row("disagreements", str(len(report.disagreements)))
+    console.print(summary)
+
+    matrix = report.matrix
+    grid = Table(title="Confusion matrix (rows: human, columns: judge)", title_justify="left")
+    grid.add_column("human \\ judge")
+    for label in matrix.labels:
+        grid.add_column(label, justify="right")
+    grid.add_column("total", justify="right")
+    for i, label in enumerate(matrix.labels):
+        cells = [
+            Text(str(n), style="green" if i == j else ("red" if n else ""))
+            for j, n in enumerate(matrix.counts[i])
+        ]
+        grid.add_row(label, *cells, str(matrix.row_totals()[i]))
+    grid.add_row("total", *(str(n) for n in matrix.column_totals()), str(matrix.total))
+    console.print(grid)
+
+    if report.disagreements:
+        console.print(_items_table(f"Disagreements ({positive}/{negative})", report.disagreements))
+    if report.unscored:
+        console.print(
+            _items_table("Not scored by the judge (left out of the statistics)", report.unscored)
+        )
+    if report.judge_stats:
+        from assay.judges.stats import JudgeStats
+
+        stats = JudgeStats.from_summary(report.judge_stats)
+        console.print(Text(stats.describe(), style="dim"))
+
+
+def _items_table(title: str, items: list[ItemVerdict]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("item")
+    table.add_column("line", justify="right")
+    table.add_column("human")
+    table.add_column("judge")
+    table.add_column("agreement", justify="right")
+    table.add_column("judge's explanation", overflow="fold")
+    for item in items:
+        table.add_row(
+            item.case_id,
+            str(item.line) if item.line is not None else "",
+            item.human,
+            item.judge or "—",
+            _share(item.agreement),
+            _short(item.explanation),
+        )
+    return table
