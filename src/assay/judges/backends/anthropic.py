@@ -18,38 +18,21 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anthropic
 
-from assay.errors import ConfigError
 from assay.judges.backends import (
-    PLACEHOLDER_API_KEY,
-    StructuredOutput,
-    connection_error,
-    empty_reply_error,
-    error_detail,
-    malformed_reply_error,
+    SDKBackend,
+    StainlessErrors,
+    api_key_or_placeholder,
     split_system,
-    status_error,
-    timeout_error,
 )
 from assay.judges.types import BackendReply, GenerationSettings
 
-if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgeModelOptions
-
 #: the Messages API requires max_tokens; room for a rationale over many rubric items
 DEFAULT_MAX_TOKENS = 4096
-
-
-def create_backend(
-    name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
-) -> AnthropicBackend:
-    """The backend for `anthropic:NAME` (`options.base_url` picks the endpoint)."""
-    return AnthropicBackend(
-        name, base_url=options.base_url if options is not None else None, timeout_s=timeout_s
-    )
+_ERRORS = StainlessErrors.of(anthropic)
 
 
 def closed_objects(schema: Any) -> Any:
@@ -64,7 +47,7 @@ def closed_objects(schema: Any) -> Any:
     return out
 
 
-class AnthropicBackend:
+class AnthropicBackend(SDKBackend):
     """A `JudgeBackend` over ``POST {base_url}/v1/messages``.
 
     Raises ConfigError when no key is configured for Anthropic's own endpoint.
@@ -80,31 +63,17 @@ class AnthropicBackend:
         api_key: str | None = None,
         timeout_s: float = 60.0,
     ) -> None:
-        self.model = model
-        self.timeout_s = timeout_s
         base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.base_url = base_url
-        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        if api_key is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-            if base_url is None:
-                raise ConfigError(
-                    f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY"
-                )
-            api_key = PLACEHOLDER_API_KEY
+        super().__init__(model, base_url=base_url, timeout_s=timeout_s)
+        api_key = api_key_or_placeholder(
+            api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
+            configured=bool(os.environ.get("ANTHROPIC_AUTH_TOKEN")),
+            own_endpoint=base_url is None,
+            missing=f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY",
+        )
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
-        self._structured = StructuredOutput(f"anthropic judge {model}")
-
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
-    ) -> BackendReply:
-        """One Messages API call; JudgeCallError when the call or its reply fails."""
-
-        async def request(schema: dict[str, Any] | None) -> BackendReply:
-            return await self._request(messages, settings, schema)
-
-        return await self._structured.call(settings.json_schema, request)
 
     async def _request(
         self,
@@ -112,6 +81,7 @@ class AnthropicBackend:
         settings: GenerationSettings,
         schema: dict[str, Any] | None,
     ) -> BackendReply:
+        """One Messages API call."""
         system, turns = split_system(messages)
         params: dict[str, Any] = {
             "model": self.model,
@@ -125,18 +95,10 @@ class AnthropicBackend:
                 "format": {"type": "json_schema", "schema": closed_objects(schema)}
             }
         try:
-            message = await self._client.messages.create(**params)
-        except anthropic.APITimeoutError as exc:
-            raise timeout_error(self.backend, self.model, self.timeout_s) from exc
-        except anthropic.APIConnectionError as exc:
-            raise connection_error(self.backend, self.model, exc.__cause__ or exc) from exc
-        except anthropic.APIStatusError as exc:
-            detail = error_detail(exc.body) or exc.message
-            raise status_error(
-                self.backend, self.model, exc.status_code, detail, exc.response.headers
-            ) from exc
+            with self.stainless_errors(_ERRORS):
+                message = await self._client.messages.create(**params)
         except (json.JSONDecodeError, anthropic.APIResponseValidationError) as exc:
-            raise malformed_reply_error(self.backend, self.model, str(exc)) from exc
+            raise self.malformed_reply_error(str(exc)) from exc
         return self._reply(message)
 
     def _reply(self, message: Any) -> BackendReply:
@@ -144,12 +106,12 @@ class AnthropicBackend:
         # arrives as an object with missing fields.
         blocks = getattr(message, "content", None)
         if not isinstance(blocks, list):
-            raise malformed_reply_error(self.backend, self.model, "no content in the reply")
+            raise self.malformed_reply_error("no content in the reply")
         text = "".join(
             block.text for block in blocks if getattr(block, "type", None) == "text" and block.text
         )
         if not text.strip():
-            raise empty_reply_error(self.backend, self.model, f"stop reason {message.stop_reason}")
+            raise self.empty_reply_error(f"stop reason {message.stop_reason}")
         usage = getattr(message, "usage", None)
         input_tokens = 0
         if usage is not None:
@@ -171,3 +133,6 @@ class AnthropicBackend:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
+
+
+create_backend = AnthropicBackend.from_options

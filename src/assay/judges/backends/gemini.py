@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from google import genai
@@ -26,21 +26,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from assay.errors import ConfigError
-from assay.judges.backends import (
-    PLACEHOLDER_API_KEY,
-    StructuredOutput,
-    connection_error,
-    empty_reply_error,
-    error_detail,
-    malformed_reply_error,
-    split_system,
-    status_error,
-    timeout_error,
-)
+from assay.judges.backends import SDKBackend, api_key_or_placeholder, error_detail, split_system
 from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
-
-if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgeModelOptions
 
 # The SDK talks through httpx, or httpx2 (a fork with its own exception classes) when
 # only that one is installed or GOOGLE_GENAI_HTTP_CLIENT asks for it.
@@ -55,20 +42,11 @@ except ImportError:
     pass
 
 
-def create_backend(
-    name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
-) -> GeminiBackend:
-    """The backend for `gemini-*` / `gemini:NAME` (`options.base_url` for stand-ins)."""
-    return GeminiBackend(
-        name, base_url=options.base_url if options is not None else None, timeout_s=timeout_s
-    )
-
-
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("true", "1")
 
 
-class GeminiBackend:
+class GeminiBackend(SDKBackend):
     """A `JudgeBackend` over ``models.generateContent`` (one candidate per call).
 
     Raises ConfigError when neither an API key nor Vertex AI is configured.
@@ -84,19 +62,19 @@ class GeminiBackend:
         api_key: str | None = None,
         timeout_s: float = 60.0,
     ) -> None:
-        self.model = model
-        self.timeout_s = timeout_s
-        self.base_url = base_url
+        super().__init__(model, base_url=base_url, timeout_s=timeout_s)
         vertex = _env_flag("GOOGLE_GENAI_USE_VERTEXAI") or _env_flag("GOOGLE_GENAI_USE_ENTERPRISE")
         env_key = os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
-        if api_key is None and not env_key and not vertex:
-            if base_url is None:
-                raise ConfigError(
-                    f"judge {model} needs Gemini credentials: set GEMINI_API_KEY (or"
-                    " GOOGLE_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with"
-                    " GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION for Vertex AI"
-                )
-            api_key = PLACEHOLDER_API_KEY
+        api_key = api_key_or_placeholder(
+            api_key,
+            configured=vertex or bool(env_key),
+            own_endpoint=base_url is None,
+            missing=(
+                f"judge {model} needs Gemini credentials: set GEMINI_API_KEY (or"
+                " GOOGLE_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with"
+                " GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION for Vertex AI"
+            ),
+        )
         http_options = genai_types.HttpOptions(
             base_url=base_url,
             timeout=max(1, round(timeout_s * 1000)),  # the SDK counts milliseconds
@@ -107,17 +85,6 @@ class GeminiBackend:
         except (ValueError, auth_errors.GoogleAuthError) as exc:
             # missing or conflicting settings, or no application-default credentials
             raise ConfigError(f"judge {model}: cannot set up the Gemini client: {exc}") from exc
-        self._structured = StructuredOutput(f"gemini judge {model}")
-
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
-    ) -> BackendReply:
-        """One generateContent call; JudgeCallError when the call or its reply fails."""
-
-        async def request(schema: dict[str, Any] | None) -> BackendReply:
-            return await self._request(messages, settings, schema)
-
-        return await self._structured.call(settings.json_schema, request)
 
     async def _request(
         self,
@@ -125,6 +92,7 @@ class GeminiBackend:
         settings: GenerationSettings,
         schema: dict[str, Any] | None,
     ) -> BackendReply:
+        """One generateContent call."""
         system, turns = split_system(messages)
         contents = [
             genai_types.Content(
@@ -147,15 +115,15 @@ class GeminiBackend:
         except genai_errors.APIError as exc:
             headers = getattr(exc.response, "headers", None)
             detail = exc.message or error_detail(exc.details)
-            raise status_error(self.backend, self.model, exc.code, detail, headers) from exc
+            raise self.status_error(exc.code, detail, headers) from exc
         except _TIMEOUTS as exc:
-            raise timeout_error(self.backend, self.model, self.timeout_s) from exc
+            raise self.timeout_error() from exc
         except _TRANSPORT as exc:
-            raise connection_error(self.backend, self.model, exc) from exc
+            raise self.connection_error(exc) from exc
         except json.JSONDecodeError as exc:
-            raise malformed_reply_error(self.backend, self.model, str(exc)) from exc
+            raise self.malformed_reply_error(str(exc)) from exc
         except auth_errors.TransportError as exc:  # fetching a Vertex AI token failed
-            raise connection_error(self.backend, self.model, exc) from exc
+            raise self.connection_error(exc) from exc
         except auth_errors.GoogleAuthError as exc:
             raise JudgeCallError(
                 f"{self.backend} judge {self.model}: Google authentication failed: {exc}",
@@ -170,16 +138,14 @@ class GeminiBackend:
                 why = f"prompt blocked: {feedback.block_reason}"
                 if feedback.block_reason_message:
                     why += f" ({feedback.block_reason_message})"
-                raise empty_reply_error(self.backend, self.model, why)
-            raise malformed_reply_error(self.backend, self.model, "no candidates in the reply")
+                raise self.empty_reply_error(why)
+            raise self.malformed_reply_error("no candidates in the reply")
         candidate = response.candidates[0]
         parts = candidate.content.parts if candidate.content is not None else None
         # Thought summaries (thinking models) are not the answer.
         text = "".join(p.text for p in parts or [] if p.text and not p.thought)
         if not text.strip():
-            raise empty_reply_error(
-                self.backend, self.model, f"finish reason {candidate.finish_reason}"
-            )
+            raise self.empty_reply_error(f"finish reason {candidate.finish_reason}")
         usage = response.usage_metadata
         output_tokens = 0
         if usage is not None:
@@ -195,3 +161,6 @@ class GeminiBackend:
         """Close the SDK's HTTP clients."""
         await self._client.aio.aclose()
         self._client.close()
+
+
+create_backend = GeminiBackend.from_options

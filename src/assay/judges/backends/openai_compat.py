@@ -17,40 +17,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 import orjson
 
-from assay.errors import ConfigError
-from assay.judges.backends import (
-    PLACEHOLDER_API_KEY,
-    StructuredOutput,
-    connection_error,
-    empty_reply_error,
-    error_detail,
-    malformed_reply_error,
-    status_error,
-    timeout_error,
-)
+from assay.judges.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
 from assay.judges.types import BackendReply, GenerationSettings
 
-if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgeModelOptions
-
 OPENAI_HOST = "api.openai.com"
+_ERRORS = StainlessErrors.of(openai)
 
 
-def create_backend(
-    name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
-) -> OpenAICompatBackend:
-    """The backend for `openai:NAME` (`options.base_url` picks the endpoint)."""
-    return OpenAICompatBackend(
-        name, base_url=options.base_url if options is not None else None, timeout_s=timeout_s
-    )
-
-
-class OpenAICompatBackend:
+class OpenAICompatBackend(SDKBackend):
     """A `JudgeBackend` over ``POST {base_url}/chat/completions`` (one choice per call).
 
     Raises ConfigError when no key is configured for OpenAI's own endpoint.
@@ -66,37 +45,29 @@ class OpenAICompatBackend:
         api_key: str | None = None,
         timeout_s: float = 60.0,
     ) -> None:
-        self.model = model
-        self.timeout_s = timeout_s
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
         official = base_url is None or OPENAI_HOST in base_url
-        if api_key is None:
-            if official:
-                raise ConfigError(
-                    f"judge openai:{model} needs an API key: set OPENAI_API_KEY, or point"
-                    " OPENAI_BASE_URL (or judge_model_options.base_url) at an"
-                    " OpenAI-compatible server such as vLLM or Ollama"
-                )
-            api_key = PLACEHOLDER_API_KEY
+        api_key = api_key_or_placeholder(
+            api_key or os.environ.get("OPENAI_API_KEY") or None,
+            own_endpoint=official,
+            missing=(
+                f"judge openai:{model} needs an API key: set OPENAI_API_KEY, or point"
+                " OPENAI_BASE_URL (or judge_model_options.base_url) at an"
+                " OpenAI-compatible server such as vLLM or Ollama"
+            ),
+        )
         # OpenAI's own API wants max_completion_tokens (reasoning models refuse
         # max_tokens); self-hosted servers have long known only max_tokens.
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self.base_url = base_url
         self._client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
-        self._structured = StructuredOutput(f"openai judge {model} at {self._client.base_url}")
-
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
-    ) -> BackendReply:
-        """One chat completion; JudgeCallError when the call or its reply fails."""
-
-        async def request(schema: dict[str, Any] | None) -> BackendReply:
-            return await self._request(messages, settings, schema)
-
-        return await self._structured.call(settings.json_schema, request)
+        super().__init__(
+            model,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            label=f"openai judge {model} at {self._client.base_url}",
+        )
 
     async def _request(
         self,
@@ -104,6 +75,7 @@ class OpenAICompatBackend:
         settings: GenerationSettings,
         schema: dict[str, Any] | None,
     ) -> BackendReply:
+        """One chat completion."""
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [
@@ -119,38 +91,27 @@ class OpenAICompatBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": schema},
             }
-        try:
-            # Plain JSON through the SDK client's own post(): the typed
-            # chat.completions.create() spends about a millisecond of CPU per call
-            # converting parameters and building reply models, the largest cost of the
-            # judge path at hundreds of calls per second. Auth, timeouts and the
-            # SDK's error classes are the same either way.
+        # Plain JSON through the SDK client's own post(): the typed
+        # chat.completions.create() spends about a millisecond of CPU per call
+        # converting parameters and building reply models, the largest cost of the
+        # judge path at hundreds of calls per second. Auth, timeouts and the
+        # SDK's error classes are the same either way.
+        with self.stainless_errors(_ERRORS):
             raw = await self._client.post("/chat/completions", body=params, cast_to=str)
-        except openai.APITimeoutError as exc:
-            raise timeout_error(self.backend, self.model, self.timeout_s) from exc
-        except openai.APIConnectionError as exc:
-            raise connection_error(self.backend, self.model, exc.__cause__ or exc) from exc
-        except openai.APIStatusError as exc:
-            detail = error_detail(exc.body) or exc.message
-            raise status_error(
-                self.backend, self.model, exc.status_code, detail, exc.response.headers
-            ) from exc
         try:
             completion = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise malformed_reply_error(
-                self.backend, self.model, f"not JSON: {raw[:80]!r}"
-            ) from exc
+            raise self.malformed_reply_error(f"not JSON: {raw[:80]!r}") from exc
         return self._reply(completion)
 
     def _reply(self, completion: Any) -> BackendReply:
         choices = completion.get("choices") if isinstance(completion, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise malformed_reply_error(self.backend, self.model, "no choices in the reply")
+            raise self.malformed_reply_error("no choices in the reply")
         choice = choices[0]
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise malformed_reply_error(self.backend, self.model, "no message in the choice")
+            raise self.malformed_reply_error("no message in the choice")
         text = message.get("content")
         if isinstance(text, list):  # some compatible servers answer in content parts
             text = "".join(str(part.get("text") or "") for part in text if isinstance(part, dict))
@@ -159,7 +120,7 @@ class OpenAICompatBackend:
             reason = (
                 f"refusal: {refusal}" if refusal else f"finish_reason {choice.get('finish_reason')}"
             )
-            raise empty_reply_error(self.backend, self.model, reason)
+            raise self.empty_reply_error(reason)
         usage = completion.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         return BackendReply(
@@ -171,6 +132,9 @@ class OpenAICompatBackend:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
+
+
+create_backend = OpenAICompatBackend.from_options
 
 
 def _count(value: Any) -> int:

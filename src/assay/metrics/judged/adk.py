@@ -36,7 +36,6 @@ from assay.metrics.judged.context import (
     render_tool_declarations,
     response_text,
     view_of,
-    views_of,
 )
 from assay.metrics.judged.hallucinations import check_response, invocation_score, responses_to_check
 from assay.metrics.judged.parsing import field
@@ -130,24 +129,15 @@ class _AdkJudged(JudgedMetric):
         opts = self.options
         return isinstance(opts, AdkJudgedOptions) and opts.include_intermediate_responses_in_final
 
-    async def judge_case(
-        self,
-        judge: JudgeClient,
-        case: EvalCase,
-        actual: Sequence[Turn],
-        expected: Sequence[Turn | None],
-    ) -> MetricResult:
-        views = views_of(case, actual, expected)
-        per = await asyncio.gather(*(self.judge_view(judge, view) for view in views))
-        return self.finish_case(list(per))
-
     async def judge_invocation(
         self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase
     ) -> Score:
         return await self.judge_view(judge, view_of(case, actual, expected))
 
     async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
-        """Judge one invocation seen through `view`."""
+        """Judge one invocation seen through `view`. Each ADK metric overrides this; the
+        default reports a metric without a prompt, and must not call `judge_invocation`
+        back, which comes here."""
         return await super().judge_invocation(judge, view.turn, view.expected, view.case)
 
     def finish_case(self, per: list[Score]) -> MetricResult:
@@ -242,22 +232,16 @@ class _RubricBased(_AdkJudged):
             seen.add(rubric.id)
         return rubrics
 
-    async def judge_case(
-        self,
-        judge: JudgeClient,
-        case: EvalCase,
-        actual: Sequence[Turn],
-        expected: Sequence[Turn | None],
-    ) -> MetricResult:
-        views = views_of(case, actual, expected)
-        try:  # a clash anywhere in the case is a config error: judge nothing
-            rubric_sets = [self.effective_rubrics(case, v.turn, v.expected) for v in views]
+    def unjudgeable(
+        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+    ) -> str | None:
+        # A rubric id clash anywhere in the case is a config error: judge nothing.
+        try:
+            for turn, exp in zip(actual, expected, strict=True):
+                self.effective_rubrics(case, turn, exp)
         except ConfigError as exc:
-            return self.not_evaluated(actual, f"configuration error: {exc}")
-        per = await asyncio.gather(
-            *(self.judge_rubrics(judge, v, r) for v, r in zip(views, rubric_sets, strict=True))
-        )
-        return self.finish_case(list(per))
+            return f"configuration error: {exc}"
+        return None
 
     async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
         try:

@@ -6,8 +6,9 @@ the engine hands it a judge client (`attach_judge`) built from
 gives each invocation no score with `NO_JUDGE_MESSAGE` (SPEC §5: NOT_EVALUATED with a
 message that says how to configure a judge), while deterministic metrics still run.
 With one, `ascore_case` calls `judge_case`, which by default judges the invocations
-concurrently through `judge_invocation`: the hooks each metric family fills in with
-its prompt, reply parsing and voting.
+concurrently through `judge_view` (each invocation with the turns before it), which
+by default calls `judge_invocation`: the hooks each metric family fills in with its
+prompt, reply parsing and voting.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from assay.metrics.base import Metric, MetricOptions
+from assay.metrics.judged.context import InvocationView, views_of
 from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Score
 
@@ -150,17 +152,32 @@ class JudgedMetric(Metric):
         actual: Sequence[Turn],
         expected: Sequence[Turn | None],
     ) -> MetricResult:
-        """Judge a whole case. Default: each invocation concurrently, case = mean.
+        """Judge a whole case. Default: unless `unjudgeable` gives a reason, each
+        invocation concurrently through `judge_view`, then `finish_case`.
 
         Metrics that judge a whole conversation (scenario metrics) override this.
         """
-        per = await asyncio.gather(
-            *(
-                self.judge_invocation(judge, a, e, case)
-                for a, e in zip(actual, expected, strict=True)
-            )
-        )
-        return self.result_from_invocations(list(per))
+        reason = self.unjudgeable(case, actual, expected)
+        if reason is not None:
+            return self.not_evaluated(actual, reason)
+        views = views_of(case, actual, expected)
+        per = await asyncio.gather(*(self.judge_view(judge, view) for view in views))
+        return self.finish_case(list(per))
+
+    def unjudgeable(
+        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+    ) -> str | None:
+        """Why the whole case gets no score without asking the judge (None: judge it)."""
+        return None
+
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        """Judge one invocation seen with the turns before it. Default: `judge_invocation`,
+        for metrics that need no history."""
+        return await self.judge_invocation(judge, view.turn, view.expected, view.case)
+
+    def finish_case(self, per: list[Score]) -> MetricResult:
+        """The case result from the invocations' scores. Default: their mean."""
+        return self.result_from_invocations(per)
 
     async def judge_invocation(
         self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase

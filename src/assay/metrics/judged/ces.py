@@ -28,7 +28,6 @@ A DISABLED hallucination metric is still computed but never passes or fails a ca
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
@@ -46,7 +45,6 @@ from assay.metrics.judged.context import (
     render_step,
     render_tool_declarations,
     user_prompt_text,
-    views_of,
 )
 from assay.metrics.judged.parsing import field, parse_int_in, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
@@ -251,19 +249,8 @@ class Hallucination(VotedJudge):
         )
         return specific or opts.hallucination_metric_behavior
 
-    async def judge_case(
-        self,
-        judge: JudgeClient,
-        case: EvalCase,
-        actual: Sequence[Turn],
-        expected: Sequence[Turn | None],
-    ) -> MetricResult:
-        # Each turn is judged with the conversation before it, so judge the views.
-        views = views_of(case, actual, expected)
-        per = await asyncio.gather(*(self._judge_turn(judge, view) for view in views))
-        return self.result_from_invocations(list(per))
-
-    async def _judge_turn(self, judge: JudgeClient, view: InvocationView) -> Score:
+    async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
+        """One turn, judged with the conversation before it."""
         response = view.turn.final_response
         if not response:
             return Score(None, "no agent response in this turn")
@@ -331,15 +318,10 @@ class _ScenarioJudge(VotedJudge):
     family: ClassVar[str] = "ces"
     default_threshold: ClassVar[float | None] = 1.0
 
-    async def judge_case(
-        self,
-        judge: JudgeClient,
-        case: EvalCase,
-        actual: Sequence[Turn],
-        expected: Sequence[Turn | None],
-    ) -> MetricResult:
-        reason = SCENARIO_ONLY.format(name=self.name)
-        return self.make_result(None, [Score(None, reason) for _ in actual], explanation=reason)
+    def unjudgeable(
+        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+    ) -> str | None:
+        return SCENARIO_ONLY.format(name=self.name)
 
 
 @register

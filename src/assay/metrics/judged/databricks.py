@@ -94,6 +94,20 @@ class _AnswerJudge(VotedJudge):
         return cols
 
 
+def _with_extra(base: Fields | str, extra: Fields | None, missing: str) -> Fields | str:
+    """`base` and `extra` together, or why the row cannot be judged: base's reason
+    first, else `missing` when there is no `extra`."""
+    if isinstance(base, str):
+        return base
+    return missing if extra is None else {**base, **extra}
+
+
+def _expected_fields(expected: Turn | None, case: EvalCase) -> Fields | None:
+    """The template fields of the expected answer (kind and text), None without one."""
+    wanted = expected_of(expected, case)
+    return None if wanted is None else {"expected_kind": wanted[0], "expected": wanted[1]}
+
+
 @register
 class Correctness(_AnswerJudge):
     """Is the response correct against `expected_response` or `expected_facts`?"""
@@ -105,11 +119,11 @@ class Correctness(_AnswerJudge):
     )
 
     def fields(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Fields | str:
-        base = super().fields(actual, expected, case)
-        wanted = expected_of(expected, case)
-        if isinstance(base, str) or wanted is None:
-            return base if isinstance(base, str) else "no expected_response or expected_facts"
-        return {**base, "expected_kind": wanted[0], "expected": wanted[1]}
+        return _with_extra(
+            super().fields(actual, expected, case),
+            _expected_fields(expected, case),
+            "no expected_response or expected_facts",
+        )
 
 
 @register
@@ -137,11 +151,12 @@ class Groundedness(_AnswerJudge):
     )
 
     def fields(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Fields | str:
-        base = super().fields(actual, expected, case)
         chunks = actual.retrieved_chunks()
-        if isinstance(base, str) or not chunks:
-            return base if isinstance(base, str) else "no retrieved context to ground on"
-        return {**base, "context": render_chunks(chunks)}
+        return _with_extra(
+            super().fields(actual, expected, case),
+            {"context": render_chunks(chunks)} if chunks else None,
+            "no retrieved context to ground on",
+        )
 
 
 @register
@@ -168,19 +183,14 @@ class ContextSufficiency(_AnswerJudge):
     def fields(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Fields | str:
         request = request_of(actual, expected)
         chunks = actual.retrieved_chunks()
-        wanted = expected_of(expected, case)
+        wanted = _expected_fields(expected, case)
         if request is None:
             return "no request to judge the retrieved context for"
         if not chunks:
             return "no retrieved context to judge"
         if wanted is None:
             return "no expected_response or expected_facts to check the context against"
-        return {
-            "request": request,
-            "context": render_chunks(chunks),
-            "expected_kind": wanted[0],
-            "expected": wanted[1],
-        }
+        return {"request": request, "context": render_chunks(chunks), **wanted}
 
 
 class GuidelineOptions(JudgedOptions):
