@@ -70,6 +70,17 @@ def test_bad_lines_are_located(text: str, where: str, message: str) -> None:
     assert gc.isenabled()
 
 
+def test_a_line_opening_brackets_deeper_than_the_recursion_limit_is_located() -> None:
+    # Read in place, line 1 would run on through every later line: still a line-1 error.
+    with pytest.raises(InputError, match="Expecting value at column 2") as info:
+        parse_jsonl("[\n" * 5000, "rows.jsonl")
+    assert info.value.path == "line 1"
+
+
+def test_values_after_a_line_without_newline_and_around_blank_lines() -> None:
+    assert parse_jsonl('\n\n{"a": [1,\t2]}  \n\t"x"', "f") == [{"a": [1, 2]}, "x"]
+
+
 def test_whitespace_only_lines_of_any_kind_are_skipped() -> None:
     # str.strip() whitespace outside JSON's set still makes a blank line, as before.
     assert parse_jsonl("1\n\u00a0\u3000\n2\n", "f") == [1, 2]

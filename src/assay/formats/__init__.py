@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from assay.errors import InputError, UnknownFormatError
-from assay.formats._common import read_structured
+from assay.formats._common import gc_paused, read_structured
 from assay.model.core import EvalSet
 
 FORMAT_MODULES: dict[str, str] = {
@@ -72,23 +72,27 @@ def load(
         format_module(fmt)  # an unknown --from is reported before the file is read
     if p.is_dir():
         raise InputError("is a folder; give the eval set files inside it", file=str(p))
-    data = read_structured(p)
-    name = fmt or detect_format(data, p)
-    module = format_module(name)
-    if name == "adk-config":
-        raise UnknownFormatError(
-            "adk-config is an evaluation config, not an eval set; pass it with --config",
-            file=str(p),
-        )
-    try:
-        # A format that reads files beside the data one (ADK legacy: the initial
-        # session) exposes `load_path`.
-        if hasattr(module, "load_path"):
-            evalset: EvalSet = module.load_path(p, data, mapping)
-        else:
-            evalset = module.load_data(data, file=str(p), mapping=mapping)
-    except InputError as exc:
-        raise exc.located(file=str(p)) from None
+    # One pause from reading to the built set: between a parse and the conversion, the
+    # collector would otherwise walk every parsed object that the conversion is about to
+    # release (see `gc_paused`).
+    with gc_paused():
+        data = read_structured(p)
+        name = fmt or detect_format(data, p)
+        module = format_module(name)
+        if name == "adk-config":
+            raise UnknownFormatError(
+                "adk-config is an evaluation config, not an eval set; pass it with --config",
+                file=str(p),
+            )
+        try:
+            # A format that reads files beside the data one (ADK legacy: the initial
+            # session) exposes `load_path`.
+            if hasattr(module, "load_path"):
+                evalset: EvalSet = module.load_path(p, data, mapping)
+            else:
+                evalset = module.load_data(data, file=str(p), mapping=mapping)
+        except InputError as exc:
+            raise exc.located(file=str(p)) from None
     return evalset
 
 

@@ -81,20 +81,41 @@ def parse_jsonl(text: str, file: str) -> list[Any]:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     rows: list[Any] = []
     append = rows.append
+    scan = _scan_json
+    find = text.find
+    size = len(text)
+    pos = 0  # where the current line starts
+    lineno = 0
     with gc_paused():
-        for lineno, line in enumerate(text.split("\n"), 1):
-            value = line.strip(_JSON_SPACE)
-            if value:
-                try:
-                    row, end = _scan_json(value, 0)
-                except (StopIteration, ValueError):
-                    end = -1
-                if end == len(value):
+        while pos <= size:
+            lineno += 1
+            end_of_line = find("\n", pos)
+            if end_of_line < 0:
+                end_of_line = size
+            # Scanned in place, without cutting the line out: a value that starts the
+            # line and ends exactly at its end is the line's one value. A scan that runs
+            # on past the line (an unclosed bracket, nesting as deep as the recursion
+            # limit) means the line alone is not one; the line's own parse below decides.
+            try:
+                row, end = scan(text, pos)
+            except (StopIteration, ValueError, RecursionError):
+                end = -1
+            if end == end_of_line:
+                append(row)
+            else:
+                line = text[pos:end_of_line]
+                value = line.strip(_JSON_SPACE)
+                if value:
+                    try:
+                        row, end = scan(value, 0)
+                    except (StopIteration, ValueError):
+                        end = -1
+                if value and end == len(value):
                     append(row)
-                    continue
-            if line.strip():
-                # Not one plain value: `json.loads` decides, and words the error.
-                append(_loads_line(line, lineno, file))
+                elif line.strip():
+                    # Not one plain value: `json.loads` decides, and words the error.
+                    append(_loads_line(line, lineno, file))
+            pos = end_of_line + 1
     return rows
 
 
@@ -226,6 +247,8 @@ def validate(cls: type[M], data: Any, loc: Loc, what: str) -> M:
 
 
 def check_unique_ids(ids: list[str], file: str | None) -> None:
+    if len(set(ids)) == len(ids):
+        return  # the usual case, decided in C; the loop below finds the first repeat
     seen: set[str] = set()
     for i, case_id in enumerate(ids):
         if case_id in seen:

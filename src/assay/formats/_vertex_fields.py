@@ -1,4 +1,5 @@
-"""The less common Vertex columns: case fields, rubric groups, latency and failure.
+"""Vertex cells: trajectories, and the less common columns (case fields, rubric groups,
+latency and failure).
 
 See `assay.formats.vertex` for the row shape. `STEP_FIELDS` and `RUBRIC_GROUPS` are
 the metadata keys under which loading keeps what the model has no field for, and from
@@ -10,6 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay.formats._build import (
+    CALL_FIELD_NAMES,
+    STEP_FIELD_NAMES,
+    STEP_OF,
+    new_instance,
+    set_dict,
+    set_extra,
+    set_fields,
+    set_private,
+    step_shell,
+    tool_response,
+)
 from assay.formats._columns import (
     content_text,
     decode_json,
@@ -19,11 +32,103 @@ from assay.formats._columns import (
     row_error,
 )
 from assay.formats._common import Loc, type_name, validate
-from assay.model.core import Rubric, RubricType, SessionInput
+from assay.model.core import Rubric, RubricType, SessionInput, Step, ToolCall
 
 STEP_FIELDS = "vertex:step_fields"
 RUBRIC_GROUPS = "vertex:rubric_groups"
 _FAILED = "agent call failed"
+_TRAJECTORY = "a list of {tool_name, tool_input} objects (or a JSON string of one)"
+
+
+def cell_path(base: str, index: int, key: str) -> str:
+    """The JSON path of column `key` of row `index` of the rows at `base`."""
+    return f"{base}[{index}].{key}"
+
+
+def trajectory(
+    value: Any,
+    steps: list[Step],
+    file: str | None,
+    case_id: str,
+    at: tuple[str, int, str],
+    names: dict[str, str],
+    owned: bool,
+) -> list[dict[str, Any]] | None:
+    """Append the steps of a trajectory cell to `steps`; return its steps' other keys
+    (None when there are none).
+
+    `at` is `(base, row index, column)`, spelled out as a JSON path for errors only.
+    The tool-call steps are built inline (as `_build.call_step_of` builds them): this
+    loop runs for every step of every row. `owned` cells (parsed for this load) give
+    their `tool_input` objects to the calls; other cells' are copied.
+    """
+    if type(value) is not list:
+        value = decode_json(value, list, file, case_id, cell_path(*at), _TRAJECTORY)
+    append = steps.append
+    fields: list[dict[str, Any]] | None = None
+    same_name = names.setdefault
+    call_template = STEP_OF["tool_call"]
+    for i, item in enumerate(value):
+        if type(item) is not dict:
+            if not isinstance(item, Mapping):
+                raise row_error(
+                    file,
+                    case_id,
+                    cell_path(*at) + f"[{i}]",
+                    f"got {type_name(item)}",
+                    "a {tool_name, tool_input} object",
+                )
+            item = dict(item)
+        name = item.get("tool_name")
+        if type(name) is not str:
+            raise row_error(
+                file,
+                case_id,
+                cell_path(*at) + f"[{i}].tool_name",
+                f"got {type_name(name)}",
+                "a string tool name",
+            )
+        args = item.get("tool_input")
+        if args is None:
+            args = {}
+        elif type(args) is not dict:
+            raise row_error(
+                file,
+                case_id,
+                cell_path(*at) + f"[{i}].tool_input",
+                f"got {type_name(args)}",
+                "an object of tool arguments",
+            )
+        elif not owned:
+            args = dict(args)
+        name = same_name(name, name)
+        step = new_instance(Step)
+        values = call_template.copy()
+        set_dict(step, values)
+        set_fields(step, STEP_FIELD_NAMES)
+        set_extra(step, None)
+        set_private(step, None)
+        call = new_instance(ToolCall)
+        set_dict(call, {"id": None, "name": name, "args": args})
+        set_fields(call, CALL_FIELD_NAMES)
+        set_extra(call, None)
+        set_private(call, None)
+        values["tool_call"] = call
+        append(step)
+        if len(item) - ("tool_input" in item) > 1:
+            output = item.get("tool_output")
+            if output is not None:
+                response_step, response_values = step_shell("tool_response")
+                append(response_step)
+                response_values["tool_response"] = tool_response(name, output)
+            rest = {
+                k: v for k, v in item.items() if k not in ("tool_name", "tool_input", "tool_output")
+            }
+            if rest:
+                if fields is None:
+                    fields = [{} for _ in range(len(value))]
+                fields[i] = rest
+    return fields
 
 
 def optional_columns(

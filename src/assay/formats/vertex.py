@@ -46,20 +46,19 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import InputError
-from assay.formats._build import (
-    call_step_of,
-    eval_case,
-    eval_set,
-    response_step,
-    tool_response,
-    turn,
-)
-from assay.formats._columns import EXPECTED_FIELDS, content_text, decode_json, row_error
+from assay.formats._build import case_shell, set_shell, turn_shell
+from assay.formats._columns import EXPECTED_FIELDS, content_text, row_error
 from assay.formats._common import check_unique_ids, gc_paused, type_name
-from assay.formats._vertex_fields import RUBRIC_GROUPS, STEP_FIELDS, optional_columns
+from assay.formats._vertex_fields import (
+    RUBRIC_GROUPS,
+    STEP_FIELDS,
+    cell_path,
+    optional_columns,
+    trajectory,
+)
 from assay.formats._vertex_write import dump, rows, write
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
-from assay.model.core import EvalCase, EvalSet, Step
+from assay.model.core import EvalCase, EvalSet
 
 NAME = "vertex"
 
@@ -85,6 +84,9 @@ _OPTIONAL = frozenset(
     }
 )
 KNOWN_COLUMNS = _CORE | _OPTIONAL
+# The main columns: a row holding no others needs no alias, optional-column or metadata
+# handling.
+_PLAIN = frozenset(group[0] for group in _ALIASES) | {"response", "predicted_trajectory"}
 _MARKERS = frozenset(
     {
         "prompt",
@@ -99,7 +101,6 @@ _MARKERS = frozenset(
 )
 # Columns of the other row formats, which Vertex detection must leave to them.
 _FOREIGN = frozenset({"request", "inputs", "request_id", "turns", "query", "expected_tool_use"})
-_TRAJECTORY = "a list of {tool_name, tool_input} objects (or a JSON string of one)"
 
 
 # ----------------------------------------------------------------------------- detection
@@ -169,19 +170,30 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     rows = clean_rows(rows, file)
     if mapping:
         rows = apply_mapping(rows, mapping, file=file, known=KNOWN_COLUMNS)
+    # Tool names repeat across rows: one string object per distinct name.
+    names: dict[str, str] = {}
+    # Rows parsed from the file for this load are released as they are converted, and
+    # their tool arguments adopted by the calls. Not those of YAML, where an alias can
+    # share one object between cells, nor in-memory rows, which stay the caller's.
+    release = file is not None
+    owned = file is not None and not file.lower().endswith((".yaml", ".yml"))
     with gc_paused():
-        cases = []
+        # Parents before children (see `assay.formats._build`): the set, then its cases.
+        evalset, set_values = set_shell(set_id, name, description, set_meta)
+        cases: list[EvalCase] = set_values["cases"]
+        append = cases.append
         for i, row in enumerate(rows):
-            cases.append(_case(i, row, file, base))
-            if file is not None:
-                # Parsed from the file for this load: release each row once converted,
-                # so the raw rows and the cases do not peak in memory together.
+            append(_case(i, row, file, base, names, owned))
+            if release:
+                # So that the raw rows and the cases do not peak in memory together.
                 rows[i] = None
     check_unique_ids([c.id for c in cases], file)
-    return eval_set(set_id, cases, name, description, set_meta)
+    return evalset
 
 
-def _case(index: int, row: Any, file: str | None, base: str) -> EvalCase:
+def _case(
+    index: int, row: Any, file: str | None, base: str, names: dict[str, str], owned: bool
+) -> EvalCase:
     if type(row) is not dict:
         if not isinstance(row, Mapping):
             raise row_error(file, None, f"{base}[{index}]", f"got {type_name(row)}", "a row object")
@@ -192,29 +204,26 @@ def _case(index: int, row: Any, file: str | None, base: str) -> EvalCase:
         raw_id = get("eval_case_id")
         if raw_id is None:
             raw_id = get("eval_id")
-    if raw_id is None:
-        case_id = f"row-{index}"
-    elif type(raw_id) is str:
+    if type(raw_id) is str:
         case_id = raw_id
+    elif raw_id is None:
+        case_id = f"row-{index}"
     elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
         case_id = str(raw_id)
     else:
         raise row_error(
-            file, None, f"{base}[{index}].id", f"got {type_name(raw_id)}", "a string id"
+            file, None, cell_path(base, index, "id"), f"got {type_name(raw_id)}", "a string id"
         )
-
-    def path(key: str) -> str:
-        return f"{base}[{index}].{key}"
 
     prompt = get("prompt")
     if prompt is None:
         prompt = get("input")
     if prompt is not None and type(prompt) is not str:
-        where = path("prompt" if "prompt" in row else "input")
+        where = cell_path(base, index, "prompt" if "prompt" in row else "input")
         prompt = content_text(prompt, file, case_id, where)
     response = get("response")
     if response is not None and type(response) is not str:
-        response = content_text(response, file, case_id, path("response"))
+        response = content_text(response, file, case_id, cell_path(base, index, "response"))
     reference = get("reference")
     ref_key = "reference"
     if reference is None:
@@ -223,38 +232,55 @@ def _case(index: int, row: Any, file: str | None, base: str) -> EvalCase:
     if reference is not None and type(reference) is not str:
         if isinstance(reference, Mapping) and "response" in reference:
             reference = reference["response"]
-        reference = content_text(reference, file, case_id, path(ref_key))
-
-    metadata: dict[str, Any] = {}
-    step_fields: dict[str, list[dict[str, Any]]] = {}
+        reference = content_text(reference, file, case_id, cell_path(base, index, ref_key))
     ref_raw = get("reference_trajectory")
     ref_col = "reference_trajectory"
     if ref_raw is None:
         ref_raw = get("expected_trajectory")
         ref_col = "expected_trajectory"
-    ref_steps: list[Step] = []
-    if ref_raw is not None:
-        ref_steps = _trajectory(ref_raw, file, case_id, path(ref_col), ref_col, step_fields)
     pred_raw = get("predicted_trajectory")
-    pred_steps: list[Step] = []
-    if pred_raw is not None:
-        pred_steps = _trajectory(
-            pred_raw,
-            file,
-            case_id,
-            path("predicted_trajectory"),
-            "predicted_trajectory",
-            step_fields,
-        )
+
+    # The objects are created parents first (see `assay.formats._build`): the case, then
+    # each turn, then its steps. A turn the row turns out not to have is not created
+    # ahead: whether it exists is only known after the optional columns.
+    case, values = case_shell(case_id)
+    has_ref = ref_raw is not None or reference is not None
+    ref_turns = act_turns = None
+    ref_fields = pred_fields = None
+    if has_ref:
+        ref_turns = []
+        ref_turn, ref_values, ref_steps = turn_shell(prompt)
+        ref_turns.append(ref_turn)
+        ref_values["final_response"] = reference
+        if ref_raw is not None:
+            ref_fields = trajectory(
+                ref_raw, ref_steps, file, case_id, (base, index, ref_col), names, owned
+            )
+    act_values: dict[str, Any] | None = None
+    if response is not None or pred_raw is not None:
+        act_turns = []
+        act_turn, act_values, pred_steps = turn_shell(prompt)
+        act_turns.append(act_turn)
+        if pred_raw is not None:
+            pred_fields = trajectory(
+                pred_raw,
+                pred_steps,
+                file,
+                case_id,
+                (base, index, "predicted_trajectory"),
+                names,
+                owned,
+            )
 
     extra: dict[str, Any] | None = None
     turn_extra: dict[str, Any] | None = None
     keys = row.keys()
-    if keys & _OPTIONAL:
+    # Most rows hold only the main columns: one subset test skips the rest of the work.
+    plain = keys <= _PLAIN
+    if not plain and not keys.isdisjoint(_OPTIONAL):
         extra, turn_extra, response = optional_columns(
             row, file, case_id, f"{base}[{index}]", response
         )
-    has_ref = ref_raw is not None or reference is not None
     has_act = response is not None or pred_raw is not None or turn_extra is not None
     if not (has_ref or has_act or prompt is not None or extra):
         raise row_error(
@@ -265,84 +291,43 @@ def _case(index: int, row: Any, file: str | None, base: str) -> EvalCase:
             "prompt, response, reference, predicted_trajectory or reference_trajectory "
             "(rename columns with --map SRC=DST)",
         )
-    ref_turns = [turn(prompt, ref_steps, reference)] if has_ref or not has_act else None
-    act_turns = [turn(prompt, pred_steps, response, turn_extra)] if has_act else None
+    if has_act:
+        if act_values is None:  # the turn comes from the optional columns alone
+            act_turns = []
+            act_turn, act_values, _ = turn_shell(prompt)
+            act_turns.append(act_turn)
+        act_values["final_response"] = response
+        if turn_extra is not None:
+            act_values.update(turn_extra)
+    elif not has_ref:  # a prompt to drive an agent with
+        ref_turns = []
+        ref_turns.append(turn_shell(prompt)[0])
+    values["reference"] = ref_turns
+    values["actual"] = act_turns
 
-    unknown = keys - KNOWN_COLUMNS
-    if keys & _SECONDARY:
-        # An alias next to the column it stands for is an ordinary extra column.
-        for group in _ALIASES:
-            present = [k for k in group if k in keys]
-            unknown |= set(present[1:])
-    if unknown:
-        metadata.update((k, row[k]) for k in row if k in unknown)
-    if step_fields:
-        metadata[STEP_FIELDS] = step_fields
-    if extra is not None and RUBRIC_GROUPS in extra:
-        layout = extra.pop(RUBRIC_GROUPS)
-        if layout is not None:
-            metadata[RUBRIC_GROUPS] = layout
-    return eval_case(case_id, ref_turns, act_turns, metadata, extra)
-
-
-def _trajectory(
-    value: Any,
-    file: str | None,
-    case_id: str,
-    path: str,
-    column: str,
-    step_fields: dict[str, list[dict[str, Any]]],
-) -> list[Step]:
-    if type(value) is not list:
-        value = decode_json(value, list, file, case_id, path, _TRAJECTORY)
-    steps: list[Step] = []
-    fields: list[dict[str, Any]] | None = None
-    for i, item in enumerate(value):
-        if type(item) is not dict:
-            if not isinstance(item, Mapping):
-                raise row_error(
-                    file,
-                    case_id,
-                    f"{path}[{i}]",
-                    f"got {type_name(item)}",
-                    "a {tool_name, tool_input} object",
-                )
-            item = dict(item)
-        name = item.get("tool_name")
-        if type(name) is not str:
-            raise row_error(
-                file,
-                case_id,
-                f"{path}[{i}].tool_name",
-                f"got {type_name(name)}",
-                "a string tool name",
-            )
-        args = item.get("tool_input")
-        if args is None:
-            args = {}
-        elif type(args) is not dict:
-            raise row_error(
-                file,
-                case_id,
-                f"{path}[{i}].tool_input",
-                f"got {type_name(args)}",
-                "an object of tool arguments",
-            )
-        steps.append(call_step_of(name, args))
-        if len(item) - ("tool_input" in item) > 1:
-            output = item.get("tool_output")
-            if output is not None:
-                steps.append(response_step(tool_response(name, output)))
-            rest = {
-                k: v for k, v in item.items() if k not in ("tool_name", "tool_input", "tool_output")
-            }
-            if rest:
-                if fields is None:
-                    fields = [{} for _ in range(len(value))]
-                fields[i] = rest
-    if fields is not None:
-        step_fields[column] = fields
-    return steps
+    if not plain:
+        unknown = keys - KNOWN_COLUMNS
+        if not keys.isdisjoint(_SECONDARY):
+            # An alias next to the column it stands for is an ordinary extra column.
+            for group in _ALIASES:
+                present = [k for k in group if k in keys]
+                unknown |= set(present[1:])
+        if unknown:
+            values["metadata"].update((k, row[k]) for k in row if k in unknown)
+    if ref_fields is not None or pred_fields is not None:
+        step_fields: dict[str, list[dict[str, Any]]] = {}
+        if ref_fields is not None:
+            step_fields[ref_col] = ref_fields
+        if pred_fields is not None:
+            step_fields["predicted_trajectory"] = pred_fields
+        values["metadata"][STEP_FIELDS] = step_fields
+    if extra is not None:
+        if RUBRIC_GROUPS in extra:
+            layout = extra.pop(RUBRIC_GROUPS)
+            if layout is not None:
+                values["metadata"][RUBRIC_GROUPS] = layout
+        values.update(extra)
+    return case
 
 
 __all__ = [
