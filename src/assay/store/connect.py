@@ -9,6 +9,8 @@ psycopg 3 driver (`pip install 'assay[postgres]'`).
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +127,15 @@ def _sqlite_engine(url: URL) -> Engine:
             # makes batch inserts ~1.7x faster and the file ~20% smaller.
             cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             # WAL lets readers (`assay runs`, the web UI) work while a run writes.
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(cursor)
+            # In WAL mode NORMAL syncs at checkpoints, not at every commit: a power
+            # loss can undo the last transactions but never corrupts the file, and a
+            # crash of the process loses nothing committed.
             cursor.execute("PRAGMA synchronous=NORMAL")
+        # Multi-row INSERTs (see `_bulk`) keep a statement journal, the original of
+        # every page they change, in case one row fails: ~4 KB per row, written to a
+        # temporary file by default. In memory it costs a copy instead of file writes.
+        cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -139,6 +148,24 @@ def _sqlite_engine(url: URL) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL mode (it stays so), waiting out concurrent first opens.
+
+    Changing the journal mode needs the file to itself; when several connections open
+    a new file at once, SQLite reports "database is locked" at once instead of calling
+    the busy handler (waiting could deadlock), so the switch is retried here.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:

@@ -16,7 +16,15 @@ from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
 from assay.model.results import CaseResult, Status
-from assay.store._bulk import CASE_COLUMNS, case_values, insert_case_results, is_error
+from assay.store._bulk import (
+    EXECUTION_STATE,
+    STATUS,
+    EncodedCase,
+    case_row,
+    encode_cases,
+    insert_encoded,
+)
+from assay.store._document import expand_document
 from assay.store._json import gc_paused
 from assay.store._repository import Repository, database_errors
 from assay.store.exceptions import DuplicateCaseResultError, RunNotFoundError
@@ -153,25 +161,34 @@ class RunRepository(Repository):
         if not results:
             return
         if replace:
-            # Last one wins within the batch, as it would across batches.
-            results = list({case_key(r): r for r in results}.values())
+            self._replace_case_results(run_id, results)
+        else:
+            self.add_encoded(run_id, encode_cases(results))
+
+    @database_errors
+    def add_encoded(self, run_id: str, encoded: Sequence[EncodedCase]) -> None:
+        """Insert results already encoded by `_bulk.encode_cases`, in one transaction."""
+        if not encoded:
+            return
         now = utcnow()
         try:
             with self._writer.begin() as conn:
                 self._require_run(conn, run_id)
-                if replace:
-                    rows = [
-                        dict(zip(CASE_COLUMNS, case_values(run_id, r, now), strict=True))
-                        for r in results
-                    ]
-                    conn.execute(self._upsert(conn), rows)
-                    counts = self._recount(conn, run_id)
-                else:
-                    insert_case_results(conn, run_id, results, now)
-                    counts = _increments(results)
-                self._update_run(conn, run_id, **counts, updated_at=now)
+                insert_encoded(conn, run_id, encoded, now)
+                self._update_run(conn, run_id, **_increments(encoded), updated_at=now)
         except IntegrityError as exc:
-            raise self._integrity_error(run_id, results, exc) from exc
+            keys = [(e[0], e[1], e[2]) for e in encoded]
+            raise self._integrity_error(run_id, keys, exc) from exc
+
+    def _replace_case_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
+        # Last one wins within the batch, as it would across batches.
+        latest = list({case_key(r): r for r in results}.values())
+        now = utcnow()
+        rows = [case_row(run_id, r, now) for r in latest]
+        with self._writer.begin() as conn:
+            self._require_run(conn, run_id)
+            conn.execute(self._upsert(conn), rows)
+            self._update_run(conn, run_id, **self._recount(conn, run_id), updated_at=now)
 
     @database_errors
     def finish_run(
@@ -275,7 +292,7 @@ class RunRepository(Repository):
         )
         with self._engine.connect() as conn, gc_paused():
             self._require_run(conn, run_id)
-            return [row[0] for row in conn.execute(query)]
+            return [expand_document(row[0]) for row in conn.execute(query)]
 
     @database_errors
     def completed_case_keys(self, run_id: str, *, include_errors: bool = True) -> set[CaseKey]:
@@ -327,10 +344,9 @@ class RunRepository(Repository):
         return counts
 
     def _integrity_error(
-        self, run_id: str, results: Sequence[CaseResult], exc: IntegrityError
+        self, run_id: str, keys: Sequence[CaseKey], exc: IntegrityError
     ) -> StoreError:
         """Say which case runs clashed (the transaction was rolled back: look again)."""
-        keys = [case_key(r) for r in results]
         seen: set[CaseKey] = set()
         repeated = []
         for key in keys:
@@ -357,12 +373,12 @@ _COUNT_COLUMN = {
 }
 
 
-def _increments(results: Iterable[CaseResult]) -> dict[str, Any]:
+def _increments(encoded: Iterable[EncodedCase]) -> dict[str, Any]:
     counts = {"case_count": 0, "passed": 0, "failed": 0, "not_evaluated": 0, "errors": 0}
-    for r in results:
+    for e in encoded:
         counts["case_count"] += 1
-        counts[_COUNT_COLUMN[r.status.value]] += 1
-        counts["errors"] += is_error(r)
+        counts[_COUNT_COLUMN[e[STATUS]]] += 1
+        counts["errors"] += e[EXECUTION_STATE] == "ERROR"
     return {name: getattr(runs_table.c, name) + n for name, n in counts.items()}
 
 
