@@ -78,5 +78,13 @@ class AgentError(AssayError):
     """An agent could not be loaded or called."""
 
 
+class QuotaExhaustedError(AgentError):
+    """A model endpoint kept refusing calls for lack of quota (HTTP 429 after retries).
+
+    Adapters and the user simulator raise it so the engine reports the case with the CES
+    error type `QUOTA_EXHAUSTED` instead of a generic runtime failure.
+    """
+
+
 class StoreError(AssayError):
     """The results store could not be opened or written."""

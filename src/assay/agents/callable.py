@@ -3,7 +3,9 @@
 The callable receives the user's text as its first argument and, when its signature
 names them, `state` (the session's mutable state dict, seeded from the case's
 `session_input.state`), `history` (the earlier Turns of this session),
-`user_input` (the full UserInput) and `case` (the EvalCase). It returns:
+`user_input` (the full UserInput), `case` (the EvalCase) and `tools` (the session's
+`ToolHook`: call `await tools.execute(call, real)` to let FAKE / MIXED mocks answer
+tool calls). It returns:
 
 - a string: the final response;
 - a dict `{response, predicted_trajectory}` (Vertex style; the trajectory a list of
@@ -23,10 +25,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from assay.agents.base import SessionOptions
 from assay.errors import AgentError
 from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn, UserInput
 
-_KNOWN_PARAMS = ("state", "history", "user_input", "case")
+_KNOWN_PARAMS = ("state", "history", "user_input", "case", "tools")
 
 
 def _accepted_params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
@@ -117,13 +120,16 @@ def to_turn(value: Any, user_input: UserInput, where: str) -> Turn:
 
 
 class CallableSession:
-    def __init__(self, agent: CallableAgent, case: EvalCase) -> None:
+    def __init__(self, agent: CallableAgent, case: EvalCase, options: SessionOptions) -> None:
         self._agent = agent
         self._case = case
-        self.state: dict[str, Any] = copy.deepcopy(
-            case.session_input.state if case.session_input else {}
+        self._tools = options.tools
+        self.state: dict[str, Any] = (
+            options.state
+            if options.state is not None
+            else copy.deepcopy(case.session_input.state if case.session_input else {})
         )
-        self.history: list[Turn] = []
+        self.history: list[Turn] = list(options.history)
 
     async def send(self, user_input: UserInput) -> Turn:
         fn = self._agent.fn
@@ -137,6 +143,8 @@ class CallableSession:
             kwargs["user_input"] = user_input
         if "case" in accepted:
             kwargs["case"] = self._case
+        if "tools" in accepted:
+            kwargs["tools"] = self._tools
         text = user_input.text or ""
         if self._agent.is_async:
             value = await fn(text, **kwargs)
@@ -162,5 +170,7 @@ class CallableAgent:
         call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
-    async def start_session(self, case: EvalCase) -> CallableSession:
-        return CallableSession(self, case)
+    async def start_session(
+        self, case: EvalCase, options: SessionOptions | None = None
+    ) -> CallableSession:
+        return CallableSession(self, case, options or SessionOptions.for_case(case))

@@ -117,7 +117,10 @@ def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> To
 
 
 def tool_response(name: str, response: Any, call_id: str | None = None) -> ToolResponse:
-    return _filled(new_instance(ToolResponse), {"id": call_id, "name": name, "response": response})
+    return _filled(
+        new_instance(ToolResponse),
+        {"id": call_id, "name": name, "response": response, "latency_s": None},
+    )
 
 
 def call_step_of(name: str, args: dict[str, Any]) -> Step:

@@ -25,11 +25,15 @@ class ToolCall(_Model):
 
 
 class ToolResponse(_Model):
-    """What a tool returned; `response` may hold `output` and/or `error` keys."""
+    """What a tool returned; `response` may hold `output` and/or `error` keys.
+
+    `latency_s` is how long the tool took, when an agent run measured it.
+    """
 
     id: str | None = None
     name: str
     response: Any = None
+    latency_s: float | None = None
 
 
 class AgentMessage(_Model):
