@@ -1,0 +1,5 @@
+"""A test ADK agent folder, laid out as `adk web` expects (loaded by folder path)."""
+
+from . import agent
+
+__all__ = ["agent"]
