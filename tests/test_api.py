@@ -195,3 +195,63 @@ def test_bad_inputs_raise_assay_errors(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"criteria": ["response_match_score"]}), encoding="utf-8")
     with pytest.raises(ConfigError):
         assay.evaluate(ROWS, config=bad)
+
+
+def test_evaluate_run_options_reach_the_engine() -> None:
+    from assay.agents.tools import ToolHook
+    from assay.model import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn
+    from assay.model.core import Expectation
+
+    mock = ToolResponse(name="lookup", response={"mocked": True})
+    reference = [
+        Turn(user_input=q, expectations=[Expectation(mock_tool_response=mock)]) for q in "ab"
+    ]
+    evalset = EvalSet(id="s", cases=[EvalCase(id="c", reference=reference)])
+    seen: list[int] = []
+
+    async def agent(prompt: str, history: list[Turn], tools: ToolHook) -> Turn:
+        seen.append(len(history))
+        call = ToolCall(name="lookup", args={})
+        payload, _ = await tools.execute(call, lambda: {"real": True})
+        step = Step(tool_response=ToolResponse(name="lookup", response=payload))
+        return Turn(steps=[Step(tool_call=call), step], final_response=prompt)
+
+    result = assay.evaluate(
+        evalset, ["tool_call_count"], agent, tool_behavior="fake", run_method="naive"
+    )
+    (case,) = result.cases
+    assert seen == [0, 1]
+    assert [i.actual.tool_responses()[0].response for i in case.invocations if i.actual] == [
+        {"mocked": True},
+        {"mocked": True},
+    ]
+    assert "runs" not in result.summary  # runs=None: a golden runs once
+
+
+def test_evaluate_simulator_options() -> None:
+    from assay.api import simulator_options
+    from assay.model.core import Persona
+    from assay.simulation import SimulatorOptions
+
+    shy = Persona(id="SHY", personality="Answers in few words.")
+    built = simulator_options(user_model="openai:u", personas=[shy])
+    assert built is not None and built.model == "openai:u" and built.personas == {"SHY": shy}
+    given = SimulatorOptions(model="openai:u", max_turns=3)
+    merged = simulator_options(simulator=given, personas={"SHY": shy})
+    assert merged is not None and merged.max_turns == 3 and merged is not given
+    assert simulator_options() is None
+    with pytest.raises(ConfigError, match="disagree"):
+        simulator_options(user_model="openai:a", simulator=given)
+
+
+def test_ces_goldens_default_to_the_ces_checks() -> None:
+    from assay.api import resolve_metrics
+
+    path = Path(
+        "/work/shared/realworld/ces/bella_notte/evaluations/Event_Prefill_-_Party_Size_Skipped.json"
+    )
+    if not path.exists():
+        pytest.skip("real-world CES files not present")
+    metrics = resolve_metrics(None, None, [formats.load(path)])
+    assert [m.name for m in metrics] == ["semantic_similarity", "hallucination"]
+    assert metrics[0].threshold == 3

@@ -12,133 +12,27 @@ import concurrent.futures
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from assay.agents import Agent, as_agent, load_agent
-from assay.config import EvalConfig, find_config_beside, load_config, parse_config
-from assay.engine import RunObserver, RunOptions, arun, build_metrics
+from assay.agents.tools import ToolBehavior
+from assay.api_inputs import (
+    Dataset,
+    load_dataset,
+    resolve_agent,
+    resolve_config,
+    resolve_metrics,
+    simulator_options,
+)
+from assay.engine import RunObserver, RunOptions, arun
 from assay.engine.judging import JudgeRunOptions
-from assay.errors import ConfigError, InputError
-from assay.metrics.base import Metric
-from assay.metrics.custom import CustomMetric
-from assay.model.core import EvalSet
+from assay.engine.replay import RunMethod
+from assay.model.core import Persona
 from assay.model.results import EvalResult
 
+if TYPE_CHECKING:
+    from assay.simulation import SimulatorOptions
+
 _T = TypeVar("_T")
-
-Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
-
-
-def _is_path(value: Any) -> bool:
-    return isinstance(value, str | Path)
-
-
-def _is_dataframe(value: Any) -> bool:
-    return hasattr(value, "to_dict") and hasattr(value, "columns")
-
-
-def load_dataset(
-    dataset: Dataset,
-    *,
-    format: str | None = None,
-    mapping: Mapping[str, str] | None = None,
-) -> list[EvalSet]:
-    """Everything `evaluate` accepts as a dataset, as a list of eval sets.
-
-    Rows (dicts or a DataFrame) are Vertex rows unless `format` says otherwise
-    ("mlflow", "trace"); files are detected unless `format` is given.
-    """
-    from assay import formats
-
-    if isinstance(dataset, EvalSet):
-        return [dataset]
-    if _is_path(dataset):
-        return [formats.load(dataset, format, mapping)]
-    if _is_dataframe(dataset):
-        return [formats.load_rows(dataset, format or "vertex", mapping)]
-    if isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):
-        items = list(dataset)
-        if not items:
-            raise InputError("the dataset is empty", expected="at least one row or file")
-        if all(isinstance(i, EvalSet) for i in items):
-            return items
-        if all(_is_path(i) for i in items):
-            return formats.load_many(items, format, mapping)
-        if all(isinstance(i, Mapping) for i in items):
-            return [formats.load_rows([dict(i) for i in items], format or "vertex", mapping)]
-    raise InputError(
-        f"cannot evaluate a dataset of type {type(dataset).__name__}",
-        expected="a path, a list of paths, an EvalSet, a list of row dicts or a DataFrame",
-    )
-
-
-def _resolve_config(config: Any, dataset: Dataset) -> EvalConfig | None:
-    if config is None:
-        first = dataset if _is_path(dataset) else None
-        if (
-            first is None
-            and isinstance(dataset, Sequence)
-            and not isinstance(dataset, str)
-            and dataset
-            and _is_path(dataset[0])
-        ):
-            first = dataset[0]
-        # As in ADK: a test_config.json beside the eval set file applies.
-        found = find_config_beside(first) if first is not None else None
-        return load_config(found) if found is not None else None
-    if isinstance(config, EvalConfig):
-        return config
-    if _is_path(config):
-        return load_config(config)
-    if isinstance(config, Mapping):
-        return parse_config(dict(config), source="config")
-    raise ConfigError(
-        f"config must be an EvalConfig, a dict or a path, not {type(config).__name__}"
-    )
-
-
-def resolve_metrics(metrics: Any, config: EvalConfig | None) -> list[Metric]:
-    """Metric objects from names, `{name: criterion}`, Metric or CustomMetric objects."""
-    if metrics is None:
-        return build_metrics(config)
-    if isinstance(metrics, str | Metric) or not isinstance(metrics, Sequence | Mapping):
-        metrics = [metrics]
-    if isinstance(metrics, Mapping):
-        return build_metrics(config, dict(metrics))
-    names: list[str] = []
-    custom: list[Any] = []
-    order: list[str | Metric] = []  # the caller's order: a name, or a ready Metric
-    for item in metrics:
-        if isinstance(item, str):
-            names.append(item)
-            order.append(item)
-        elif isinstance(item, Metric):
-            order.append(item)
-        elif isinstance(item, CustomMetric):
-            custom.append(item)
-            order.append(item.name)
-        else:
-            raise ConfigError(
-                f"cannot use {item!r} as a metric: give a metric name, a Metric or a CustomMetric"
-            )
-    if not order:
-        raise ConfigError("metrics is empty: give metric names, or None for the config's")
-    built = {m.name: m for m in build_metrics(config, names, custom)} if names or custom else {}
-    result = [built[entry] if isinstance(entry, str) else entry for entry in order]
-    seen: set[str] = set()
-    for metric in result:
-        if metric.name in seen:
-            raise ConfigError(f"metric {metric.name!r} is requested twice")
-        seen.add(metric.name)
-    return result
-
-
-def _resolve_agent(agent: Any) -> Agent | None:
-    if agent is None:
-        return None
-    if isinstance(agent, str):
-        return load_agent(agent)
-    return as_agent(agent)
 
 
 def _open_store(store: Any) -> Any:
@@ -171,7 +65,7 @@ async def aevaluate(
     agent: Any = None,
     config: Any = None,
     *,
-    runs: int = 1,
+    runs: int | None = None,
     concurrency: int = 4,
     timeout_s: float | None = 300.0,
     store: Any = None,
@@ -182,13 +76,25 @@ async def aevaluate(
     judge: str | None = None,
     judge_concurrency: int = 8,
     use_cache: bool = True,
+    tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
+    run_method: RunMethod | str | None = None,
+    user_model: str | None = None,
+    simulator: SimulatorOptions | None = None,
+    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
 ) -> EvalResult:
     """Async `evaluate` for code that already runs an event loop and wants to await."""
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
-    cfg = _resolve_config(config, dataset)
-    metric_objects = resolve_metrics(metrics, cfg)
-    adapter = _resolve_agent(agent)
-    options = RunOptions(runs=runs, concurrency=concurrency, timeout_s=timeout_s)
+    cfg = resolve_config(config, dataset)
+    metric_objects = resolve_metrics(metrics, cfg, evalsets)
+    adapter = resolve_agent(agent)
+    options = RunOptions(
+        runs=runs,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        tool_behavior=ToolBehavior.parse(tool_behavior),
+        run_method=RunMethod.parse(run_method) if run_method is not None else None,
+        simulator=simulator_options(user_model, simulator, personas),
+    )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
     opened = _open_store(store)
     if opened is None:
@@ -208,7 +114,7 @@ async def aevaluate(
         metrics=[m.name for m in metric_objects],
         config=cfg.dump() if cfg is not None else {},
         agent=agent if isinstance(agent, str) else getattr(adapter, "name", None),
-        runs=runs,
+        runs=runs or 1,
         name=run_name,
     )
     recorder = StoreRecorder(opened, run_id)
@@ -241,7 +147,7 @@ def evaluate(
     agent: Any = None,
     config: Any = None,
     *,
-    runs: int = 1,
+    runs: int | None = None,
     concurrency: int = 4,
     timeout_s: float | None = 300.0,
     store: Any = None,
@@ -251,6 +157,11 @@ def evaluate(
     judge: str | None = None,
     judge_concurrency: int = 8,
     use_cache: bool = True,
+    tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
+    run_method: RunMethod | str | None = None,
+    user_model: str | None = None,
+    simulator: SimulatorOptions | None = None,
+    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
 ) -> EvalResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
@@ -259,9 +170,19 @@ def evaluate(
     - `metrics`: metric names, a `{name: threshold or options}` dict, `Metric` or
       `CustomMetric` objects; None uses `config` (or a `test_config.json` beside the
       dataset file) and else the defaults `tool_trajectory_avg_score: 1.0`,
-      `response_match_score: 0.8`;
-    - `agent`: a callable (sync or async), an Agent adapter, or "module:attr"; None
-      scores the responses recorded in the dataset;
+      `response_match_score: 0.8` (CES golden evaluations: CES's golden checks);
+    - `agent`: a callable (sync or async), a Google ADK agent, an Agent adapter, or a
+      spec string ("module:attr", an ADK agent folder, an http(s) URL); None scores the
+      responses recorded in the dataset;
+    - `runs`: runs of every case; None: 1 per golden or recorded case, 5 per scenario;
+    - `tool_behavior`: "REAL" (default), "FAKE" (mock responses answer tool calls; a
+      call no mock matches gets an error) or "MIXED" (mocks where given, else real);
+    - `run_method`: golden replay "STABLE" (each turn in a fresh session seeded with
+      the expected earlier turns) or "NAIVE" (one session); None: STABLE for CES
+      goldens, NAIVE for other conversations (as ADK runs them);
+    - `user_model` (e.g. "openai:gpt-4o-mini") or `simulator` (a `SimulatorOptions`):
+      the simulated user of scenario cases; `personas`: a persona file, a
+      `{id: Persona}` mapping or a list of personas for scenarios naming theirs by id;
     - `config`: an `EvalConfig`, a config dict (`{"criteria": {...}}`) or a path;
     - `store`: None (nothing stored), True (the default `.assay/assay.db`), a database
       URL or an open `Store`; `run_name` names the stored run;
@@ -289,6 +210,11 @@ def evaluate(
             judge=judge,
             judge_concurrency=judge_concurrency,
             use_cache=use_cache,
+            tool_behavior=tool_behavior,
+            run_method=run_method,
+            user_model=user_model,
+            simulator=simulator,
+            personas=personas,
         )
     )
 
@@ -341,7 +267,7 @@ class EvalTask:
         self,
         runnable: Any = None,
         *,
-        runs: int = 1,
+        runs: int | None = None,
         concurrency: int = 4,
         timeout_s: float | None = 300.0,
     ) -> EvalTaskResult:

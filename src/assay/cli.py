@@ -11,9 +11,8 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -22,10 +21,9 @@ from rich.text import Text
 
 from assay import __version__
 from assay.errors import AssayError, ConfigError, InputError, UnknownFormatError
-from assay.model.results import Status
 
 if TYPE_CHECKING:
-    from assay.engine.judging import JudgeRunOptions
+    from assay.model.core import EvalSet
 
 EXIT_INTERRUPTED = 130
 
@@ -48,33 +46,24 @@ app = typer.Typer(
 )
 
 
-def _mount_subcommands() -> None:
-    from assay.cli_judge import judge_app
-
-    app.add_typer(judge_app, name="judge")
-
-
-_mount_subcommands()
-
-
-def _stdout() -> Console:
+def stdout_console() -> Console:
     # Logs and CI have no terminal width; a wider default keeps metric columns readable.
     if sys.stdout.isatty() or "COLUMNS" in os.environ:
         return Console()
     return Console(width=120)
 
 
-def _stderr() -> Console:
+def stderr_console() -> Console:
     return Console(stderr=True)
 
 
 @contextmanager
-def _user_errors() -> Iterator[None]:
+def user_errors() -> Iterator[None]:
     """Show assay's own errors as one red line and exit with their code, no traceback."""
     try:
         yield
     except AssayError as exc:
-        _stderr().print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
+        stderr_console().print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
 
 
@@ -123,7 +112,7 @@ def check_format(name: str, *, eval_set: bool) -> None:
         raise UnknownFormatError(f"unknown format {name!r}; valid formats are: {', '.join(valid)}")
 
 
-def _check_distinct_ids(evalsets: Sequence[Any], files: Sequence[Path]) -> None:
+def check_distinct_ids(evalsets: Sequence[EvalSet], files: Sequence[Path]) -> None:
     # Checked before a run is stored, so an input error leaves no ERROR run behind.
     seen: dict[str, Path] = {}
     for evalset, path in zip(evalsets, files, strict=True):
@@ -136,215 +125,8 @@ def _check_distinct_ids(evalsets: Sequence[Any], files: Sequence[Path]) -> None:
         seen[evalset.id] = path
 
 
-def _config_for(config: Path | None, first_data: Path) -> Any:
-    from assay.config import find_config_beside, load_config
-
-    if config is not None:
-        return load_config(config)
-    found = find_config_beside(first_data)
-    return load_config(found) if found is not None else None
-
-
-@app.command("eval")
-def eval_command(
-    data: Annotated[list[Path], typer.Argument(help="Eval set / dataset files.")],
-    from_format: Annotated[
-        str | None, typer.Option("--from", help="Input format (detected when not given).")
-    ] = None,
-    map_: Annotated[
-        list[str] | None, typer.Option("--map", help="Column mapping SRC=DST (repeatable).")
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="test_config.json (default: the one beside the data)."),
-    ] = None,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option("--metric", "-m", help="NAME or NAME=THRESHOLD; replaces the criteria."),
-    ] = None,
-    agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent to run, as module:attribute.")
-    ] = None,
-    runs: Annotated[int, typer.Option(help="Runs of every case (pass@k, pass^k).")] = 1,
-    concurrency: Annotated[int, typer.Option(help="Cases evaluated at once.")] = 4,
-    timeout: Annotated[
-        float, typer.Option(help="Per-case agent timeout in seconds (0: none).")
-    ] = 300.0,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None,
-    store: Annotated[
-        str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
-    ] = None,
-    no_store: Annotated[
-        bool,
-        typer.Option(
-            "--no-store", help="Do not record the run (judge replies are cached for it only)."
-        ),
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
-    ] = False,
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            "--judge",
-            help="LLM judge for judged metrics without their own judge_model: openai:NAME,"
-            " gemini-NAME / gemini:NAME, anthropic:NAME or local:PATH.gguf.",
-        ),
-    ] = None,
-    judge_concurrency: Annotated[
-        int, typer.Option("--judge-concurrency", help="Judge calls in flight per backend.")
-    ] = 8,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
-    ] = False,
-) -> None:
-    """Evaluate eval sets: run an agent on them, or score their recorded responses."""
-    with _user_errors():
-        from assay.engine.judging import JudgeRunOptions
-
-        # Checked here, so a mistyped --judge is a usage error before any work starts.
-        judges = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=not no_cache)
-        code = _run_eval(
-            data, from_format, map_, config, metric, agent, runs, concurrency, timeout,
-            out, junit, csv_path, store, no_store, quiet, judges,
-        )  # fmt: skip
-    raise typer.Exit(code)
-
-
-def _run_eval(
-    data: list[Path],
-    from_format: str | None,
-    map_: list[str] | None,
-    config: Path | None,
-    metric: list[str] | None,
-    agent: str | None,
-    runs: int,
-    concurrency: int,
-    timeout: float,
-    out: Path | None,
-    junit: Path | None,
-    csv_path: Path | None,
-    store_url: str | None,
-    no_store: bool,
-    quiet: bool,
-    judges: JudgeRunOptions | None = None,
-) -> int:
-    from assay import formats
-    from assay.agents import load_agent
-    from assay.engine import RunOptions, build_metrics, run
-    from assay.engine.aggregate import build_result
-    from assay.report import render_results, summary_text, write_reports
-    from assay.report.progress import CaseCollector, ProgressObserver
-
-    console, err = _stdout(), _stderr()
-    mapping = parse_mapping(map_)
-    if from_format is not None:
-        check_format(from_format, eval_set=True)
-    names = parse_metric_flags(metric) if metric else None
-    cfg = _config_for(config, data[0])
-    metrics = build_metrics(cfg, names)
-    options = RunOptions(runs=runs, concurrency=concurrency, timeout_s=timeout or None)
-    with _gc_paused(agent is None):
-        evalsets = formats.load_many(data, from_format, mapping)
-    # The loaded eval sets live until the process exits: move them out of the cyclic
-    # GC's reach, or every full collection during scoring re-walks millions of objects.
-    gc.freeze()
-    agent_obj = load_agent(agent) if agent else None
-    if cfg is not None and cfg.source and not quiet:
-        err.print(Text(f"criteria from {cfg.source}", style="dim"))
-
-    collector = CaseCollector()
-    observers: list[Any] = [collector]
-    progress = None
-    if not quiet and err.is_terminal:
-        progress = ProgressObserver(err)
-        observers.append(progress)
-    db = run_id = recorder = None
-    _check_distinct_ids(evalsets, data)
-    if not no_store:
-        from assay.store import Store, StoreRecorder
-
-        db = Store.open(store_url)
-        run_id = db.start_run(
-            eval_set_ids=[e.id for e in evalsets],
-            metrics=[m.name for m in metrics],
-            config=cfg.dump() if cfg is not None else {"criteria": names or {}},
-            agent=agent,
-            runs=runs,
-        )
-        recorder = StoreRecorder(db, run_id)
-        observers.append(recorder)
-    interrupted = False
-    try:
-        # On success the recorder writes the last results and marks the run COMPLETED.
-        with _gc_paused(agent_obj is None):
-            result = run(
-                evalsets,
-                metrics,
-                agent=agent_obj,
-                options=options,
-                observers=observers,
-                # The judge cache lives in the store (in memory with --no-store).
-                judges=replace(judges, store=db) if judges is not None else None,
-            )
-    except KeyboardInterrupt:
-        interrupted = True
-        if progress is not None:
-            progress.close()
-        result = build_result(
-            list(collector.cases), metrics, agent_run=agent_obj is not None, runs=runs
-        )
-        if recorder is not None:
-            recorder.mark_interrupted()
-    except BaseException as exc:
-        if recorder is not None:
-            recorder.mark_error(f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        if db is not None:
-            db.close()
-    result.run_id = run_id
-
-    if not quiet:
-        render_results(result, console)
-        if "judge/calls" in result.summary:
-            from assay.judges.stats import JudgeStats
-
-            console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
-    else:
-        console.print(summary_text(result))
-    if interrupted:
-        err.print(
-            Text(
-                f"interrupted: {len(collector.cases)} of {collector.total} case runs completed",
-                style="bold yellow",
-            )
-        )
-    written = write_reports(
-        result,
-        out=out,
-        junit=junit,
-        csv_path=csv_path,
-        eval_set_ids=[e.id for e in evalsets],
-        eval_set_files={e.id: str(f) for e, f in zip(evalsets, data, strict=True)},
-    )
-    for path in written:
-        err.print(Text(f"wrote {path}", style="dim"))
-    if run_id is not None and not quiet:
-        err.print(Text(f"run {run_id} stored", style="dim"))
-    # Everything left is garbage at exit; freezing it spares the interpreter's final
-    # collection a walk over every result object (about a second per 100k rows).
-    gc.freeze()
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return 0 if result.cases and result.status is Status.PASSED else 1
-
-
 @contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
+def gc_paused(pause: bool) -> Iterator[None]:
     """Pause the cyclic GC while scoring recorded data (which makes no cycles).
 
     Scoring 100k rows allocates millions of small objects; each full collection would
@@ -373,7 +155,7 @@ def convert_command(
     ] = None,
 ) -> None:
     """Convert an eval set between formats (or a config to ADK's test_config.json)."""
-    with _user_errors():
+    with user_errors():
         from assay import formats
 
         check_format(to, eval_set=False)
@@ -387,12 +169,12 @@ def convert_command(
             from assay.formats.adk_config import write_config
 
             write_config(load_config(source), target)
-            _stdout().print(f"wrote {target} (adk-config)")
+            stdout_console().print(f"wrote {target} (adk-config)")
             return
         evalset = formats.load(source, from_format, mapping)
         formats.save(evalset, target, to)
         count = len(evalset.cases)
-        _stdout().print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})")
+        stdout_console().print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})")
 
 
 @app.command("runs")
@@ -403,7 +185,7 @@ def runs_command(
     limit: Annotated[int, typer.Option(help="Most recent runs to list.")] = 20,
 ) -> None:
     """List stored runs, newest first."""
-    with _user_errors():
+    with user_errors():
         from assay.store import Store
 
         db = Store.open(store)
@@ -411,7 +193,7 @@ def runs_command(
             infos = db.list_runs(limit=limit)
         finally:
             db.close()
-    console = _stdout()
+    console = stdout_console()
     if not infos:
         console.print("no runs stored yet: run `assay eval ...` first")
         return
@@ -423,7 +205,7 @@ def runs_command(
 @app.command("metrics")
 def metrics_command() -> None:
     """List the registered metrics: name, what each needs, default threshold."""
-    with _user_errors():
+    with user_errors():
         from assay.metrics import get_metric_class, metric_names
 
         table = Table(title="Metrics", header_style="bold")
@@ -438,7 +220,7 @@ def metrics_command() -> None:
             table.add_row(
                 name, cls.family, ", ".join(sorted(cls.needs)), threshold, cls.description
             )
-    _stdout().print(table)
+    stdout_console().print(table)
 
 
 @app.command("formats")
@@ -451,7 +233,7 @@ def formats_command() -> None:
     table.add_column("description")
     for name in FORMAT_MODULES:
         table.add_row(name, FORMAT_DESCRIPTIONS.get(name, ""))
-    _stdout().print(table)
+    stdout_console().print(table)
 
 
 def _version(value: bool) -> None:
@@ -468,6 +250,21 @@ def _root(
     ] = False,
 ) -> None:
     """Evaluate AI agents: trajectories, responses, retrieval and judges."""
+
+
+def _mount_subcommands() -> None:
+    # Imported here, after the helpers above, which these modules import from this one.
+    from assay.cli_eval import eval_command
+    from assay.cli_judge import judge_app
+    from assay.cli_service import keys_app, serve_command
+
+    app.command("eval")(eval_command)
+    app.add_typer(judge_app, name="judge")
+    app.command("serve")(serve_command)
+    app.add_typer(keys_app, name="keys")
+
+
+_mount_subcommands()
 
 
 def main() -> None:

@@ -1,23 +1,120 @@
 """Evaluation config: ADK `test_config.json` / `eval_config.json` (EvalConfig).
 
 `{criteria: {metric: threshold | {threshold, ...options}}, user_simulator_config?,
-custom_metrics?}` with keys in snake_case or camelCase. Without a config file the
-criteria are ADK's defaults: `tool_trajectory_avg_score: 1.0`, `response_match_score: 0.8`.
+custom_metrics?}` with keys in snake_case or camelCase. Without a config file (and
+without `--metric`) the criteria depend on the data (`default_criteria`): CES golden
+evaluations get CES's golden checks with CES's default thresholds (`CES_GOLDEN_CRITERIA`),
+scenario sets the CES scenario results (`CES_SCENARIO_CRITERIA`), everything else ADK's
+defaults `tool_trajectory_avg_score: 1.0`, `response_match_score: 0.8`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 
+if TYPE_CHECKING:
+    from assay.model.core import EvalSet
+
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+
+CES_GOLDEN_CRITERIA: dict[str, Any] = {
+    # CES EvaluationMetricsThresholds defaults (SPEC 4.2): every expected parameter, every
+    # expected call, in order; extra calls FAIL; semantic similarity at least 3 of 4.
+    "parameter_correctness_score": 1.0,
+    "tool_invocation_score": 1.0,
+    "tool_ordered_invocation_score": 1.0,
+    "golden_expectations": 1.0,
+    "semantic_similarity": 3,
+    "hallucination": 1.0,
+}
+"""The criteria of a CES golden evaluation run when no config names any."""
+
+CES_SCENARIO_CRITERIA: dict[str, Any] = {
+    # A CES scenario passes when its task was completed (every expectation met, no
+    # hallucination, the user goal as `user_goal_behavior` asks) and its rubrics hold.
+    "task_completed": 1.0,
+    "scenario_expectations": 1.0,
+    "scenario_rubrics": 1.0,
+    "hallucination": 1.0,
+}
+"""The criteria of a scenario run (CES scenarios, ADK conversation scenarios) by default."""
+
+# Which kinds of turn expectation each golden check scores (hallucination: every
+# response). A check that nothing in the data asks for is left out of the defaults:
+# with nothing to score it would leave every case NOT_EVALUATED.
+_CHECKS_BY_EXPECTATION: dict[str, tuple[str, ...]] = {
+    "parameter_correctness_score": ("tool_call",),
+    "tool_invocation_score": ("tool_call",),
+    "tool_ordered_invocation_score": ("tool_call",),
+    "golden_expectations": ("tool_response", "agent_transfer", "updated_variables"),
+    "semantic_similarity": ("agent_response",),
+}
+
+
+def is_ces_golden(evalsets: Sequence[EvalSet]) -> bool:
+    """True when every case is a golden conversation carrying CES turn expectations.
+
+    Only CES goldens (Evaluation resources, SCRAPI turn evals) put expectations on
+    turns; ADK eval sets and row formats never do.
+    """
+    cases = [c for e in evalsets for c in e.cases]
+    return bool(cases) and all(
+        c.reference is not None and c.actual is None and any(t.expectations for t in c.reference)
+        for c in cases
+    )
+
+
+def is_scenario_set(evalsets: Sequence[EvalSet]) -> bool:
+    """True when every case is a scenario for a simulated user (no golden turns)."""
+    cases = [c for e in evalsets for c in e.cases]
+    return bool(cases) and all(c.scenario is not None and c.reference is None for c in cases)
+
+
+def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
+    scenarios = [c.scenario for e in evalsets for c in e.cases if c.scenario is not None]
+    wanted = dict(CES_SCENARIO_CRITERIA)
+    if not any(s.expectations for s in scenarios):
+        del wanted["scenario_expectations"]
+    if not any(s.rubrics for s in scenarios) and not any(
+        c.rubrics for e in evalsets for c in e.cases
+    ):
+        del wanted["scenario_rubrics"]
+    return wanted
+
+
+def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
+    """The criteria to use when neither a config nor metric names are given.
+
+    CES goldens: the CES golden checks that the data's expectations call for (see
+    `CES_GOLDEN_CRITERIA`); scenarios only: `CES_SCENARIO_CRITERIA` (those the scenarios
+    call for); any other data: ADK's defaults.
+    """
+    if is_scenario_set(evalsets):
+        return _scenario_criteria(evalsets)
+    if not is_ces_golden(evalsets):
+        return dict(DEFAULT_CRITERIA)
+    kinds = {
+        kind
+        for e in evalsets
+        for c in e.cases
+        for t in c.reference or []
+        for x in t.expectations
+        for kind in x.model_fields_set
+        if kind != "note" and getattr(x, kind) is not None
+    }
+    return {
+        name: criterion
+        for name, criterion in CES_GOLDEN_CRITERIA.items()
+        if name not in _CHECKS_BY_EXPECTATION or kinds.intersection(_CHECKS_BY_EXPECTATION[name])
+    }
 
 
 class CodeConfig(BaseModel):

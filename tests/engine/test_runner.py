@@ -10,9 +10,11 @@ import pytest
 
 from assay.agents import as_agent
 from assay.engine import RunOptions, run, score_case
-from assay.engine.runner import METRIC_CALCULATION_FAILURE, NO_RESPONSE_REASON, RUNTIME_FAILURE
+from assay.engine.replay import RunMethod
+from assay.engine.scoring import NO_RESPONSE_REASON
 from assay.metrics.base import Metric, MetricOptions
 from assay.model import EvalCase, EvalSet, Score, Status, Step, ToolCall, Turn
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult
 
 
@@ -83,7 +85,7 @@ def test_score_case_strict_status_and_metric_isolation() -> None:
     # informational metrics have no status and never decide the case
     assert result.metrics["calls"].status is None
     assert result.status is Status.NOT_EVALUATED
-    assert result.error_type == METRIC_CALCULATION_FAILURE
+    assert result.error_type == ErrorType.METRIC_CALCULATION_FAILURE
 
 
 def test_failed_metric_beats_not_evaluated() -> None:
@@ -119,7 +121,7 @@ def test_recorded_rows_without_agent_and_summary_names() -> None:
     assert result.status is Status.FAILED
 
 
-def test_callable_agent_multi_turn_with_state_and_history() -> None:
+def test_naive_replay_keeps_one_session_with_state_and_history() -> None:
     seen: list[tuple[str, int, dict[str, Any]]] = []
 
     def agent(prompt: str, state: dict[str, Any], history: list[Turn]) -> dict[str, Any]:
@@ -132,7 +134,10 @@ def test_callable_agent_multi_turn_with_state_and_history() -> None:
 
     case = _case("m", ("a", "a-1"), ("b", "b-2"), session_input={"state": {"count": 0}})
     result = run(
-        [EvalSet(id="s", cases=[case])], [_ExactResponse(), _CallCount()], agent=as_agent(agent)
+        [EvalSet(id="s", cases=[case])],
+        [_ExactResponse(), _CallCount()],
+        agent=as_agent(agent),
+        options=RunOptions(run_method=RunMethod.NAIVE),
     )
     assert [s[:2] for s in seen] == [("a", 0), ("b", 1)]
     assert case.session_input is not None and case.session_input.state == {
@@ -169,7 +174,7 @@ def test_failing_and_slow_agents_never_lose_other_cases() -> None:
     by_id = {c.case_id: c for c in result.cases}
     assert by_id["ok"].status is Status.PASSED
     assert by_id["crash"].status is Status.FAILED and by_id["crash"].failure
-    assert by_id["crash"].error_type == RUNTIME_FAILURE
+    assert by_id["crash"].error_type == ErrorType.RUNTIME_FAILURE
     assert "RuntimeError: tool exploded" in (by_id["crash"].error or "")
     assert by_id["crash"].metrics["exact_response"].score is None
     assert "timed out" in (by_id["slow"].error or "")
@@ -288,6 +293,11 @@ def test_bad_run_options_are_config_errors() -> None:
         RunOptions(runs=0)
     with pytest.raises(ConfigError, match="concurrency"):
         RunOptions(concurrency=0)
+    with pytest.raises(ConfigError, match="unknown run method 'steady'; use one of stable, naive"):
+        RunOptions(run_method="steady")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="unknown tool call behaviour"):
+        RunOptions(tool_behavior="pretend")  # type: ignore[arg-type]
+    assert RunOptions(run_method="naive", tool_behavior="fake").run_method is RunMethod.NAIVE  # type: ignore[arg-type]
 
 
 def test_case_results_serialise_to_plain_json() -> None:

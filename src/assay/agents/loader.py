@@ -1,36 +1,72 @@
-"""Resolve `--agent package.module:attr` into an Agent."""
+"""Resolve `--agent SPEC` (or an object given to the Python API) into an `Agent`.
+
+A spec is one of:
+
+- an `http://` or `https://` URL: an agent served over HTTP (`HttpAgent`);
+- a path to an existing folder: a Google ADK agent folder (a package whose `agent.py`
+  defines `root_agent`, as `adk web` / `adk eval` expect);
+- `package.module:attr`: an object imported from the working directory or an installed
+  package, then wrapped by `as_agent`.
+
+`as_agent` wraps an object: a Google ADK agent (`AdkAgent`), an object that already is
+an assay `Agent` (has `start_session`), or a plain callable (`CallableAgent`). The
+adapters for ADK and HTTP are imported only when used.
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from assay.agents.base import Agent
 from assay.agents.callable import CallableAgent
 from assay.errors import AgentError
 
+SPEC_FORMS = (
+    "MODULE:ATTRIBUTE (e.g. my_pkg.agent:root_agent), an ADK agent folder, or an http(s):// URL"
+)
+
 
 def as_agent(obj: Any, name: str | None = None) -> Agent:
-    """Wrap a callable (or pass through an object that already is an Agent)."""
+    """Wrap an ADK agent or a callable (an object that already is an Agent passes through)."""
+    from assay.agents.adk import is_adk_agent
+
+    if is_adk_agent(obj):
+        from assay.agents.adk import AdkAgent
+
+        return AdkAgent(obj, name=name)
     if hasattr(obj, "start_session") and hasattr(obj, "name"):
         return obj  # type: ignore[no-any-return]
     if callable(obj):
         return CallableAgent(obj, name=name)
     raise AgentError(
-        f"{name or type(obj).__name__} is not an agent: expected a callable or an object "
-        "with start_session()"
+        f"{name or type(obj).__name__} is not an agent: expected a Google ADK agent, a "
+        "callable or an object with start_session()"
     )
 
 
 def load_agent(spec: str) -> Agent:
+    """The agent `spec` names (see the module docstring for the accepted forms)."""
+    if spec.startswith(("http://", "https://")):
+        from assay.agents.http import HttpAgent
+
+        return HttpAgent(spec)
+    if Path(spec).is_dir():
+        from assay.agents.adk import load_adk_agent
+
+        return load_adk_agent(spec)
+    return as_agent(_import_object(spec), name=spec)
+
+
+def _import_object(spec: str) -> Any:
     """Import `package.module:attr` (the working directory is importable, as with python -m)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise AgentError(
-            f"--agent {spec!r}: expected MODULE:ATTRIBUTE, e.g. my_pkg.agent:root_agent"
-        )
+        hint = " (no such folder)" if "/" in spec or os.sep in spec else ""
+        raise AgentError(f"--agent {spec!r}{hint}: expected {SPEC_FORMS}")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
@@ -55,4 +91,4 @@ def load_agent(spec: str) -> Agent:
                 f"--agent {spec!r}: module {module_name!r} has no attribute {attr!r}; "
                 f"it has: {', '.join(public[:20])}"
             ) from None
-    return as_agent(obj, name=spec)
+    return obj

@@ -87,12 +87,15 @@ def summarize(
     metrics: Sequence[Metric],
     *,
     agent_run: bool,
-    runs: int,
+    runs: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The summary dict and, for repeated runs, per-case statistics.
 
     Computed from the cases, so the same numbers as the rows give without building them.
+    Run counts come from the cases themselves (each may run a different number of
+    times); `runs` is accepted for callers written before that and not used.
     """
+    del runs
     row_count = sum(_row_count(c) for c in cases)
     summary: dict[str, Any] = {"row_count": row_count}
     # One pass over the cases collects every metric's scored values.
@@ -125,37 +128,47 @@ def summarize(
     summary["failed"] = counts[Status.FAILED]
     summary["not_evaluated"] = counts[Status.NOT_EVALUATED]
     summary["pass_rate"] = counts[Status.PASSED] / len(cases) if cases else None
+    by_case: dict[tuple[str | None, str], list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        by_case[(case.eval_set_id, case.case_id)].append(case)
     repeated: dict[str, Any] = {}
-    if runs > 1:
-        repeated = _repeated(cases, metrics, runs, summary)
+    if any(len(runs) > 1 for runs in by_case.values()):
+        repeated = _repeated(by_case, metrics, summary)
     return summary, repeated
 
 
 def _repeated(
-    cases: Sequence[CaseResult], metrics: Sequence[Metric], k: int, summary: dict[str, Any]
+    by_case: dict[tuple[str | None, str], list[CaseResult]],
+    metrics: Sequence[Metric],
+    summary: dict[str, Any],
 ) -> dict[str, Any]:
-    by_case: dict[tuple[str | None, str], list[CaseResult]] = defaultdict(list)
-    for case in cases:
-        by_case[(case.eval_set_id, case.case_id)].append(case)
+    """pass@k / pass^k per case and overall, k being each case's own number of runs.
+
+    Cases may run a different number of times (CES: goldens once, scenarios five
+    times): the summary has `pass@k` / `pass^k` for every k of the repeated cases, each
+    over the cases run k times, and `runs` the largest k.
+    """
     per_case: dict[str, Any] = {}
-    at_k = hat_k = 0
+    by_k: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for (set_id, case_id), runs in by_case.items():
         passes = [r.status is Status.PASSED for r in sorted(runs, key=lambda r: r.run_index)]
+        k = len(passes)
         a, h = pass_at_k(passes), pass_hat_k(passes)
-        at_k += a
-        hat_k += h
+        by_k[k].append((a, h))
         key = f"{set_id}/{case_id}" if set_id else case_id
         per_case[key] = {
-            "runs": len(passes),
+            "runs": k,
             "passed_runs": sum(passes),
-            "pass_rate": sum(passes) / len(passes),
+            "pass_rate": sum(passes) / k,
             f"pass@{k}": a,
             f"pass^{k}": h,
         }
-    n = len(by_case)
-    summary["runs"] = k
-    summary[f"pass@{k}"] = at_k / n if n else None
-    summary[f"pass^{k}"] = hat_k / n if n else None
+    summary["runs"] = max(by_k)
+    for k in sorted(by_k):
+        if k > 1:
+            outcomes = by_k[k]
+            summary[f"pass@{k}"] = sum(a for a, _ in outcomes) / len(outcomes)
+            summary[f"pass^{k}"] = sum(h for _, h in outcomes) / len(outcomes)
     for metric in metrics:
         groups = [
             [
@@ -175,10 +188,9 @@ def build_result(
     metrics: Sequence[Metric],
     *,
     agent_run: bool,
-    runs: int,
     eval_set_id: str | None = None,
 ) -> EvalResult:
-    summary, repeated = summarize(cases, metrics, agent_run=agent_run, runs=runs)
+    summary, repeated = summarize(cases, metrics, agent_run=agent_run)
     metric_list = list(metrics)
 
     def rows() -> list[dict[str, Any]]:

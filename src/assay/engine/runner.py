@@ -1,55 +1,99 @@
-"""The run pipeline: infer (drive the agent, or read recorded turns) → score → aggregate."""
+"""The run pipeline: plan the case runs, infer (agent or recorded turns), score, aggregate.
+
+Each case run goes one of four ways:
+
+- a scenario and an agent: a simulated user talks to the agent (`scenario_run`);
+- turns to replay (golden or recorded user inputs) and an agent: golden replay with
+  the run method and tool behaviour of the options (`replay`);
+- recorded turns and no agent: they are scored as they are;
+- otherwise: nothing to score, and the case says why.
+
+`RunOptions.runs` None runs every case as often as CES does by default: once per golden
+or recorded case, five times per simulated scenario (`runs_for`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from assay.agents.base import Agent
+from assay.agents.base import Agent, app_details_of
+from assay.agents.tools import ToolBehavior
 from assay.engine.aggregate import build_result
+from assay.engine.infer import Inference, with_app_details
 from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges
-from assay.metrics.base import Metric
-from assay.model.core import EvalCase, EvalSet, Turn
-from assay.model.results import (
-    CaseResult,
-    EvalResult,
-    InvocationResult,
-    MetricResult,
-    Score,
-    Status,
-    combine_statuses,
+from assay.engine.replay import RunMethod, replay
+from assay.engine.scenario_run import NO_AGENT, run_scenario, simulates, user_simulator
+from assay.engine.scoring import (
+    NO_RESPONSE_REASON,
+    finish_case,
+    no_score_results,
+    score_case,
+    score_turns,
 )
+from assay.errors import ConfigError, InputError
+from assay.metrics.base import Metric
+from assay.model.core import EvalCase, EvalSet
+from assay.model.error_types import ErrorType
+from assay.model.results import CaseResult, EvalResult
 
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
+    from assay.simulation import SimulatorOptions, UserSimulator
 
-RUNTIME_FAILURE = "RUNTIME_FAILURE"
-METRIC_CALCULATION_FAILURE = "METRIC_CALCULATION_FAILURE"
-NOT_SUPPORTED = "NOT_SUPPORTED"
+# Kept importable under their old names (reports compare error types with them).
+RUNTIME_FAILURE = ErrorType.RUNTIME_FAILURE
+METRIC_CALCULATION_FAILURE = ErrorType.METRIC_CALCULATION_FAILURE
+NOT_SUPPORTED = ErrorType.NOT_SUPPORTED
 
-NO_RESPONSE_REASON = "no agent given and the case has no recorded response"
+SCENARIO_RUNS = 5
+"""CES's default run count of a scenario evaluation (goldens run once)."""
+
+__all__ = [
+    "NO_RESPONSE_REASON",
+    "RunMethod",
+    "RunObserver",
+    "RunOptions",
+    "arun",
+    "count_case_runs",
+    "run",
+    "runs_for",
+    "score_case",
+]
 
 
 @dataclass
 class RunOptions:
-    """How to run: repeated runs, cases at once, and a per-case timeout for agent runs."""
+    """How to run the cases.
 
-    runs: int = 1
+    - `runs`: runs of every case; None: CES defaults (1 per golden or recorded case,
+      `SCENARIO_RUNS` per simulated scenario);
+    - `concurrency`: case runs at once; `timeout_s`: per case run with an agent;
+    - `tool_behavior`: REAL / FAKE / MIXED tool calls (`assay.agents.tools`);
+    - `run_method`: golden replay STABLE (fresh session per turn) or NAIVE; None: each
+      case's default (`replay.default_method`: STABLE for CES goldens, else NAIVE);
+    - `simulator`: the simulated user of scenario cases (None: they are NOT_SUPPORTED).
+    """
+
+    runs: int | None = None
     concurrency: int = 4
     timeout_s: float | None = 300.0
+    tool_behavior: ToolBehavior = ToolBehavior.REAL
+    run_method: RunMethod | None = None
+    simulator: SimulatorOptions | None = None
 
     def __post_init__(self) -> None:
-        from assay.errors import ConfigError
-
-        if self.runs < 1:
+        if self.runs is not None and self.runs < 1:
             raise ConfigError(f"runs must be at least 1, got {self.runs}")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ConfigError(f"timeout must be positive, got {self.timeout_s}")
+        self.tool_behavior = ToolBehavior.parse(self.tool_behavior)
+        if self.run_method is not None:
+            self.run_method = RunMethod.parse(self.run_method)
 
 
 class RunObserver(Protocol):
@@ -65,231 +109,129 @@ class _Job:
     run_index: int
 
 
+def _simulated(case: EvalCase, agent_given: bool) -> bool:
+    return agent_given and case.scenario is not None and case.reference is None
+
+
+def runs_for(case: EvalCase, options: RunOptions, *, agent_given: bool) -> int:
+    """How many times `case` runs: `options.runs`, else the CES default for its kind."""
+    if options.runs is not None:
+        return options.runs
+    if _simulated(case, agent_given) and simulates(options.simulator):
+        return SCENARIO_RUNS
+    return 1
+
+
+def _jobs(
+    evalsets: Sequence[EvalSet],
+    options: RunOptions,
+    agent_given: bool,
+    skip: set[tuple[str, str, int]],
+) -> Iterator[_Job]:
+    counts = {
+        (e.id, c.id): runs_for(c, options, agent_given=agent_given)
+        for e in evalsets
+        for c in e.cases
+    }
+    # Run 0 of every case first, so an interrupted run has covered the most cases.
+    for run_index in range(max(counts.values(), default=0)):
+        for evalset in evalsets:
+            for case in evalset.cases:
+                if run_index < counts[(evalset.id, case.id)] and (
+                    (evalset.id, case.id, run_index) not in skip
+                ):
+                    yield _Job(evalset.id, case, run_index)
+
+
+def count_case_runs(evalsets: Sequence[EvalSet], options: RunOptions, *, agent_given: bool) -> int:
+    """The number of case runs a whole run of `evalsets` makes."""
+    return sum(runs_for(c, options, agent_given=agent_given) for e in evalsets for c in e.cases)
+
+
 @dataclass(slots=True)
-class _Inference:
-    turns: list[Turn] | None
-    latency_s: float | None = None
-    error: str | None = None
-    error_type: str | None = None
+class _Context:
+    """What every job of one run shares."""
+
+    metrics: Sequence[Metric]
+    agent: Agent | None
+    options: RunOptions
+    simulator: UserSimulator | None
+    app_details: dict[str, Any] | None
 
 
-def _no_score_results(metrics: Sequence[Metric], reason: str) -> dict[str, MetricResult]:
-    return {m.name: m.make_result(None, [], explanation=reason) for m in metrics}
-
-
-def score_case(
-    case: EvalCase,
-    actual: Sequence[Turn],
-    metrics: Sequence[Metric],
-    *,
-    eval_set_id: str | None = None,
-    run_index: int = 0,
-) -> CaseResult:
-    """Score already-inferred turns of one case with every (synchronous) metric."""
-    return _finish_case(
-        case,
-        actual,
-        metrics,
-        _score_all(metrics, case, actual),
-        eval_set_id=eval_set_id,
-        run_index=run_index,
-    )
-
-
-def _aligned_expected(case: EvalCase, actual: Sequence[Turn]) -> list[Turn | None]:
-    ref = case.reference or []
-    return [ref[i] if i < len(ref) else None for i in range(len(actual))]
-
-
-def _score_all(
-    metrics: Sequence[Metric], case: EvalCase, actual: Sequence[Turn]
-) -> list[MetricResult]:
-    expected = _aligned_expected(case, actual)
-    return [_safe_score(m, case, actual, expected) for m in metrics]
-
-
-def _safe_score(
-    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
-) -> MetricResult:
-    try:
-        return metric.score_case(case, actual, expected)
-    except Exception as exc:  # a broken metric must not lose the other metrics' scores
-        return metric.make_result(
-            None, [], explanation=f"{METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}"
-        )
-
-
-async def _safe_ascore(
-    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
-) -> MetricResult:
-    try:
-        return await metric.ascore_case(case, actual, expected)
-    except Exception as exc:
-        return metric.make_result(
-            None, [], explanation=f"{METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}"
-        )
-
-
-def _finish_case(
-    case: EvalCase,
-    actual: Sequence[Turn],
-    metrics: Sequence[Metric],
-    results: Sequence[MetricResult],
-    *,
-    eval_set_id: str | None,
-    run_index: int,
-    inference: _Inference | None = None,
-) -> CaseResult:
-    by_name = {m.name: r for m, r in zip(metrics, results, strict=True)}
-    expected = _aligned_expected(case, actual)  # cheap; keeps the signature simple
-    invocations = []
-    for i, turn in enumerate(actual):
-        scores: dict[str, Score] = {}
-        for name, mr in by_name.items():
-            if len(mr.per_invocation) == len(actual):
-                scores[name] = mr.per_invocation[i]
-        invocations.append(
-            InvocationResult(
-                index=i,
-                invocation_id=turn.id or (expected[i].id if expected[i] else None),  # type: ignore[union-attr]
-                actual=turn,
-                expected=expected[i],
-                scores=scores,
-            )
-        )
-    statuses = [r.status for r in results if r.status is not None]
-    error_type = inference.error_type if inference else None
-    if error_type is None and any(
-        (r.explanation or "").startswith(METRIC_CALCULATION_FAILURE) for r in results
-    ):
-        error_type = METRIC_CALCULATION_FAILURE
-    status = combine_statuses(statuses)
-    failure = bool(inference and inference.error_type == RUNTIME_FAILURE)
-    if failure:
-        # The agent under test crashed or timed out: that is a failure of the case.
-        status = Status.FAILED
-    return CaseResult(
-        case_id=case.id,
-        status=status,
-        metrics=by_name,
-        invocations=invocations,
-        run_index=run_index,
-        latency_s=inference.latency_s if inference else None,
-        failure=failure,
-        error=inference.error if inference else None,
-        error_type=error_type,
-        eval_set_id=eval_set_id,
-    )
-
-
-async def _infer(agent: Agent, case: EvalCase, timeout_s: float | None) -> _Inference:
-    turns: list[Turn] = []
-    started = time.perf_counter()
-
-    async def drive() -> None:
-        session = await agent.start_session(case)
-        try:
-            for ref in case.user_turns():
-                t0 = time.perf_counter()
-                turn = await session.send(ref.user_input)
-                elapsed = time.perf_counter() - t0
-                updates: dict[str, Any] = {}
-                if turn.latency_s is None:
-                    updates["latency_s"] = elapsed
-                if turn.id is None and ref.id is not None:
-                    updates["id"] = ref.id
-                turns.append(turn.model_copy(update=updates) if updates else turn)
-        finally:
-            await session.close()
-
-    try:
-        await asyncio.wait_for(drive(), timeout_s)
-    except TimeoutError:
-        return _Inference(
-            turns,
-            time.perf_counter() - started,
-            f"agent timed out after {timeout_s:g}s (completed {len(turns)} turn(s))",
-            RUNTIME_FAILURE,
-        )
-    except Exception as exc:  # the agent under test may raise anything; keep the others going
-        return _Inference(
-            turns,
-            time.perf_counter() - started,
-            f"agent raised {type(exc).__name__}: {exc}",
-            RUNTIME_FAILURE,
-        )
-    return _Inference(turns, time.perf_counter() - started)
-
-
-async def _evaluate_job(
-    job: _Job, metrics: Sequence[Metric], agent: Agent | None, options: RunOptions
-) -> CaseResult:
-    case = job.case
-    inference: _Inference | None = None
-    if case.scenario is not None and case.reference is None and case.actual is None:
-        reason = (
-            "scenario cases need a simulated user; this version of assay replays golden "
-            "and recorded conversations only"
-        )
-        inference = _Inference(None, error=reason, error_type=NOT_SUPPORTED)
-    elif agent is not None and case.user_turns():
-        inference = await _infer(agent, case, options.timeout_s)
-    elif case.actual is None:
-        inference = _Inference(
-            None,
-            error=NO_RESPONSE_REASON
-            if agent is None
-            else "the case has no user inputs to send to the agent",
-        )
-    turns = inference.turns if inference is not None else case.actual
-    if turns is None or (inference is not None and inference.error_type == RUNTIME_FAILURE):
-        reason = (inference.error if inference else None) or NO_RESPONSE_REASON
-        results = list(_no_score_results(metrics, reason).values())
-        return _finish_case(
+async def _infer(job: _Job, ctx: _Context) -> Inference | None:
+    """The turns to score (None: score the recorded ones) or why there are none."""
+    case, agent, options = job.case, ctx.agent, ctx.options
+    if agent is not None and _simulated(case, True):
+        return await run_scenario(
+            agent,
             case,
-            turns or [],
-            metrics,
-            results,
-            eval_set_id=job.evalset_id,
-            run_index=job.run_index,
-            inference=inference,
+            behavior=options.tool_behavior,
+            simulator=ctx.simulator,
+            timeout_s=options.timeout_s,
         )
-    expected = _aligned_expected(case, turns)
-    slots: list[MetricResult | None] = [
-        None if m.is_async else _safe_score(m, case, turns, expected) for m in metrics
-    ]
-    pending = [i for i, m in enumerate(metrics) if m.is_async]
-    if pending:
-        # Judged metrics of one case wait on judge calls: let them wait together.
-        scored = await asyncio.gather(
-            *(_safe_ascore(metrics[i], case, turns, expected) for i in pending)
+    if agent is not None and case.user_turns():
+        return await replay(
+            agent,
+            case,
+            behavior=options.tool_behavior,
+            method=options.run_method,
+            timeout_s=options.timeout_s,
         )
-        for i, one in zip(pending, scored, strict=True):
-            slots[i] = one
-    return _finish_case(
+    if case.actual is not None:
+        return None
+    if agent is not None:
+        return Inference(None, error="the case has no user inputs to send to the agent")
+    return _nothing_recorded(case)
+
+
+def _nothing_recorded(case: EvalCase) -> Inference:
+    if case.scenario is not None:
+        return Inference(None, error=NO_AGENT, error_type=ErrorType.NOT_SUPPORTED.value)
+    return Inference(None, error=NO_RESPONSE_REASON)
+
+
+async def _evaluate_job(job: _Job, ctx: _Context) -> CaseResult:
+    inference = await _infer(job, ctx)
+    case = job.case
+    turns = inference.turns if inference is not None else case.actual
+    if ctx.agent is not None:
+        case = with_app_details(case, ctx.app_details)
+    if not turns:
+        reason = (inference.error if inference else None) or NO_RESPONSE_REASON
+        results = no_score_results(ctx.metrics, reason)
+    else:
+        results = await score_turns(case, turns, ctx.metrics)
+    return finish_case(
         case,
-        turns,
-        metrics,
-        [r for r in slots if r is not None],
+        turns or [],
+        ctx.metrics,
+        results,
         eval_set_id=job.evalset_id,
         run_index=job.run_index,
         inference=inference,
     )
 
 
-def _jobs(
-    evalsets: Sequence[EvalSet], runs: int, skip: set[tuple[str, str, int]]
-) -> Iterator[_Job]:
-    for run_index in range(runs):
-        for evalset in evalsets:
-            for case in evalset.cases:
-                if (evalset.id, case.id, run_index) not in skip:
-                    yield _Job(evalset.id, case, run_index)
+def _score_recorded(job: _Job, metrics: Sequence[Metric]) -> CaseResult:
+    case = job.case
+    if case.actual is None:
+        inference = _nothing_recorded(case)
+        return finish_case(
+            case,
+            [],
+            metrics,
+            no_score_results(metrics, inference.error or NO_RESPONSE_REASON),
+            eval_set_id=job.evalset_id,
+            run_index=job.run_index,
+            inference=inference,
+        )
+    return score_case(
+        case, case.actual, metrics, eval_set_id=job.evalset_id, run_index=job.run_index
+    )
 
 
 def _check_unique_sets(evalsets: Sequence[EvalSet]) -> None:
-    from assay.errors import InputError
-
     seen: set[str] = set()
     for evalset in evalsets:
         if evalset.id in seen:
@@ -308,26 +250,46 @@ async def arun(
     observers: Sequence[RunObserver] = (),
     skip: set[tuple[str, str, int]] | None = None,
     judges: JudgeRunOptions | JudgePool | None = None,
+    previous: Sequence[CaseResult] = (),
 ) -> EvalResult:
-    """Evaluate every case of every eval set `options.runs` times.
+    """Evaluate every case of every eval set (`runs_for` times each).
 
     Cases run concurrently up to `options.concurrency`; each finished case is handed to
     the observers at once (store writers, progress bars). One failing case, agent or
-    metric never loses the other cases' results. `skip` holds (eval_set_id, case_id,
-    run_index) keys already completed (resume). `judges` sets up the LLM judges of the
-    judged metrics (default model, concurrency, cache); the summary gets their
-    `judge/...` counters.
+    metric never loses the other cases' results. Resuming: `skip` holds
+    (eval_set_id, case_id, run_index) keys already completed, `previous` their results,
+    which join the returned result and its summary (observers do not see them again).
+    `judges` sets up the LLM judges of the judged metrics (default model, concurrency,
+    cache); the summary gets their `judge/...` counters.
     """
     options = options or RunOptions()
     _check_unique_sets(evalsets)
-    async with run_judges(metrics, judges) as pool:
+    jobs = list(_jobs(evalsets, options, agent is not None, skip or set()))
+    needs_simulator = agent is not None and any(_simulated(j.case, True) for j in jobs)
+    async with (
+        run_judges(metrics, judges) as pool,
+        user_simulator(options.simulator, needs_simulator) as simulator,
+    ):
         started = pool.stats.snapshot() if pool is not None else None
         workers = options.concurrency
         if pool is not None and agent is None:
             # Scoring recorded data waits only on the judges, whose own adaptive limit
             # bounds the calls in flight: keep enough cases going to fill it.
             workers = max(workers, 2 * pool.concurrency)
-        result = await _run_jobs(evalsets, metrics, agent, options, observers, skip, workers)
+        ctx = _Context(
+            metrics,
+            agent,
+            options,
+            simulator,
+            app_details_of(agent) if agent is not None else None,
+        )
+        done = await _run_jobs(jobs, ctx, observers, workers)
+        result = build_result(
+            [*previous, *done],
+            metrics,
+            agent_run=agent is not None,
+            eval_set_id=evalsets[0].id if len(evalsets) == 1 else None,
+        )
         if pool is not None:
             await pool.flush()
             result.summary.update(judge_summary(pool, started))
@@ -337,15 +299,8 @@ async def arun(
 
 
 async def _run_jobs(
-    evalsets: Sequence[EvalSet],
-    metrics: Sequence[Metric],
-    agent: Agent | None,
-    options: RunOptions,
-    observers: Sequence[RunObserver],
-    skip: set[tuple[str, str, int]] | None,
-    workers: int,
-) -> EvalResult:
-    jobs = list(_jobs(evalsets, options.runs, skip or set()))
+    jobs: Sequence[_Job], ctx: _Context, observers: Sequence[RunObserver], workers: int
+) -> list[CaseResult]:
     for observer in observers:
         observer.on_start(len(jobs))
     results: list[CaseResult | None] = [None] * len(jobs)
@@ -355,49 +310,19 @@ async def _run_jobs(
         for observer in observers:
             observer.on_case_done(result)
 
-    needs_loop = agent is not None or any(m.is_async for m in metrics)
-    if not needs_loop:
+    if ctx.agent is None and not any(m.is_async for m in ctx.metrics):
         # Recorded data and synchronous metrics: no tasks, no awaits on the hot path.
         for i, job in enumerate(jobs):
-            done(i, _score_recorded(job, metrics))
+            done(i, _score_recorded(job, ctx.metrics))
     else:
         queue = iter(enumerate(jobs))
 
         async def worker() -> None:
             for i, job in queue:
-                done(i, await _evaluate_job(job, metrics, agent, options))
+                done(i, await _evaluate_job(job, ctx))
 
         await asyncio.gather(*(worker() for _ in range(min(workers, len(jobs)) or 1)))
-    final = [r for r in results if r is not None]
-    result = build_result(
-        final,
-        metrics,
-        agent_run=agent is not None,
-        runs=options.runs,
-        eval_set_id=evalsets[0].id if len(evalsets) == 1 else None,
-    )
-    return result
-
-
-def _score_recorded(job: _Job, metrics: Sequence[Metric]) -> CaseResult:
-    case = job.case
-    if case.actual is None:
-        reason = (
-            "scenario cases need an agent and a simulated user"
-            if case.scenario is not None
-            else NO_RESPONSE_REASON
-        )
-        return _finish_case(
-            case,
-            [],
-            metrics,
-            list(_no_score_results(metrics, reason).values()),
-            eval_set_id=job.evalset_id,
-            run_index=job.run_index,
-        )
-    return score_case(
-        case, case.actual, metrics, eval_set_id=job.evalset_id, run_index=job.run_index
-    )
+    return [r for r in results if r is not None]
 
 
 def run(
@@ -409,6 +334,7 @@ def run(
     observers: Sequence[RunObserver] = (),
     skip: set[tuple[str, str, int]] | None = None,
     judges: JudgeRunOptions | None = None,
+    previous: Sequence[CaseResult] = (),
 ) -> EvalResult:
     """Synchronous wrapper of `arun` (not for use inside a running event loop)."""
     return asyncio.run(
@@ -420,5 +346,6 @@ def run(
             observers=observers,
             skip=skip,
             judges=judges,
+            previous=previous,
         )
     )

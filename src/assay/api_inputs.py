@@ -1,0 +1,180 @@
+"""What `assay.evaluate` accepts, resolved: datasets, config, metrics, agent, simulated user.
+
+Each function takes the loose forms a notebook user passes (paths, row dicts, a
+DataFrame, metric names or objects, a callable or "module:attr") and returns what the
+engine runs on, raising an `AssayError` that says what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.agents import Agent, as_agent, load_agent
+from assay.config import (
+    EvalConfig,
+    default_criteria,
+    find_config_beside,
+    load_config,
+    parse_config,
+)
+from assay.engine import build_metrics
+from assay.errors import ConfigError, InputError
+from assay.metrics.base import Metric
+from assay.metrics.custom import CustomMetric
+from assay.model.core import EvalSet, Persona
+
+if TYPE_CHECKING:
+    from assay.simulation import SimulatorOptions
+
+Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, str | Path)
+
+
+def _is_dataframe(value: Any) -> bool:
+    return hasattr(value, "to_dict") and hasattr(value, "columns")
+
+
+def load_dataset(
+    dataset: Dataset,
+    *,
+    format: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+) -> list[EvalSet]:
+    """Everything `evaluate` accepts as a dataset, as a list of eval sets.
+
+    Rows (dicts or a DataFrame) are Vertex rows unless `format` says otherwise
+    ("mlflow", "trace"); files are detected unless `format` is given.
+    """
+    from assay import formats
+
+    if isinstance(dataset, EvalSet):
+        return [dataset]
+    if _is_path(dataset):
+        return [formats.load(dataset, format, mapping)]
+    if _is_dataframe(dataset):
+        return [formats.load_rows(dataset, format or "vertex", mapping)]
+    if isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):
+        items = list(dataset)
+        if not items:
+            raise InputError("the dataset is empty", expected="at least one row or file")
+        if all(isinstance(i, EvalSet) for i in items):
+            return items
+        if all(_is_path(i) for i in items):
+            return formats.load_many(items, format, mapping)
+        if all(isinstance(i, Mapping) for i in items):
+            return [formats.load_rows([dict(i) for i in items], format or "vertex", mapping)]
+    raise InputError(
+        f"cannot evaluate a dataset of type {type(dataset).__name__}",
+        expected="a path, a list of paths, an EvalSet, a list of row dicts or a DataFrame",
+    )
+
+
+def resolve_config(config: Any, dataset: Dataset) -> EvalConfig | None:
+    if config is None:
+        first = dataset if _is_path(dataset) else None
+        if (
+            first is None
+            and isinstance(dataset, Sequence)
+            and not isinstance(dataset, str)
+            and dataset
+            and _is_path(dataset[0])
+        ):
+            first = dataset[0]
+        # As in ADK: a test_config.json beside the eval set file applies.
+        found = find_config_beside(first) if first is not None else None
+        return load_config(found) if found is not None else None
+    if isinstance(config, EvalConfig):
+        return config
+    if _is_path(config):
+        return load_config(config)
+    if isinstance(config, Mapping):
+        return parse_config(dict(config), source="config")
+    raise ConfigError(
+        f"config must be an EvalConfig, a dict or a path, not {type(config).__name__}"
+    )
+
+
+def resolve_metrics(
+    metrics: Any, config: EvalConfig | None, evalsets: Sequence[EvalSet] = ()
+) -> list[Metric]:
+    """Metric objects from names, `{name: criterion}`, Metric or CustomMetric objects.
+
+    None: the config's criteria, else the defaults for the data (`default_criteria`).
+    """
+    if metrics is None:
+        if config is None:
+            return build_metrics(None, default_criteria(evalsets))
+        return build_metrics(config)
+    if isinstance(metrics, str | Metric) or not isinstance(metrics, Sequence | Mapping):
+        metrics = [metrics]
+    if isinstance(metrics, Mapping):
+        return build_metrics(config, dict(metrics))
+    names: list[str] = []
+    custom: list[Any] = []
+    order: list[str | Metric] = []  # the caller's order: a name, or a ready Metric
+    for item in metrics:
+        if isinstance(item, str):
+            names.append(item)
+            order.append(item)
+        elif isinstance(item, Metric):
+            order.append(item)
+        elif isinstance(item, CustomMetric):
+            custom.append(item)
+            order.append(item.name)
+        else:
+            raise ConfigError(
+                f"cannot use {item!r} as a metric: give a metric name, a Metric or a CustomMetric"
+            )
+    if not order:
+        raise ConfigError("metrics is empty: give metric names, or None for the config's")
+    built = {m.name: m for m in build_metrics(config, names, custom)} if names or custom else {}
+    result = [built[entry] if isinstance(entry, str) else entry for entry in order]
+    seen: set[str] = set()
+    for metric in result:
+        if metric.name in seen:
+            raise ConfigError(f"metric {metric.name!r} is requested twice")
+        seen.add(metric.name)
+    return result
+
+
+def resolve_agent(agent: Any) -> Agent | None:
+    if agent is None:
+        return None
+    if isinstance(agent, str):
+        return load_agent(agent)
+    return as_agent(agent)
+
+
+def simulator_options(
+    user_model: str | None = None,
+    simulator: SimulatorOptions | None = None,
+    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
+) -> SimulatorOptions | None:
+    """The simulated user: `simulator` as given, or one built from `user_model`.
+
+    `personas` (a persona file, `{id: Persona}` or a list of personas) are added to it.
+    """
+    if simulator is None and user_model is None and personas is None:
+        return None
+    from assay.simulation import SimulatorOptions, load_personas
+
+    if simulator is not None and user_model is not None and simulator.model != user_model:
+        raise ConfigError(
+            f"user_model {user_model!r} and simulator.model {simulator.model!r} disagree; give one"
+        )
+    options = replace(simulator) if simulator is not None else SimulatorOptions(model=user_model)
+    if personas is not None:
+        if isinstance(personas, str | Path):
+            found = load_personas(personas)
+        elif isinstance(personas, Mapping):
+            found = dict(personas)
+        else:
+            found = {p.id: p for p in personas}
+        options.personas = {**options.personas, **found}
+    return options

@@ -1,0 +1,409 @@
+"""`assay eval`: load eval sets, run an agent on them (or score recorded turns), report.
+
+Runs are stored as their cases complete. Re-running the same command after an
+interrupted run (Ctrl-C, a kill, a crash) resumes it: the store's unfinished run with
+the same eval sets, metrics, config, agent and run options continues from its stored
+case runs instead of starting again (`--fresh` starts a new run anyway).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from assay.cli import (
+    EXIT_INTERRUPTED,
+    check_distinct_ids,
+    check_format,
+    gc_paused,
+    parse_mapping,
+    parse_metric_flags,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
+from assay.model.results import Status
+
+if TYPE_CHECKING:
+    from assay.config import EvalConfig
+    from assay.engine import RunOptions
+    from assay.engine.judging import JudgeRunOptions
+    from assay.engine.resume import Resumption
+    from assay.metrics.base import Metric
+    from assay.model.core import EvalSet
+    from assay.simulation import SimulatorOptions
+    from assay.store import Store
+
+
+def eval_command(
+    data: Annotated[list[Path], typer.Argument(help="Eval set / dataset files.")],
+    from_format: Annotated[
+        str | None, typer.Option("--from", help="Input format (detected when not given).")
+    ] = None,
+    map_: Annotated[
+        list[str] | None, typer.Option("--map", help="Column mapping SRC=DST (repeatable).")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="test_config.json (default: the one beside the data)."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", "-m", help="NAME or NAME=THRESHOLD; replaces the criteria."),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Agent to run: module:attribute, an ADK agent folder, or an http(s):// URL.",
+        ),
+    ] = None,
+    runs: Annotated[
+        int | None,
+        typer.Option(help="Runs of every case (default: 1 per golden, 5 per scenario)."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Cases evaluated at once.")] = 4,
+    timeout: Annotated[
+        float, typer.Option(help="Per-case agent timeout in seconds (0: none).")
+    ] = 300.0,
+    tools: Annotated[
+        str,
+        typer.Option(
+            "--tools",
+            help="Tool calls: real (run the tools), fake (mock responses only; unmocked calls"
+            " get an error) or mixed (mocks where given, else the real tool).",
+        ),
+    ] = "real",
+    run_method: Annotated[
+        str | None,
+        typer.Option(
+            "--run-method",
+            help="Golden replay: stable (each turn in a fresh session seeded with the"
+            " expected earlier turns) or naive (one session). Default: stable for CES"
+            " goldens, naive for other conversations.",
+        ),
+    ] = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(
+            "--user-model",
+            help="Model of the simulated user of scenario cases: openai:NAME, gemini-NAME,"
+            " anthropic:NAME or local:PATH.gguf.",
+        ),
+    ] = None,
+    persona_file: Annotated[
+        Path | None,
+        typer.Option("--persona-file", help="Personas (JSON/YAML list or CES export)."),
+    ] = None,
+    stop_signal: Annotated[
+        str | None,
+        typer.Option("--stop-signal", help="What the simulated user says to end (</finished>)."),
+    ] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option("--max-turns", help="Simulated user turns when a scenario sets none."),
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start a new run even if an unfinished one matches.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
+    ] = None,
+    no_store: Annotated[
+        bool,
+        typer.Option(
+            "--no-store", help="Do not record the run (judge replies are cached for it only)."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
+    ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="LLM judge for judged metrics without their own judge_model: openai:NAME,"
+            " gemini-NAME / gemini:NAME, anthropic:NAME or local:PATH.gguf.",
+        ),
+    ] = None,
+    judge_concurrency: Annotated[
+        int, typer.Option("--judge-concurrency", help="Judge calls in flight per backend.")
+    ] = 8,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
+    ] = False,
+) -> None:
+    """Evaluate eval sets: run an agent on them, or score their recorded responses."""
+    with user_errors():
+        from assay.engine import RunOptions
+        from assay.engine.judging import JudgeRunOptions
+
+        # Checked here, so a mistyped flag is a usage error before any work starts.
+        judges = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=not no_cache)
+        cfg = _config_for(config, data[0])
+        options = RunOptions(
+            runs=runs,
+            concurrency=concurrency,
+            timeout_s=timeout or None,
+            tool_behavior=tools,  # type: ignore[arg-type]  # parsed by RunOptions
+            run_method=run_method,  # type: ignore[arg-type]
+            simulator=_simulator_options(user_model, persona_file, stop_signal, max_turns, cfg),
+        )
+        request = _Request(
+            data=data,
+            from_format=from_format,
+            mapping=parse_mapping(map_),
+            config=cfg,
+            metric_flags=parse_metric_flags(metric) if metric else None,
+            agent=agent,
+            options=options,
+            judges=judges,
+            store_url=None if no_store else (store or ""),
+            fresh=fresh,
+            quiet=quiet,
+            persona_file=persona_file,
+        )
+        code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
+    raise typer.Exit(code)
+
+
+@dataclass
+class _Request:
+    """One `assay eval` invocation, its flags parsed."""
+
+    data: list[Path]
+    from_format: str | None
+    mapping: dict[str, str] | None
+    config: EvalConfig | None
+    metric_flags: dict[str, float | None] | None
+    agent: str | None
+    options: RunOptions
+    judges: JudgeRunOptions
+    store_url: str | None  # None: --no-store; "": the default store
+    fresh: bool
+    quiet: bool
+    persona_file: Path | None
+
+
+def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
+    from assay.config import find_config_beside, load_config
+
+    if config is not None:
+        return load_config(config)
+    found = find_config_beside(first_data)
+    return load_config(found) if found is not None else None
+
+
+def _simulator_options(
+    user_model: str | None,
+    persona_file: Path | None,
+    stop_signal: str | None,
+    max_turns: int | None,
+    cfg: EvalConfig | None,
+) -> SimulatorOptions | None:
+    """The simulated user from the flags, else from the config's `user_simulator_config`."""
+    from_config = (cfg.user_simulator_config if cfg is not None else None) or {}
+    model = user_model or from_config.get("model")
+    if model is None and persona_file is None and stop_signal is None and max_turns is None:
+        return None
+    from assay.simulation import SimulatorOptions, load_personas
+
+    options = SimulatorOptions(
+        model=model,
+        personas=load_personas(persona_file) if persona_file is not None else {},
+    )
+    if stop_signal is not None:
+        options.stop_signal = stop_signal
+    turns = max_turns if max_turns is not None else from_config.get("max_allowed_invocations")
+    if turns is not None:
+        options.max_turns = int(turns)
+    if model is not None:
+        options.validate()  # a bad simulator setting is a usage error, before any work
+    return options
+
+
+def _metrics_for(req: _Request, evalsets: Sequence[EvalSet]) -> tuple[list[Metric], dict[str, Any]]:
+    """The metrics and the config document that describes them (stored with the run)."""
+    from assay.config import default_criteria
+    from assay.engine import build_metrics
+
+    names: dict[str, Any] | None = dict(req.metric_flags) if req.metric_flags else None
+    if req.config is None and names is None:
+        names = default_criteria(evalsets)
+    metrics = build_metrics(req.config, names)
+    document = req.config.dump() if req.config is not None else {"criteria": names or {}}
+    return metrics, document
+
+
+def _run_options_doc(req: _Request) -> dict[str, Any]:
+    """What, besides data, metrics and agent, decides the results (for resume matching)."""
+    options, sim = req.options, req.options.simulator
+    return {
+        "runs": options.runs,
+        "tool_behavior": options.tool_behavior.value,
+        "run_method": options.run_method.value if options.run_method else None,
+        "user_model": sim.model if sim is not None else None,
+        "stop_signal": sim.stop_signal if sim is not None else None,
+        "max_turns": sim.max_turns if sim is not None else None,
+        "persona_file": str(req.persona_file) if req.persona_file is not None else None,
+    }
+
+
+def _open_run(
+    req: _Request, identity: dict[str, Any], total: int, err: Console
+) -> tuple[Store, Resumption]:
+    """Open the store and the run: the unfinished one of this evaluation, else a new one."""
+    from assay.engine.resume import Resumption, find_resumable
+    from assay.store import Store
+
+    db = Store.open(req.store_url or None)
+    found = None if req.fresh else find_resumable(db, **identity)
+    if found is None:
+        return db, Resumption(db.start_run(**identity, runs=req.options.runs or 1))
+    resumed = Resumption.load(db, found.id)
+    err.print(
+        Text(
+            f"resuming run {found.id}: {len(resumed.skip)} of {total} case runs already done"
+            " (--fresh starts a new run)",
+            style="yellow",
+        )
+    )
+    return db, resumed
+
+
+def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: Path | None) -> int:
+    from assay import formats
+    from assay.agents import load_agent
+    from assay.engine import run
+    from assay.engine.aggregate import build_result
+    from assay.engine.runner import count_case_runs
+    from assay.report.progress import CaseCollector, ProgressObserver
+
+    err = stderr_console()
+    if req.from_format is not None:
+        check_format(req.from_format, eval_set=True)
+    # Explicit criteria are checked before loading the data; defaults depend on it.
+    explicit = _metrics_for(req, []) if req.config is not None or req.metric_flags else None
+    with gc_paused(req.agent is None):
+        evalsets = formats.load_many(req.data, req.from_format, req.mapping)
+    # The loaded eval sets live until the process exits: move them out of the cyclic
+    # GC's reach, or every full collection during scoring re-walks millions of objects.
+    gc.freeze()
+    metrics, config_doc = explicit or _metrics_for(req, evalsets)
+    agent_obj = load_agent(req.agent) if req.agent else None
+    if req.config is not None and req.config.source and not req.quiet:
+        err.print(Text(f"criteria from {req.config.source}", style="dim"))
+    check_distinct_ids(evalsets, req.data)
+    total = count_case_runs(evalsets, req.options, agent_given=agent_obj is not None)
+
+    collector = CaseCollector()
+    observers: list[Any] = [collector]
+    progress = None
+    if not req.quiet and err.is_terminal:
+        progress = ProgressObserver(err)
+        observers.append(progress)
+    db = recorder = resumed = None
+    if req.store_url is not None:
+        identity: dict[str, Any] = {
+            "eval_set_ids": [e.id for e in evalsets],
+            "metrics": [m.name for m in metrics],
+            "config": {**config_doc, "run_options": _run_options_doc(req)},
+            "agent": req.agent,
+        }
+        db, resumed = _open_run(req, identity, total, err)
+        recorder = resumed.recorder(db)
+        observers.append(recorder)
+    previous = resumed.previous if resumed is not None else []
+    interrupted = False
+    try:
+        # On success the recorder writes the last results and marks the run COMPLETED.
+        with gc_paused(agent_obj is None):
+            result = run(
+                evalsets,
+                metrics,
+                agent=agent_obj,
+                options=req.options,
+                observers=observers,
+                skip=resumed.skip if resumed is not None else None,
+                previous=previous,
+                # The judge cache lives in the store (in memory with --no-store).
+                judges=replace(req.judges, store=db),
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+        if progress is not None:
+            progress.close()
+        result = build_result(
+            [*previous, *collector.cases], metrics, agent_run=agent_obj is not None
+        )
+        if recorder is not None:
+            recorder.mark_interrupted()
+    except BaseException as exc:
+        if recorder is not None:
+            recorder.mark_error(f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        if db is not None:
+            db.close()
+    result.run_id = resumed.run_id if resumed is not None else None
+    _report(req, result, evalsets, out=out, junit=junit, csv_path=csv_path)
+    if interrupted:
+        err.print(
+            Text(
+                f"interrupted: {len(previous) + len(collector.cases)} of {total} case runs"
+                " completed; run the same command again to resume",
+                style="bold yellow",
+            )
+        )
+    # Everything left is garbage at exit; freezing it spares the interpreter's final
+    # collection a walk over every result object (about a second per 100k rows).
+    gc.freeze()
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return 0 if result.cases and result.status is Status.PASSED else 1
+
+
+def _report(
+    req: _Request,
+    result: Any,
+    evalsets: Sequence[EvalSet],
+    *,
+    out: Path | None,
+    junit: Path | None,
+    csv_path: Path | None,
+) -> None:
+    from assay.report import render_results, summary_text, write_reports
+
+    console: Console = stdout_console()
+    err = stderr_console()
+    if not req.quiet:
+        render_results(result, console)
+        if "judge/calls" in result.summary:
+            from assay.judges.stats import JudgeStats
+
+            console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
+    else:
+        console.print(summary_text(result))
+    written = write_reports(
+        result,
+        out=out,
+        junit=junit,
+        csv_path=csv_path,
+        eval_set_ids=[e.id for e in evalsets],
+        eval_set_files={e.id: str(f) for e, f in zip(evalsets, req.data, strict=True)},
+    )
+    for path in written:
+        err.print(Text(f"wrote {path}", style="dim"))
+    if result.run_id is not None and not req.quiet:
+        err.print(Text(f"run {result.run_id} stored", style="dim"))

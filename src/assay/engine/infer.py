@@ -1,0 +1,132 @@
+"""Driving an agent: timed turns, tool-call latencies, and CES error types for failures.
+
+Golden replay (`assay.engine.replay`) and scenario runs (`assay.engine.scenario_run`)
+both build on these pieces:
+
+- `TimedToolHook`: the session's tool hook, remembering how long each tool call it
+  answered took, so tool responses an adapter reports without `latency_s` get one;
+- `send_turn`: one user turn, with the turn latency and the reference turn's id filled
+  in when the adapter left them out;
+- `guarded`: runs an agent conversation under the per-case timeout and turns whatever
+  went wrong into an `Inference` with a CES error type, keeping the turns completed so
+  far (a timeout or a crash never loses them);
+- `with_app_details`: the case as the judges should see it, with the agent's
+  instructions and tool declarations in `metadata["app_details"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.agents.base import AgentSession
+from assay.agents.tools import ToolHook
+from assay.errors import QuotaExhaustedError
+from assay.model.core import EvalCase, Step, ToolCall, Turn
+from assay.model.error_types import ErrorType
+
+
+@dataclass(slots=True)
+class Inference:
+    """What running the agent on one case produced: turns, time taken, what failed."""
+
+    turns: list[Turn] | None
+    latency_s: float | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+@dataclass
+class TimedToolHook(ToolHook):
+    """A `ToolHook` that also records (tool name, seconds) for every `execute`."""
+
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+    async def execute(self, call: ToolCall, real: Callable[[], Any] | None) -> tuple[Any, float]:
+        payload, seconds = await super().execute(call, real)
+        self.timings.append((call.name, seconds))
+        return payload, seconds
+
+
+def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]]) -> list[Step]:
+    """`steps` with each tool response lacking `latency_s` given the next timing of its tool.
+
+    Consumes the used entries of `timings` (so consecutive turns share one list).
+    """
+    filled: list[Step] = []
+    for step in steps:
+        response = step.tool_response
+        if response is not None and response.latency_s is None:
+            index = next((i for i, (name, _) in enumerate(timings) if name == response.name), None)
+            if index is not None:
+                _, seconds = timings.pop(index)
+                step = step.model_copy(
+                    update={"tool_response": response.model_copy(update={"latency_s": seconds})}
+                )
+        filled.append(step)
+    return filled
+
+
+async def send_turn(session: AgentSession, ref: Turn, hook: TimedToolHook) -> Turn:
+    """Send `ref`'s user input; the reply with latency, id and tool latencies filled in."""
+    mark = len(hook.timings)
+    started = time.perf_counter()
+    turn = await session.send(ref.user_input)
+    elapsed = time.perf_counter() - started
+    updates: dict[str, Any] = {}
+    if turn.latency_s is None:
+        updates["latency_s"] = elapsed
+    if turn.id is None and ref.id is not None:
+        updates["id"] = ref.id
+    if len(hook.timings) > mark and any(
+        s.tool_response is not None and s.tool_response.latency_s is None for s in turn.steps
+    ):
+        updates["steps"] = fill_tool_latencies(turn.steps, hook.timings[mark:])
+    return turn.model_copy(update=updates) if updates else turn
+
+
+def failure_of(exc: BaseException) -> tuple[str, str]:
+    """(message, CES error type) for an exception the agent under test raised."""
+    if isinstance(exc, QuotaExhaustedError):
+        return f"quota exhausted: {exc}", ErrorType.QUOTA_EXHAUSTED.value
+    return f"agent raised {type(exc).__name__}: {exc}", ErrorType.RUNTIME_FAILURE.value
+
+
+async def guarded(
+    work: Callable[[], Awaitable[None]],
+    turns: list[Turn],
+    timeout_s: float | None,
+    *,
+    label: str = "agent",
+) -> Inference:
+    """Run `work` (which appends to `turns`) within `timeout_s`; never raises for it.
+
+    A timeout or an exception is reported as RUNTIME_FAILURE (QUOTA_EXHAUSTED for
+    `QuotaExhaustedError`) with the turns completed before it.
+    """
+    started = time.perf_counter()
+    scope = asyncio.timeout(timeout_s)
+    try:
+        async with scope:
+            await work()
+    except TimeoutError as exc:
+        elapsed = time.perf_counter() - started
+        if scope.expired():
+            message = f"{label} timed out after {timeout_s:g}s"
+            if turns:
+                message += f" (completed {len(turns)} turn(s))"
+            return Inference(turns, elapsed, message, ErrorType.RUNTIME_FAILURE.value)
+        return Inference(turns, elapsed, *failure_of(exc))
+    except Exception as exc:  # the agent under test may raise anything; keep the others going
+        return Inference(turns, time.perf_counter() - started, *failure_of(exc))
+    return Inference(turns, time.perf_counter() - started)
+
+
+def with_app_details(case: EvalCase, details: dict[str, Any] | None) -> EvalCase:
+    """`case` with the agent's `app_details` in its metadata (for the judges), if known."""
+    if not details:
+        return case
+    return case.model_copy(update={"metadata": {**case.metadata, "app_details": details}})

@@ -1,0 +1,82 @@
+"""Resuming an interrupted run from the store.
+
+A run is identified by what decides its results: the eval set ids, the metric names,
+the config (criteria plus the run options that change results: run counts, tool
+behaviour, run method, simulated user) and the agent. `find_resumable` finds the
+newest unfinished (RUNNING or INTERRUPTED) run of exactly that; `Resumption` loads its
+completed case runs so the engine skips them (`arun(skip=..., previous=...)`) and the
+final summary still covers every case. A run killed outright stays RUNNING in the
+store, so it is found the same way as one stopped with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from assay.model.results import CaseResult
+from assay.store.schema import RunStatus
+
+if TYPE_CHECKING:
+    from assay.store import Store, StoreRecorder
+    from assay.store.runs import RunInfo
+
+UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
+
+
+def find_resumable(
+    db: Store,
+    *,
+    eval_set_ids: Sequence[str],
+    metrics: Sequence[str],
+    config: Mapping[str, Any],
+    agent: str | None,
+    app: str | None = None,
+) -> RunInfo | None:
+    """The newest unfinished run of exactly this evaluation, if any."""
+    wanted = json.loads(json.dumps(dict(config)))  # as the store gives it back
+    for info in db.list_runs(limit=200, app=app):
+        if (
+            info.status in UNFINISHED
+            and info.eval_set_ids == list(eval_set_ids)
+            and info.metrics == list(metrics)
+            and info.agent == agent
+            and info.config == wanted
+        ):
+            return info
+    return None
+
+
+@dataclass
+class Resumption:
+    """The completed part of a run being resumed (empty for a new run)."""
+
+    run_id: str
+    skip: set[tuple[str, str, int]] = field(default_factory=set)
+    previous: list[CaseResult] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, db: Store, run_id: str) -> Resumption:
+        """Read the run's stored case runs and mark it RUNNING again."""
+        from pydantic import TypeAdapter
+
+        reader = TypeAdapter(CaseResult)
+        previous = [reader.validate_python(doc) for doc in db.case_results(run_id)]
+        skip = db.completed_case_keys(run_id)
+        db.reopen_run(run_id)
+        return cls(run_id, skip, previous)
+
+    def recorder(self, db: Store) -> StoreRecorder:
+        """A recorder for the run whose total counts the case runs already done too."""
+        from assay.store import StoreRecorder
+
+        already = len(self.skip)
+
+        class _Recorder(StoreRecorder):
+            def on_start(self, total: int) -> None:
+                # The engine counts the case runs still to do; the run's total counts all.
+                super().on_start(total + already)
+
+        return _Recorder(db, self.run_id)

@@ -1,0 +1,160 @@
+"""Scoring one case run: every metric on its turns, isolated, into a `CaseResult`.
+
+A metric that raises leaves its own score empty (METRIC_CALCULATION_FAILURE) and never
+the others'. How the turns came about (`Inference`) decides the rest of the result:
+an agent crash or timeout (RUNTIME_FAILURE) fails the case; any other error (quota,
+simulated user, not supported) keeps the scores of what did happen but never lets the
+case pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from assay.engine.infer import Inference
+from assay.metrics.base import Metric
+from assay.model.core import EvalCase, Turn
+from assay.model.error_types import ErrorType
+from assay.model.results import (
+    CaseResult,
+    InvocationResult,
+    MetricResult,
+    Score,
+    Status,
+    combine_statuses,
+)
+
+NO_RESPONSE_REASON = "no agent given and the case has no recorded response"
+
+
+def no_score_results(metrics: Sequence[Metric], reason: str) -> list[MetricResult]:
+    return [m.make_result(None, [], explanation=reason) for m in metrics]
+
+
+def aligned_expected(case: EvalCase, actual: Sequence[Turn]) -> list[Turn | None]:
+    ref = case.reference or []
+    return [ref[i] if i < len(ref) else None for i in range(len(actual))]
+
+
+def _calculation_failure(metric: Metric, exc: Exception) -> MetricResult:
+    return metric.make_result(
+        None,
+        [],
+        explanation=f"{ErrorType.METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}",
+    )
+
+
+def safe_score(
+    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+) -> MetricResult:
+    try:
+        return metric.score_case(case, actual, expected)
+    except Exception as exc:  # a broken metric must not lose the other metrics' scores
+        return _calculation_failure(metric, exc)
+
+
+async def safe_ascore(
+    metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
+) -> MetricResult:
+    try:
+        return await metric.ascore_case(case, actual, expected)
+    except Exception as exc:
+        return _calculation_failure(metric, exc)
+
+
+async def score_turns(
+    case: EvalCase, turns: Sequence[Turn], metrics: Sequence[Metric]
+) -> list[MetricResult]:
+    """Every metric on `turns`; the judged ones of one case wait on their judges together."""
+    expected = aligned_expected(case, turns)
+    slots: list[MetricResult | None] = [
+        None if m.is_async else safe_score(m, case, turns, expected) for m in metrics
+    ]
+    pending = [i for i, m in enumerate(metrics) if m.is_async]
+    if pending:
+        scored = await asyncio.gather(
+            *(safe_ascore(metrics[i], case, turns, expected) for i in pending)
+        )
+        for i, one in zip(pending, scored, strict=True):
+            slots[i] = one
+    return [r for r in slots if r is not None]
+
+
+def score_case(
+    case: EvalCase,
+    actual: Sequence[Turn],
+    metrics: Sequence[Metric],
+    *,
+    eval_set_id: str | None = None,
+    run_index: int = 0,
+) -> CaseResult:
+    """Score already-inferred turns of one case with every (synchronous) metric."""
+    expected = aligned_expected(case, actual)
+    return finish_case(
+        case,
+        actual,
+        metrics,
+        [safe_score(m, case, actual, expected) for m in metrics],
+        eval_set_id=eval_set_id,
+        run_index=run_index,
+    )
+
+
+def _status(results: Sequence[MetricResult], error_type: str | None) -> Status:
+    statuses = [r.status for r in results if r.status is not None]
+    if error_type == ErrorType.RUNTIME_FAILURE:
+        # The agent under test crashed or timed out: that is a failure of the case.
+        return Status.FAILED
+    if error_type is not None and error_type != ErrorType.METRIC_CALCULATION_FAILURE:
+        # The run did not complete (quota, simulated user, ...): what was scored may
+        # still fail the case, but it cannot pass on a partial conversation.
+        statuses.append(Status.NOT_EVALUATED)
+    return combine_statuses(statuses)
+
+
+def finish_case(
+    case: EvalCase,
+    actual: Sequence[Turn],
+    metrics: Sequence[Metric],
+    results: Sequence[MetricResult],
+    *,
+    eval_set_id: str | None,
+    run_index: int,
+    inference: Inference | None = None,
+) -> CaseResult:
+    by_name = {m.name: r for m, r in zip(metrics, results, strict=True)}
+    expected = aligned_expected(case, actual)
+    invocations = []
+    for i, turn in enumerate(actual):
+        scores: dict[str, Score] = {}
+        for name, mr in by_name.items():
+            if len(mr.per_invocation) == len(actual):
+                scores[name] = mr.per_invocation[i]
+        ref = expected[i]
+        invocations.append(
+            InvocationResult(
+                index=i,
+                invocation_id=turn.id or (ref.id if ref is not None else None),
+                actual=turn,
+                expected=ref,
+                scores=scores,
+            )
+        )
+    error_type = inference.error_type if inference else None
+    if error_type is None and any(
+        (r.explanation or "").startswith(ErrorType.METRIC_CALCULATION_FAILURE) for r in results
+    ):
+        error_type = ErrorType.METRIC_CALCULATION_FAILURE.value
+    return CaseResult(
+        case_id=case.id,
+        status=_status(results, error_type),
+        metrics=by_name,
+        invocations=invocations,
+        run_index=run_index,
+        latency_s=inference.latency_s if inference else None,
+        failure=error_type == ErrorType.RUNTIME_FAILURE,
+        error=inference.error if inference else None,
+        error_type=error_type,
+        eval_set_id=eval_set_id,
+    )
