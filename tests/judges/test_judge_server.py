@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from assay.testing import JudgeServer, StandinReply, StandinRequest
+from assay.testing.judge_server import StandinToolCall, load_script
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
 
@@ -336,3 +337,242 @@ def test_a_request_without_a_usable_content_length_gets_411(server: JudgeServer)
         status_line = conn.makefile("rb").readline()
     assert status_line.startswith(b"HTTP/1.1 411 ")
     assert server.requests == []
+
+
+# -- tool calling ----------------------------------------------------------------------------
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+WEATHER_CALL = {"name": "get_weather", "arguments": {"city": "Paris"}}
+
+
+def test_openai_tool_calls_and_tool_traffic(server: JudgeServer) -> None:
+    server.set_script(
+        [
+            StandinReply("checking", tool_calls=[WEATHER_CALL], input_tokens=9, output_tokens=4),
+            StandinReply("It is sunny."),
+        ]
+    )
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather now",
+                "parameters": WEATHER_SCHEMA,
+            },
+        }
+    ]
+    first_body = {
+        "model": "m",
+        "tools": tools,
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    }
+    first = post(server, "/v1/chat/completions", first_body).json()
+    choice = first["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "checking"
+    (call,) = choice["message"]["tool_calls"]
+    assert call == {
+        "id": "call_0_0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    assert first["usage"] == {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
+    follow_up = {
+        **first_body,
+        "messages": [
+            *first_body["messages"],
+            choice["message"],
+            {"role": "tool", "tool_call_id": "call_0_0", "content": '{"sky": "clear"}'},
+        ],
+    }
+    second = post(server, "/v1/chat/completions", follow_up).json()
+    assert second["choices"][0]["finish_reason"] == "stop"
+    assert "tool_calls" not in second["choices"][0]["message"]
+    first_seen, second_seen = server.requests
+    assert first_seen.tools == (
+        {"name": "get_weather", "description": "Weather now", "parameters": WEATHER_SCHEMA},
+    )
+    assert first_seen.tool_calls == () and first_seen.tool_results == ()
+    assert second_seen.tool_calls == (
+        {"id": "call_0_0", "name": "get_weather", "arguments": {"city": "Paris"}},
+    )
+    assert second_seen.tool_results == (
+        {"id": "call_0_0", "name": "get_weather", "content": '{"sky": "clear"}'},
+    )
+    assert [m["role"] for m in second_seen.messages] == ["user", "assistant", "tool"]
+    assert second_seen.user == "Weather in Paris?"
+    # the body is kept exactly as sent, assistant tool_calls included
+    assert second_seen.body["messages"][1]["tool_calls"][0]["id"] == "call_0_0"
+
+
+def test_scripted_ids_raw_argument_strings_and_several_calls(server: JudgeServer) -> None:
+    server.set_script(
+        StandinReply(
+            tool_calls=[
+                {"name": "a", "arguments": "{not json", "id": "mine"},
+                StandinToolCall("b", {"x": 1}),
+            ]
+        )
+    )
+    body = post(server, "/v1/chat/completions", OPENAI_BODY).json()
+    message = body["choices"][0]["message"]
+    assert message["content"] is None
+    assert [c["id"] for c in message["tool_calls"]] == ["mine", "call_0_1"]
+    assert message["tool_calls"][0]["function"]["arguments"] == "{not json"
+    # default output tokens count the words of the calls' names and arguments
+    assert body["usage"]["completion_tokens"] == 6  # a, {not, json, b, {"x":, 1}
+
+
+def test_bad_scripted_tool_calls_fail_where_they_are_written() -> None:
+    with pytest.raises(TypeError, match="non-empty name"):
+        StandinReply(tool_calls=[{"arguments": {}}])
+    with pytest.raises(TypeError, match="unknown keys"):
+        StandinReply(tool_calls=[{"name": "a", "params": {}}])
+    with pytest.raises(TypeError, match="a list of calls"):
+        StandinReply(tool_calls={"name": "a"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="object or a JSON string"):
+        StandinReply(tool_calls=[{"name": "a", "arguments": [1]}])
+
+
+def test_gemini_function_calls_and_responses(server: JudgeServer) -> None:
+    server.set_script(
+        [StandinReply(tool_calls=[{**WEATHER_CALL, "id": "fc-1"}]), StandinReply("Sunny.")]
+    )
+    tools = [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather",
+                    "parametersJsonSchema": WEATHER_SCHEMA,
+                }
+            ]
+        }
+    ]
+    first = post(server, GEMINI_PATH, {**GEMINI_BODY, "tools": tools}).json()
+    assert first["candidates"][0]["content"]["parts"] == [
+        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "fc-1"}}
+    ]
+    contents = [
+        *GEMINI_BODY["contents"],
+        first["candidates"][0]["content"],
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "name": "get_weather",
+                        "id": "fc-1",
+                        "response": {"sky": "clear"},
+                    }
+                }
+            ],
+        },
+    ]
+    post(server, GEMINI_PATH, {**GEMINI_BODY, "tools": tools, "contents": contents})
+    first_seen, second_seen = server.requests
+    assert first_seen.tools[0]["parameters"] == WEATHER_SCHEMA
+    assert second_seen.tool_calls == (
+        {"id": "fc-1", "name": "get_weather", "arguments": {"city": "Paris"}},
+    )
+    assert second_seen.tool_results == (
+        {"id": "fc-1", "name": "get_weather", "content": {"sky": "clear"}},
+    )
+    assert second_seen.messages[-1] == {"role": "tool", "content": '{"sky": "clear"}'}
+    assert second_seen.user == "Is 2+2=4 right?"
+
+
+def test_gemini_sdk_round_trip_with_a_function_call(server: JudgeServer) -> None:
+    from google import genai
+    from google.genai import types
+
+    server.set_script(
+        [StandinReply(tool_calls=[WEATHER_CALL], input_tokens=12), StandinReply("Sunny in Paris.")]
+    )
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.base_url))
+    declaration = types.FunctionDeclaration(
+        name="get_weather", description="Weather now", parameters_json_schema=WEATHER_SCHEMA
+    )
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[declaration])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    question = types.Content(role="user", parts=[types.Part.from_text(text="Weather in Paris?")])
+    first = client.models.generate_content(
+        model="gemini-2.5-flash", contents=[question], config=config
+    )
+    (call,) = first.function_calls or []
+    assert (call.name, call.args) == ("get_weather", {"city": "Paris"})
+    assert first.usage_metadata is not None and first.usage_metadata.prompt_token_count == 12
+    answer = types.Part.from_function_response(name="get_weather", response={"sky": "clear"})
+    assert first.candidates and first.candidates[0].content
+    second = client.models.generate_content(
+        model="gemini-2.5-flash",
+        contents=[
+            question,
+            first.candidates[0].content,
+            types.Content(role="user", parts=[answer]),
+        ],
+        config=config,
+    )
+    assert second.text == "Sunny in Paris."
+    seen = server.requests[1]
+    assert seen.tools[0]["name"] == "get_weather"
+    assert seen.tool_calls[0]["arguments"] == {"city": "Paris"}
+    assert seen.tool_results[0]["content"] == {"sky": "clear"}
+
+
+def test_anthropic_tool_use_and_tool_results(server: JudgeServer) -> None:
+    server.set_script(StandinReply("Let me look.", tool_calls=[WEATHER_CALL]))
+    tools = [{"name": "get_weather", "description": "Weather", "input_schema": WEATHER_SCHEMA}]
+    body = post(server, "/v1/messages", {**ANTHROPIC_BODY, "tools": tools}).json()
+    assert body["stop_reason"] == "tool_use"
+    assert body["content"] == [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_0_0", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+    messages = [
+        *ANTHROPIC_BODY["messages"],
+        {"role": "assistant", "content": body["content"]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_0_0", "content": "clear"}],
+        },
+    ]
+    post(server, "/v1/messages", {**ANTHROPIC_BODY, "tools": tools, "messages": messages})
+    seen = server.requests[1]
+    assert seen.tools[0]["parameters"] == WEATHER_SCHEMA
+    assert seen.tool_results == ({"id": "toolu_0_0", "name": "get_weather", "content": "clear"},)
+    assert seen.messages[-1] == {"role": "tool", "content": "clear"}
+
+
+def test_string_arguments_that_are_not_an_object_fail_in_object_dialects(
+    server: JudgeServer,
+) -> None:
+    server.set_script(StandinReply(tool_calls=[{"name": "a", "arguments": "[1, 2]"}]))
+    reply = post(server, GEMINI_PATH, GEMINI_BODY)
+    assert reply.status_code == 500
+    assert "must be a JSON object" in reply.text
+    assert server.errors and "bad scripted reply" in server.errors[0]
+
+
+def test_malformed_tool_declarations_get_400(server: JudgeServer) -> None:
+    body = {**OPENAI_BODY, "tools": [{"type": "function", "function": {"description": "x"}}]}
+    reply = post(server, "/v1/chat/completions", body)
+    assert reply.status_code == 400
+    assert "tools[0].function needs a 'name'" in reply.text
+
+
+def test_command_line_scripts_are_loaded_by_name() -> None:
+    from examples.openai_tools.standin import script
+
+    assert load_script("examples.openai_tools.standin:script") is script
+    with pytest.raises(SystemExit, match="expected MODULE:ATTRIBUTE"):
+        load_script("no_colon")
+    with pytest.raises(SystemExit, match="has no attribute 'nope'"):
+        load_script("examples.openai_tools.standin:nope")

@@ -3,7 +3,9 @@
 `parse_request` turns an OpenAI chat-completions, Gemini generateContent or Anthropic
 messages body into one `StandinRequest`; `reply_body` and `error_body` build the
 dialect's own success and error shapes from a `StandinReply`. Shapes follow the public
-API references closely enough for the official SDKs to parse them.
+API references closely enough for the official SDKs to parse them. Tool calling (tool
+declarations, calls and results in requests; scripted calls in replies) is in
+`assay.testing.standin_tools`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,28 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from assay.testing.standin_tools import (
+    BadRequest,
+    StandinToolCall,
+    ToolCallSpec,
+    anthropic_blocks,
+    anthropic_tools,
+    anthropic_traffic,
+    call_words,
+    gemini_parts,
+    gemini_tool_result_text,
+    gemini_tools,
+    gemini_traffic,
+    is_anthropic_tool_result,
+    is_gemini_tool_result,
+    openai_message,
+    openai_tools,
+    openai_traffic,
+    tool_calls_of,
+)
+
+__all__ = ["BadRequest", "StandinReply", "StandinRequest", "StandinToolCall"]
 
 Dialect = Literal["openai", "gemini", "anthropic"]
 
@@ -31,7 +55,8 @@ class StandinRequest:
     body: Mapping[str, Any]
     #: request headers, lower-cased names
     headers: Mapping[str, str]
-    #: the conversation as {"role": "system" | "user" | "assistant", "content": text}
+    #: the conversation as {"role": "system" | "user" | "assistant" | "tool", "content":
+    #: text}; "tool" holds tool results (their text, or their JSON for Gemini)
     messages: tuple[Mapping[str, str], ...]
     #: the JSON schema the client asked the reply to follow, if any
     json_schema: Mapping[str, Any] | None = None
@@ -39,6 +64,12 @@ class StandinRequest:
     max_tokens: int | None = None
     #: 0-based arrival order among well-formed requests
     index: int = 0
+    #: the tools declared, as {"name", "description", "parameters"}
+    tools: tuple[Mapping[str, Any], ...] = ()
+    #: the tool calls earlier in the conversation, as {"id", "name", "arguments"}
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    #: the tool results sent back, as {"id", "name", "content"}
+    tool_results: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def prompt(self) -> str:
@@ -63,8 +94,11 @@ class StandinReply:
 
     A status below 400 answers `text` in the dialect's reply shape; 400 and above answer
     the dialect's error shape with `text` (or a stock phrase) as the message.
-    `raw_body` replaces the body verbatim (garbage replies). Token counts default to
-    whitespace word counts of the prompt and of `text`. After `delay`, a reply with
+    `raw_body` replaces the body verbatim (garbage replies). `tool_calls` makes the
+    reply call tools (``StandinToolCall``s or ``{"name", "arguments", "id"}`` dicts),
+    after `text` if there is any, with the dialect's tool-call stop reason. Token counts
+    default to whitespace word counts of the prompt and of `text` and the calls. After
+    `delay`, a reply with
     `hold` waits until that event is set, so a test can keep calls in flight exactly as
     long as it needs (stopping the server releases them too, without a reply).
     """
@@ -78,6 +112,16 @@ class StandinReply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     hold: threading.Event | None = None
+    tool_calls: Sequence[ToolCallSpec] = ()
+
+    def __post_init__(self) -> None:
+        # A malformed call is the script author's mistake: say so where it is written.
+        tool_calls_of(self.tool_calls)
+
+    @property
+    def calls(self) -> tuple[StandinToolCall, ...]:
+        """`tool_calls` as `StandinToolCall`s."""
+        return tool_calls_of(self.tool_calls)
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 1.0, message: str = "") -> StandinReply:
@@ -97,10 +141,6 @@ class StandinReply:
 
 ScriptItem = StandinReply | str
 Script = Callable[[StandinRequest], ScriptItem] | Sequence[ScriptItem] | ScriptItem
-
-
-class BadRequest(Exception):
-    """The request body is not what the dialect requires (answered with 400)."""
 
 
 def route(path: str) -> tuple[Dialect | None, str]:
@@ -149,6 +189,7 @@ def _parse_openai(
         for m in raw_messages
         if isinstance(m, Mapping)
     )
+    calls, results = openai_traffic(raw_messages)
     schema = None
     fmt = body.get("response_format")
     if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
@@ -166,6 +207,9 @@ def _parse_openai(
         json_schema=schema,
         temperature=_number(body.get("temperature"), "temperature"),
         max_tokens=_number(_pick(body, "max_completion_tokens", "max_tokens"), "max_tokens"),
+        tools=openai_tools(body),
+        tool_calls=calls,
+        tool_results=results,
     )
 
 
@@ -180,9 +224,14 @@ def _parse_gemini(
     if isinstance(system, Mapping):
         messages.append({"role": "system", "content": _text(system.get("parts"))})
     for content in contents:
-        if isinstance(content, Mapping):
+        if not isinstance(content, Mapping):
+            continue
+        if is_gemini_tool_result(content):
+            messages.append({"role": "tool", "content": gemini_tool_result_text(content)})
+        else:
             role = "assistant" if content.get("role") == "model" else "user"
             messages.append({"role": role, "content": _text(content.get("parts"))})
+    calls, results = gemini_traffic(contents)
     config = _pick(body, "generationConfig", "generation_config") or {}
     schema = _pick(config, "responseJsonSchema", "response_json_schema")
     if schema is None:
@@ -197,6 +246,9 @@ def _parse_gemini(
         json_schema=schema if isinstance(schema, Mapping) else None,
         temperature=_number(config.get("temperature"), "temperature"),
         max_tokens=_number(_pick(config, "maxOutputTokens", "max_output_tokens"), "max tokens"),
+        tools=gemini_tools(body),
+        tool_calls=calls,
+        tool_results=results,
     )
 
 
@@ -211,11 +263,15 @@ def _parse_anthropic(
     messages: list[Mapping[str, str]] = []
     if body.get("system") is not None:
         messages.append({"role": "system", "content": _text(body["system"])})
-    messages += [
-        {"role": str(m.get("role", "")), "content": _text(m.get("content"))}
-        for m in raw_messages
-        if isinstance(m, Mapping)
-    ]
+    for m in raw_messages:
+        if not isinstance(m, Mapping):
+            continue
+        if is_anthropic_tool_result(m):
+            text = "\n".join(_text(block.get("content")) for block in m["content"])
+            messages.append({"role": "tool", "content": text})
+        else:
+            messages.append({"role": str(m.get("role", "")), "content": _text(m.get("content"))})
+    calls, results = anthropic_traffic(raw_messages)
     schema = None
     output = body.get("output_config")
     if isinstance(output, Mapping) and isinstance(output.get("format"), Mapping):
@@ -230,6 +286,9 @@ def _parse_anthropic(
         json_schema=schema if isinstance(schema, Mapping) else None,
         temperature=_number(body.get("temperature"), "temperature"),
         max_tokens=body["max_tokens"],
+        tools=anthropic_tools(body),
+        tool_calls=calls,
+        tool_results=results,
     )
 
 
@@ -250,16 +309,23 @@ def parse_request(
 
 
 def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, Any]:
-    """The dialect's success body carrying `reply.text` and token usage."""
-    text = reply.text
+    """The dialect's success body carrying `reply.text`, tool calls and token usage.
+
+    Raises `BadScript` (a ValueError) when the scripted calls cannot be written in the
+    request's dialect.
+    """
+    text, calls = reply.text, reply.calls
     tokens_in = reply.input_tokens
     if tokens_in is None:
         tokens_in = len(request.prompt.split())
-    tokens_out = reply.output_tokens if reply.output_tokens is not None else len(text.split())
+    tokens_out = reply.output_tokens
+    if tokens_out is None:
+        tokens_out = len(text.split()) + call_words(calls)
     reply_id = f"standin-{request.index}"
     if request.dialect == "openai":
         n = request.body.get("n")
         choices = n if isinstance(n, int) and n > 0 else 1
+        message, finish_reason = openai_message(text, calls, request.index)
         return {
             "id": f"chatcmpl-{reply_id}",
             "object": "chat.completion",
@@ -268,8 +334,8 @@ def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, Any]:
             "choices": [
                 {
                     "index": i,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
                 for i in range(choices)
@@ -284,7 +350,7 @@ def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, Any]:
         return {
             "candidates": [
                 {
-                    "content": {"role": "model", "parts": [{"text": text}]},
+                    "content": {"role": "model", "parts": gemini_parts(text, calls)},
                     "finishReason": "STOP",
                     "index": 0,
                 }
@@ -297,13 +363,14 @@ def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, Any]:
             "modelVersion": request.model,
             "responseId": reply_id,
         }
+    blocks, stop_reason = anthropic_blocks(text, calls, request.index)
     return {
         "id": f"msg_{reply_id}",
         "type": "message",
         "role": "assistant",
         "model": request.model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "content": blocks,
+        "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
     }

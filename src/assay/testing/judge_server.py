@@ -10,9 +10,12 @@ form the SDKs build works:
 
 Each well-formed request is normalised into a `StandinRequest` (messages as
 role/content pairs, the requested JSON schema, temperature, max tokens), logged, and
-answered with the `StandinReply` the script gives: text with token usage in the
-dialect's own reply shape, or an error status in the dialect's error shape (with
-``Retry-After`` when asked), or a raw (garbage) body, optionally after a delay.
+answered with the `StandinReply` the script gives: text and/or tool calls with token
+usage in the dialect's own reply shape, or an error status in the dialect's error shape
+(with ``Retry-After`` when asked), or a raw (garbage) body, optionally after a delay.
+Tool declarations, earlier tool calls and tool results a client sends are in
+`StandinRequest.tools`, `.tool_calls` and `.tool_results`, whatever the dialect, so a
+test can check what an agent sent back after running a tool.
 
 The script is a callable ``(StandinRequest) -> StandinReply | str``, a list of replies
 consumed in order, or a single reply given to every request. Scripts are called one at
@@ -29,8 +32,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
+import os
 import socket
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -52,8 +58,18 @@ from assay.testing.judge_dialects import (
     reply_body,
     route,
 )
+from assay.testing.standin_tools import BadScript, StandinToolCall
 
-__all__ = ["Dialect", "JudgeServer", "Script", "ScriptItem", "StandinReply", "StandinRequest"]
+__all__ = [
+    "Dialect",
+    "JudgeServer",
+    "Script",
+    "ScriptItem",
+    "StandinReply",
+    "StandinRequest",
+    "StandinToolCall",
+    "load_script",
+]
 
 
 class JudgeServer:
@@ -288,7 +304,15 @@ class JudgeServer:
             body = error_body(dialect, reply.status, message)
             self._send_json(handler, reply.status, body, extra)
         else:
-            self._send_json(handler, reply.status, reply_body(request, reply), extra)
+            try:
+                body = reply_body(request, reply)
+            except BadScript as exc:
+                with self._lock:
+                    self._errors.append(f"bad scripted reply: {exc}")
+                body = error_body(dialect, 500, f"stand-in script gave a bad reply: {exc}")
+                self._send_json(handler, 500, body)
+                return
+            self._send_json(handler, reply.status, body, extra)
 
     def _send_json(
         self,
@@ -357,17 +381,37 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests and benchmarks read `JudgeServer.requests` instead."""
 
 
+def load_script(spec: str) -> Script:
+    """The script named by ``package.module:attribute`` (importable from the cwd)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise SystemExit(f"--script {spec!r}: expected MODULE:ATTRIBUTE")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        script: Script = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit(f"--script {spec!r}: {exc}") from None
+    return script
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run a stand-in answering every request with one fixed reply, until Ctrl-C."""
+    """Run a stand-in answering with one fixed reply, or a script's, until Ctrl-C."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--text", default='{"is_the_agent_response_valid": "valid"}')
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument(
+        "--script",
+        metavar="MODULE:ATTR",
+        help="a script (a function of the request, or a list of replies) to answer with",
+    )
     args = parser.parse_args(argv)
-    with JudgeServer(
-        StandinReply(text=args.text, delay=args.delay), host=args.host, port=args.port
-    ) as server:
+    script = (
+        load_script(args.script) if args.script else StandinReply(text=args.text, delay=args.delay)
+    )
+    with JudgeServer(script, host=args.host, port=args.port) as server:
         print(f"judge stand-in listening on {server.base_url}", flush=True)
         try:
             threading.Event().wait()

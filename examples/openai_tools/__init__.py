@@ -1,0 +1,1 @@
+"""A chat model with two Python tools, evaluated through `OpenAIToolsAgent`."""
