@@ -39,7 +39,14 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         assert compare_metadata(context, metadata) == []
         assert context.get_current_revision() == _head()
         tables = set(inspect(conn).get_table_names())
-    assert tables == {"alembic_version", "runs", "case_results", "resources", "judge_cache"}
+    assert tables == {
+        "alembic_version",
+        "runs",
+        "case_results",
+        "resources",
+        "judge_cache",
+        "api_keys",
+    }
 
 
 def test_open_twice_keeps_data_and_revision(empty_url: str) -> None:

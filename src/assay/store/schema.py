@@ -8,6 +8,7 @@
   a display name unique within an app and kind, an etag and create/update times.
 - `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
   generation settings.
+- `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
 
 Changing anything here needs a new migration under `migrations/versions/`;
 tests/store/test_migrations.py fails until the two agree.
@@ -143,4 +144,17 @@ judge_cache = Table(
     Column("model", String(256), nullable=False),
     Column("reply", JSONValue, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(256), nullable=False),
+    Column("salt", String(64), nullable=False),
+    # hex SHA-256 of salt + secret; the secret itself is shown once and never stored.
+    Column("secret_hash", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime),
+    Column("last_used_at", UTCDateTime),
 )

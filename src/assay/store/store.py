@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from assay.model.results import CaseResult
+from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url
 from assay.store.judge_cache import JudgeCache
 from assay.store.resources import ResourceRepository
@@ -32,6 +33,8 @@ class Store:
         """Evaluations, evaluation datasets and personas (CES resources)."""
         self.judge_cache = JudgeCache(engine, url)
         """Judge replies by request hash."""
+        self.api_keys = ApiKeyRepository(engine, url)
+        """API keys of the REST service."""
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:

@@ -18,9 +18,17 @@ if TYPE_CHECKING:
         Script,
         StandinReply,
         StandinRequest,
+        StandinToolCall,
     )
 
-__all__ = ["Dialect", "JudgeServer", "Script", "StandinReply", "StandinRequest"]
+__all__ = [
+    "Dialect",
+    "JudgeServer",
+    "Script",
+    "StandinReply",
+    "StandinRequest",
+    "StandinToolCall",
+]
 
 
 def __getattr__(name: str) -> Any:

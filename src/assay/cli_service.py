@@ -1,0 +1,169 @@
+"""`assay serve` (the evaluation service) and `assay keys ...` (its API keys).
+
+`serve_command` is mounted as `assay serve`, `keys_app` as `assay keys`. Serving
+without authentication is refused unless the server binds a loopback address.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from assay.errors import AssayError, ConfigError
+
+StoreOption = Annotated[
+    str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
+]
+
+keys_app = typer.Typer(
+    name="keys",
+    help="API keys of the evaluation service (`assay serve`).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    try:
+        yield
+    except AssayError as exc:
+        Console(stderr=True).print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    store: StoreOption = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Accept requests without an API key (loopback only)."),
+    ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Agent evaluation runs call: module:attr, ADK folder or URL."),
+    ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option("--max-body-bytes", help="Largest request body accepted.")
+    ] = 4_000_000,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
+    import uvicorn
+
+    from assay.service.app import create_app
+    from assay.service.auth import is_loopback
+    from assay.store import Store
+
+    err = Console(stderr=True)
+    with _user_errors():
+        if no_auth and not is_loopback(host):
+            raise ConfigError(
+                f"--no-auth is refused on --host {host}: without API keys anyone who can "
+                "reach the address could use the service. Bind 127.0.0.1, ::1 or localhost, "
+                "or keep auth on and create a key with `assay keys create --name NAME`"
+            )
+        if max_body_bytes <= 0:
+            raise ConfigError(f"--max-body-bytes must be positive (got {max_body_bytes})")
+        db = Store.open(store)
+        try:
+            loaded = None
+            if agent is not None:
+                from assay.agents.loader import load_agent
+
+                loaded = load_agent(agent)
+            if not no_auth and not any(k.active for k in db.api_keys.list_keys()):
+                err.print(
+                    Text(
+                        "warning: the store has no active API key, so every request will be "
+                        f"refused; create one with `assay keys create --name NAME"
+                        f"{' --store ' + store if store else ''}`",
+                        style="yellow",
+                    ),
+                    soft_wrap=True,
+                )
+            app = create_app(db, auth=not no_auth, agent=loaded, max_body_bytes=max_body_bytes)
+        except BaseException:
+            db.close()
+            raise
+    shown = f"[{host}]" if ":" in host else host
+    auth = "off (loopback only)" if no_auth else "API key required"
+    err.print(
+        f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}; API docs at /docs)",
+        soft_wrap=True,
+    )
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        db.close()
+
+
+@keys_app.callback()
+def _keys_group() -> None:
+    """API keys of the evaluation service (`assay serve`)."""
+
+
+@keys_app.command("create")
+def create_key(
+    name: Annotated[str, typer.Option("--name", help="What the key is for (shown in lists).")],
+    store: StoreOption = None,
+) -> None:
+    """Create an API key and print it (it is shown only this once)."""
+    from assay.store import Store
+
+    with _user_errors(), Store.open(store) as db:
+        info, secret = db.api_keys.create(name)
+    print(secret)
+    Console(stderr=True).print(
+        f"created API key {info.id} ({info.name}); send it as 'Authorization: Bearer <key>'. "
+        "It cannot be shown again.",
+        soft_wrap=True,
+    )
+
+
+@keys_app.command("list")
+def list_keys(store: StoreOption = None) -> None:
+    """List API keys (never their secrets)."""
+    from assay.store import Store
+
+    with _user_errors(), Store.open(store) as db:
+        keys = db.api_keys.list_keys()
+    # Without a terminal (pipes, CI logs) rich would cut the table at 80 columns.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    if not keys:
+        console.print("no API keys yet: create one with `assay keys create --name NAME`")
+        return
+    table = Table(header_style="bold")
+    for column in ("id", "name", "created", "last used", "state"):
+        table.add_column(column, no_wrap=True)
+    for key in keys:
+        state = "active" if key.active else f"revoked {_when(key.revoked_at)}"
+        table.add_row(key.id, key.name, _when(key.created_at), _when(key.last_used_at), state)
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(help="Id of the key (see `assay keys list`).")],
+    store: StoreOption = None,
+) -> None:
+    """Revoke an API key; requests using it are refused from now on."""
+    from assay.store import Store
+
+    with _user_errors(), Store.open(store) as db:
+        info = db.api_keys.revoke(key_id)
+    print(f"revoked API key {info.id} ({info.name})")
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,290 @@
+"""The background executor of evaluation runs, and resuming them after a restart.
+
+A run is an asyncio task on the server's event loop driving `assay.engine.arun` over
+the evaluations snapshotted into the run's config when it started. Each finished case
+is stored at once (a `StoreRecorder` writing batches of one from its own thread, so
+the loop never waits on the database), which is what makes progress readable while
+the run goes on and lets a restarted server resume where the run stopped.
+
+Ownership: a run's config names its owner (host, process id, executor instance).
+When the app starts, every unfinished service run whose owner is gone — stopped
+gracefully (INTERRUPTED), a dead process on this host, this process's previous app
+instance, or another host silent for `LEASE_S` — is claimed with a compare-and-set
+(of several servers starting at once exactly one wins) and resumed, skipping the
+case runs already stored. Owners refresh their runs' update time every
+`HEARTBEAT_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from assay.engine.build import build_metrics
+from assay.engine.judging import JudgeRunOptions
+from assay.engine.runner import RunOptions, arun, runs_for
+from assay.errors import AssayError
+from assay.formats import ces
+from assay.model.core import EvalCase, EvalSet
+from assay.model.results import CaseResult
+from assay.store.eval_results import SERVICE_KEY, EvaluationResults
+from assay.store.recorder import StoreRecorder
+from assay.store.runs import RunInfo
+from assay.store.schema import RunStatus
+from assay.store.types import utcnow
+
+if TYPE_CHECKING:
+    from assay.service.context import ServiceContext
+    from assay.store import Store
+
+logger = logging.getLogger("assay.service.runs")
+
+EVAL_SET_ID = "evaluations"
+"""The eval set id of every service run's cases (the case id is the evaluation id)."""
+
+HEARTBEAT_S = 30.0
+LEASE_S = 120.0
+
+# Executor instances alive in this process: an owner in this process but not in
+# here belonged to an app that has stopped.
+_LIVE: set[str] = set()
+
+
+def owner_record(instance: str) -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "instance": instance}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_alive(run: RunInfo) -> bool:
+    """Whether the process that owns an unfinished run may still be executing it."""
+    if run.status != RunStatus.RUNNING.value:
+        return False  # INTERRUPTED: its owner stopped and handed it back
+    owner = run.config.get(SERVICE_KEY, {}).get("owner") or {}
+    if owner.get("host") == socket.gethostname():
+        if owner.get("pid") == os.getpid():
+            return owner.get("instance") in _LIVE
+        return isinstance(owner.get("pid"), int) and _pid_alive(owner["pid"])
+    seen = run.updated_at or run.created_at
+    return utcnow() - seen < timedelta(seconds=LEASE_S)
+
+
+def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
+    """An evaluation resource's body as the EvalCase the engine runs (id: its id)."""
+    data = {k: v for k, v in body.items() if k != "name"}
+    data["name"] = evaluation_id
+    evalset = ces.load_data(data, file=f"evaluations/{evaluation_id}", mapping=None)
+    return evalset.cases[0]
+
+
+def run_plan(svc: Mapping[str, Any]) -> tuple[list[EvalCase], RunOptions]:
+    """The cases and run options of a service run, from its stored config."""
+    cases = [evaluation_case(eid, body) for eid, body in svc["evaluations"].items()]
+    simulator = None
+    if svc.get("userModel"):
+        from assay.simulation import SimulatorOptions
+
+        simulator = SimulatorOptions(model=svc["userModel"])
+    options = RunOptions(
+        runs=svc.get("runCount"),
+        tool_behavior=svc.get("toolBehavior", "REAL"),
+        run_method=svc.get("goldenRunMethod", "STABLE"),
+        simulator=simulator,
+    )
+    return cases, options
+
+
+def total_runs(cases: list[EvalCase], options: RunOptions) -> int:
+    return sum(runs_for(case, options, agent_given=True) for case in cases)
+
+
+class _Recorder(StoreRecorder):
+    """Stores each result as soon as it arrives and announces it once committed; the
+    total is the whole run's (a resumed run's engine only counts what is left)."""
+
+    def __init__(
+        self, store: Store, run_id: str, total: int, on_stored: Callable[[list[str]], None]
+    ) -> None:
+        super().__init__(store, run_id, batch_size=1, flush_interval_s=0.1)
+        self._total = total
+        self._on_stored = on_stored
+        self._received: list[str] = []
+        self._received_lock = threading.Lock()
+
+    def on_start(self, total: int) -> None:
+        super().on_start(total)
+        self._store.set_total(self.run_id, self._total)
+
+    def on_case_done(self, result: CaseResult) -> None:
+        with self._received_lock:
+            self._received.append(result.case_id)
+        super().on_case_done(result)
+
+    def _write_pending(self) -> None:
+        # A result arriving between these two lines is announced with the next write.
+        with self._received_lock:
+            announced, self._received = self._received, []
+        try:
+            super()._write_pending()
+        except BaseException:
+            with self._received_lock:
+                self._received[:0] = announced
+            raise
+        if announced:
+            self._on_stored(announced)
+
+
+class RunExecutor:
+    """Runs evaluation runs in the background of one app (see the module docstring)."""
+
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        results: EvaluationResults,
+        on_stored: Callable[[str, list[str]], None],
+    ) -> None:
+        self.ctx = ctx
+        self.results = results
+        self._on_stored = on_stored
+        self.instance = uuid.uuid4().hex
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        # run id -> (app, evaluation ids) of the runs executing here
+        self.active: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    def owner(self) -> dict[str, Any]:
+        return owner_record(self.instance)
+
+    def submit(self, run_id: str) -> None:
+        """Start executing a stored RUNNING run (callable from any thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise AssayError("the run executor is not running (the app has not started)")
+        loop.call_soon_threadsafe(self._spawn, run_id)
+
+    def cancel(self, run_id: str) -> bool:
+        """Stop a run executing here (before deleting it); False if it is not here."""
+        task = self._tasks.get(run_id)
+        if task is None or self._loop is None:
+            return False
+        self._loop.call_soon_threadsafe(task.cancel)
+        return True
+
+    def running_runs_of(self, app: str, evaluation_id: str) -> list[str]:
+        return [
+            rid for rid, (a, evals) in self.active.items() if a == app and evaluation_id in evals
+        ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self._loop = asyncio.get_running_loop()
+        _LIVE.add(self.instance)
+        beat = asyncio.create_task(self._heartbeat())
+        try:
+            await asyncio.to_thread(self._resume_orphans)
+            yield
+        finally:
+            beat.cancel()
+            tasks = list(self._tasks.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, beat, return_exceptions=True)
+            _LIVE.discard(self.instance)
+            self._loop = None
+
+    def _resume_orphans(self) -> None:
+        for run in self.results.unfinished_service_runs():
+            if owner_alive(run):
+                continue
+            config = dict(run.config)
+            config[SERVICE_KEY] = {**config[SERVICE_KEY], "owner": self.owner()}
+            if self.results.claim(run, config):
+                logger.info("resuming evaluation run %s (its previous server stopped)", run.id)
+                assert self._loop is not None
+                self._loop.call_soon_threadsafe(self._spawn, run.id)
+
+    def _spawn(self, run_id: str) -> None:
+        if run_id in self._tasks:
+            return
+        task = asyncio.get_running_loop().create_task(self._execute(run_id))
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda _t: self._forget(run_id))
+
+    def _forget(self, run_id: str) -> None:
+        self._tasks.pop(run_id, None)
+        self.active.pop(run_id, None)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            for run_id in list(self._tasks):
+                with contextlib.suppress(AssayError):
+                    await asyncio.to_thread(self.results.heartbeat, run_id)
+
+    async def _execute(self, run_id: str) -> None:
+        store = self.ctx.store
+        run = await asyncio.to_thread(store.get_run, run_id)
+        svc = run.config[SERVICE_KEY]
+        self.active[run_id] = (run.app, tuple(svc["evaluations"]))
+        recorder: _Recorder | None = None
+        try:
+            agent = self.ctx.agent
+            if agent is None:
+                raise AssayError("no agent to run: start assay serve with --agent")
+            cases, options = run_plan(svc)
+            metrics = build_metrics(names=list(svc["metrics"]))
+            skip = await asyncio.to_thread(store.completed_case_keys, run_id)
+            recorder = _Recorder(
+                store,
+                run_id,
+                total_runs(cases, options),
+                functools.partial(self._on_stored, run.app),
+            )
+            await arun(
+                [EvalSet(id=EVAL_SET_ID, cases=cases)],
+                metrics,
+                agent=agent,
+                options=options,
+                observers=[recorder],
+                skip=skip,
+                judges=JudgeRunOptions(model=svc.get("judgeModel"), store=store),
+            )
+        except asyncio.CancelledError:
+            # Shutting down: keep what finished, hand the rest to the next server.
+            await asyncio.to_thread(_interrupt, store, run_id, recorder)
+            raise
+        except Exception as exc:  # a broken run must not take the server down
+            logger.exception("evaluation run %s failed", run_id)
+            message = f"{type(exc).__name__}: {exc}"
+            await asyncio.to_thread(_fail, store, run_id, recorder, message)
+
+
+def _interrupt(store: Store, run_id: str, recorder: StoreRecorder | None) -> None:
+    if recorder is not None:
+        recorder.mark_interrupted()
+    else:
+        store.finish_run(run_id, summary=None, status=RunStatus.INTERRUPTED.value)
+
+
+def _fail(store: Store, run_id: str, recorder: StoreRecorder | None, message: str) -> None:
+    if recorder is not None:
+        recorder.mark_error(message)
+    else:
+        store.finish_run(run_id, summary=None, status=RunStatus.ERROR.value, error=message)

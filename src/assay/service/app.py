@@ -1,0 +1,68 @@
+"""The evaluation service's FastAPI application (`create_app`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from assay.agents.base import Agent
+from assay.service import mcp_server, runs_api
+from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
+from assay.service.context import ServiceContext
+from assay.service.errors import install_handlers
+from assay.service.routes import collection_router, generic_router
+from assay.store import Store
+
+DESCRIPTION = """\
+CES-compatible evaluation service: evaluations (golden or scenario), evaluation
+datasets, personas, evaluation runs and results of one or more apps (`apps/{app}`).
+
+Authenticate with `Authorization: Bearer <key>` (`assay keys create`). Errors use the
+Google API status shape `{"error": {"code", "status", "message", "details"}}`.
+"""
+
+
+def create_app(
+    store: Store,
+    *,
+    auth: bool = True,
+    agent: Agent | None = None,
+    max_body_bytes: int = 4_000_000,
+) -> FastAPI:
+    """The service over `store`; `agent` is what evaluation runs call.
+
+    `auth=False` accepts requests without a key (callers must only allow that on a
+    loopback address; `assay serve` does).
+    """
+    ctx = ServiceContext(store=store, agent=agent, max_body_bytes=max_body_bytes)
+    hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for hook in hooks:
+                await stack.enter_async_context(hook)
+            yield
+
+    app = FastAPI(
+        title="assay evaluation service",
+        description=DESCRIPTION,
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+    install_handlers(app)
+    app.include_router(collection_router)
+    # Run routes go before the generic /v1/{name} routes, which would shadow them.
+    for install in (runs_api.install, mcp_server.install):
+        hook = install(app, ctx)
+        if hook is not None:
+            hooks.append(hook)
+    app.include_router(generic_router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    if auth:
+        # Added last, so it runs first: unauthenticated requests are not read at all.
+        app.add_middleware(ApiKeyMiddleware, store=store)
+    return app

@@ -1,0 +1,32 @@
+"""What every request handler of the evaluation service shares: the `ServiceContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from assay.agents.base import Agent
+from assay.store import Resource, Store
+
+# Called on every evaluation rendered: (ctx, stored resource, JSON body to fill in,
+# full view?). The runs side registers one that adds run and result fields.
+Decorator = Callable[["ServiceContext", Resource, dict[str, Any], bool], None]
+
+
+@dataclass
+class ServiceContext:
+    """The store, the agent runs call (None: runs are refused) and the decorators."""
+
+    store: Store
+    agent: Agent | None = None
+    decorators: list[Decorator] = field(default_factory=list)
+    max_body_bytes: int = 4_000_000
+
+
+def get_ctx(request: Request) -> ServiceContext:
+    """FastAPI dependency: the app's context (`app.state.ctx`)."""
+    ctx: ServiceContext = request.app.state.ctx
+    return ctx

@@ -1,0 +1,274 @@
+"""Create / get / list / update / delete of evaluations, datasets and personas.
+
+Plain functions over a `ServiceContext`, shared by the REST routes and the MCP tools;
+they take and return CES-shaped camelCase JSON and raise `ServiceError`s (store errors
+are mapped by the error handlers). Names of runs and results are passed on to
+`assay.service.runs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from assay.service import runs
+from assay.service._fields import (
+    DATASETS,
+    EVALUATIONS,
+    SPECS,
+    KindSpec,
+    apply_mask,
+    parse_mask,
+    writable_part,
+)
+from assay.service._listing import decode_token, encode_token, page_size_of, parse_filter
+from assay.service._validate import is_invalid, known_names, validate
+from assay.service.context import ServiceContext
+from assay.service.errors import (
+    PRECONDITION_FAILURE_TYPE,
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+)
+from assay.service.names import (
+    RESULTS,
+    RUNS,
+    ResourceName,
+    check_app,
+    check_id,
+    check_kind,
+    new_id,
+    parse_name,
+)
+from assay.store import EtagMismatchError, Resource
+
+# Without a client etag an update re-reads and retries when another write slipped in
+# between its read and its write; the mask makes re-applying it safe.
+_UPDATE_ATTEMPTS = 20
+_LEADING_FIELDS = ("description", "tags", "personality")
+_FILTER_FIELDS = {
+    "evaluations": ("tags", "dataset", "displayName"),
+    "evaluationDatasets": ("displayName",),
+    "personas": ("displayName",),
+}
+
+
+def rfc3339(moment: datetime) -> str:
+    """A UTC time as CES writes it: `2026-01-02T03:04:05.123456Z`."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def create_resource(
+    ctx: ServiceContext, app: str, kind: str, body: dict[str, Any], resource_id: str | None = None
+) -> dict[str, Any]:
+    """Create a resource of `kind` in `app` (id chosen by the server unless given)."""
+    spec = SPECS[check_kind(kind)]
+    check_app(app)
+    rid = new_id() if resource_id is None else check_id(resource_id, f"{spec.singular}Id")
+    clean = writable_part(spec, body, field=spec.singular)
+    validate(ctx.store, app, spec, rid, clean)
+    if ctx.store.resources.get(app, kind, rid) is not None:
+        raise AlreadyExists(f"{spec.singular} apps/{app}/{kind}/{rid} already exists")
+    stored = ctx.store.resources.put(app, kind, rid, display_name=clean["displayName"], body=clean)
+    return _render(ctx, stored, full=False)
+
+
+def get_resource(ctx: ServiceContext, name: str, *, full: bool = False) -> dict[str, Any]:
+    """The resource (or evaluation run / result) called `name`."""
+    parsed = parse_name(name)
+    if parsed.kind == RUNS:
+        return runs.get_run(ctx, name)
+    if parsed.kind == RESULTS:
+        return runs.get_result(ctx, name)
+    return _render(ctx, _fetch(ctx, parsed), full=full)
+
+
+def list_resources(
+    ctx: ServiceContext,
+    app: str,
+    kind: str,
+    *,
+    page_size: int = 50,
+    page_token: str | None = None,
+    filter: str | None = None,
+    full: bool = False,
+) -> dict[str, Any]:
+    """One page of the app's `kind`, oldest first: `{kind: [...], "nextPageToken"?}`."""
+    check_kind(kind)
+    check_app(app)
+    terms = parse_filter(filter, _FILTER_FIELDS[kind])
+    size = page_size_of(page_size)
+    scope = (app, kind, filter or "")
+    offset = decode_token(page_token, *scope)
+    memberships = _memberships(ctx, app) if kind == EVALUATIONS.kind else {}
+    matching = [
+        res
+        for res in ctx.store.resources.list_resources(app, kind)
+        if all(_matches(res, t.field, t.value, memberships) for t in terms)
+    ]
+    page = matching[offset : offset + size]
+    known = known_names(ctx.agent) if kind == EVALUATIONS.kind else None
+    answer: dict[str, Any] = {
+        kind: [_render(ctx, res, full=full, memberships=memberships, known=known) for res in page]
+    }
+    if offset + size < len(matching):
+        answer["nextPageToken"] = encode_token(offset + size, *scope)
+    return answer
+
+
+def update_resource(
+    ctx: ServiceContext, name: str, body: dict[str, Any], update_mask: str
+) -> dict[str, Any]:
+    """Apply the `update_mask` fields of `body`; a stale `body.etag` is ABORTED."""
+    parsed = _resource_name(name, "updated")
+    spec = SPECS[parsed.kind]
+    paths = parse_mask(spec, update_mask)
+    patch = writable_part(spec, body, field=spec.singular)
+    etag = body.get("etag") if isinstance(body, Mapping) else None
+    if etag is not None and not isinstance(etag, str):
+        raise InvalidArgument.field("etag", "expected the string etag of the version read")
+    given_name = body.get("name") if isinstance(body, Mapping) else None
+    if given_name not in (None, "", name):
+        raise InvalidArgument.field("name", f"{given_name!r} differs from the path's {name!r}")
+    for _attempt in range(_UPDATE_ATTEMPTS):
+        current = _fetch(ctx, parsed)
+        if etag is not None and etag != current.etag:
+            raise Aborted(_stale_message(spec, name))
+        merged = apply_mask(current.body, patch, paths)
+        validate(ctx.store, parsed.app, spec, parsed.id, merged)
+        try:
+            stored = ctx.store.resources.put(
+                parsed.app,
+                parsed.kind,
+                parsed.id,
+                display_name=merged["displayName"],
+                body=merged,
+                etag=etag or current.etag,
+            )
+        except EtagMismatchError:
+            if etag is not None:
+                raise Aborted(_stale_message(spec, name)) from None
+            continue
+        return _render(ctx, stored, full=False)
+    raise Aborted(f"{name} kept changing while it was being updated; retry the update")
+
+
+def delete_resource(
+    ctx: ServiceContext, name: str, *, force: bool = False, etag: str | None = None
+) -> None:
+    """Delete `name`; an evaluation in datasets needs `force` (it is then removed from them)."""
+    parsed = parse_name(name)
+    if parsed.kind == RUNS:
+        runs.delete_run(ctx, name)
+        return
+    parsed = _resource_name(name, "deleted")
+    spec = SPECS[parsed.kind]
+    current = _fetch(ctx, parsed)
+    if etag is not None and etag != current.etag:
+        raise Aborted(_stale_message(spec, name))
+    datasets = _memberships(ctx, parsed.app).get(parsed.id, []) if spec is EVALUATIONS else []
+    if datasets and not force:
+        violations = [
+            {"type": "REFERENCED", "subject": d, "description": f"{d} lists {name}"}
+            for d in datasets
+        ]
+        raise FailedPrecondition(
+            f"{name} is used by the evaluation datasets {', '.join(datasets)}; remove it from "
+            "them first or delete with force=true (which also removes it from them)",
+            [{"@type": PRECONDITION_FAILURE_TYPE, "violations": violations}],
+        )
+    ctx.store.resources.delete(parsed.app, parsed.kind, parsed.id, etag=current.etag)
+    for dataset in datasets:
+        _drop_member(ctx, parse_name(dataset), name)
+
+
+def _resource_name(name: str, action: str) -> ResourceName:
+    parsed = parse_name(name)
+    if parsed.kind not in SPECS:
+        raise InvalidArgument.field(
+            "name",
+            f"{name!r} cannot be {action} this way; only evaluations, evaluationDatasets "
+            "and personas can (evaluation runs: DELETE; results belong to their run)",
+        )
+    return parsed
+
+
+def _fetch(ctx: ServiceContext, parsed: ResourceName) -> Resource:
+    found = ctx.store.resources.get(parsed.app, parsed.kind, parsed.id)
+    if found is None:
+        raise NotFound(f"{SPECS[parsed.kind].singular} {parsed} not found")
+    return found
+
+
+def _stale_message(spec: KindSpec, name: str) -> str:
+    return (
+        f"the etag does not match the current version of {spec.singular} {name} (it was "
+        "changed since it was read); read it again and retry"
+    )
+
+
+def _memberships(ctx: ServiceContext, app: str) -> dict[str, list[str]]:
+    """Evaluation id -> names of the datasets listing it."""
+    found: dict[str, list[str]] = {}
+    for dataset in ctx.store.resources.list_resources(app, DATASETS.kind):
+        for member in dataset.body.get("evaluations", []):
+            found.setdefault(member.rsplit("/", 1)[-1], []).append(
+                f"apps/{app}/{DATASETS.kind}/{dataset.id}"
+            )
+    return found
+
+
+def _drop_member(ctx: ServiceContext, dataset: ResourceName, member: str) -> None:
+    for _attempt in range(_UPDATE_ATTEMPTS):
+        current = ctx.store.resources.get(dataset.app, dataset.kind, dataset.id)
+        if current is None or member not in current.body.get("evaluations", []):
+            return
+        body = dict(current.body)
+        body["evaluations"] = [m for m in body["evaluations"] if m != member]
+        try:
+            ctx.store.resources.put(
+                dataset.app, dataset.kind, dataset.id,
+                display_name=current.display_name, body=body, etag=current.etag,
+            )  # fmt: skip
+            return
+        except EtagMismatchError:
+            continue
+
+
+def _matches(res: Resource, field: str, value: str, memberships: Mapping[str, list[str]]) -> bool:
+    if field == "tags":
+        return value in res.body.get("tags", [])
+    if field == "dataset":
+        wanted = value if "/" in value else f"apps/{res.app}/{DATASETS.kind}/{value}"
+        return wanted in memberships.get(res.id, [])
+    return res.display_name == value
+
+
+def _render(
+    ctx: ServiceContext,
+    res: Resource,
+    *,
+    full: bool,
+    memberships: Mapping[str, list[str]] | None = None,
+    known: frozenset[str] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": f"apps/{res.app}/{res.kind}/{res.id}"}
+    body["displayName"] = res.display_name
+    # Short descriptive fields first, whatever order the writes left them in.
+    body.update((k, res.body[k]) for k in _LEADING_FIELDS if k in res.body)
+    body.update((k, v) for k, v in res.body.items() if k not in body)
+    body["createTime"] = rfc3339(res.create_time)
+    body["updateTime"] = rfc3339(res.update_time)
+    body["etag"] = res.etag
+    if res.kind == EVALUATIONS.kind:
+        if memberships is None:
+            memberships = _memberships(ctx, res.app)
+            known = known_names(ctx.agent)
+        body["evaluationDatasets"] = list(memberships.get(res.id, []))
+        body["invalid"] = is_invalid(res.id, res.body, known)
+        for decorate in ctx.decorators:
+            decorate(ctx, res, body, full)
+    return body

@@ -1,0 +1,348 @@
+"""Evaluation runs: start a run in the background, read runs and their results.
+
+The functions here are shared by the REST routes (`runs_api`), E's generic
+`/v1/{name}` handler and the MCP tools. `start_run` validates the request and every
+evaluation it names, snapshots the evaluations into the run's config (a run evaluates
+them as they were when it started, also after a restart), stores the run RUNNING and
+hands it to the app's `RunExecutor`; it answers at once with a CES long-running
+operation whose `metadata.evaluationRun` names the run.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assay.agents.tools import ToolBehavior
+from assay.engine.replay import RunMethod
+from assay.errors import ConfigError, InputError
+from assay.service import _results
+from assay.service._executor import (
+    EVAL_SET_ID,
+    RunExecutor,
+    evaluation_case,
+    run_plan,
+    total_runs,
+)
+from assay.service.aggregate import Aggregator
+from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
+from assay.service.names import RESULTS, RUNS, check_app, check_id, parse_kind_name, parse_name
+from assay.store.eval_results import SERVICE_KEY, EvaluationResults
+from assay.store.exceptions import RunNotFoundError
+from assay.store.runs import RunInfo
+
+if TYPE_CHECKING:
+    from assay.service.context import ServiceContext
+
+OPERATION_TYPE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
+GOLDEN_METRICS = (
+    "parameter_correctness_score",
+    "tool_invocation_score",
+    "tool_ordered_invocation_score",
+    "golden_expectations",
+)
+# Need an LLM judge: computed only when the request (or server) names a judge model.
+JUDGED_METRICS = ("semantic_similarity", "hallucination")
+SCENARIO_METRICS = ("user_goal_satisfaction", "task_completed")
+
+REQUEST_FIELDS = (
+    "app",
+    "evaluations",
+    "evaluationDataset",
+    "displayName",
+    "appVersion",
+    "runCount",
+    "config",
+    "toolCallBehaviour",
+    "toolCallBehavior",
+    "goldenRunMethod",
+    "judgeModel",
+    "userModel",
+)
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass
+class RunsState:
+    """What the runs side keeps per app: the executor, queries and the metric cache."""
+
+    executor: RunExecutor
+    results: EvaluationResults
+    aggregator: Aggregator
+
+
+_STATES: dict[int, RunsState] = {}
+
+
+def attach(ctx: ServiceContext) -> RunsState:
+    """Create the runs side of `ctx` (once per app; `runs_api.install` calls it)."""
+    results = EvaluationResults(ctx.store.engine, ctx.store.url)
+    aggregator = Aggregator(results, ctx.store.get_run)
+    state = RunsState(RunExecutor(ctx, results, aggregator.touched), results, aggregator)
+    key = id(ctx)
+    _STATES[key] = state
+    weakref.finalize(ctx, _STATES.pop, key, None)
+    return state
+
+
+def state_of(ctx: ServiceContext) -> RunsState:
+    found = _STATES.get(id(ctx))
+    if found is None or found.executor.ctx is not ctx:
+        return attach(ctx)
+    return found
+
+
+# -- starting a run ------------------------------------------------------------------------
+
+
+def _request_ids(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -> list[str]:
+    names = request.get("evaluations") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InvalidArgument.field("evaluations", "expected a list of evaluation names or ids")
+    ids = [_local_id(app, n, "evaluations", "evaluations") for n in names]
+    dataset = request.get("evaluationDataset")
+    if dataset:
+        if not isinstance(dataset, str):
+            raise InvalidArgument.field("evaluationDataset", "expected a dataset name or id")
+        ds_id = _local_id(app, dataset, "evaluationDatasets", "evaluationDataset")
+        found = ctx.store.resources.get(app, "evaluationDatasets", ds_id)
+        if found is None:
+            raise NotFound(f"no evaluationDatasets {ds_id!r} in app {app!r}")
+        members = found.body.get("evaluations") or []
+        ids += [_local_id(app, m, "evaluations", "evaluationDataset.evaluations") for m in members]
+    if not ids:
+        raise InvalidArgument(
+            "name the evaluations to run: give evaluations (names or ids) or an "
+            "evaluationDataset that lists some"
+        )
+    return list(dict.fromkeys(ids))
+
+
+def _local_id(app: str, ref: str, kind: str, field: str) -> str:
+    if "/" not in ref:
+        return check_id(ref, field)
+    parsed = parse_kind_name(ref, kind, field=field)
+    if parsed.app != app:
+        raise InvalidArgument.field(field, f"{ref!r} belongs to app {parsed.app!r}, not {app!r}")
+    return parsed.id
+
+
+def _enum(request: Mapping[str, Any], field: str, parse: Any, default: str) -> str:
+    value = request.get(field)
+    if value is None or str(value).upper().endswith("_UNSPECIFIED"):
+        return default
+    if not isinstance(value, str):
+        raise InvalidArgument.field(field, f"expected a string, got {value!r}")
+    try:
+        return str(parse(value).value)
+    except ConfigError as exc:
+        raise InvalidArgument.field(field, str(exc)) from None
+
+
+def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(request) - set(REQUEST_FIELDS))
+    if unknown:
+        raise InvalidArgument.field(
+            unknown[0],
+            f"unknown field of a run request; expected some of {', '.join(REQUEST_FIELDS)}",
+        )
+    if request.get("app") not in (None, app, f"apps/{app}"):
+        raise InvalidArgument.field("app", f"the request is for app {app!r}")
+    config = request.get("config") or {}
+    if not isinstance(config, Mapping):
+        raise InvalidArgument.field("config", "expected an EvaluationConfig object")
+    behaviour = {
+        "toolCallBehaviour": config.get("toolCallBehaviour")
+        or request.get("toolCallBehaviour")
+        or request.get("toolCallBehavior")
+    }
+    tool_behavior = _enum(behaviour, "toolCallBehaviour", ToolBehavior.parse, "REAL")
+    run_count = request.get("runCount")
+    if run_count is not None and (
+        isinstance(run_count, bool) or not isinstance(run_count, int) or run_count < 1
+    ):
+        raise InvalidArgument.field("runCount", f"expected a positive integer, got {run_count!r}")
+    for field in ("displayName", "appVersion", "judgeModel", "userModel"):
+        if request.get(field) is not None and not isinstance(request[field], str):
+            raise InvalidArgument.field(field, "expected a string")
+    ids = _request_ids(ctx, app, request)
+    evaluations: dict[str, Any] = {}
+    for eid in ids:
+        found = ctx.store.resources.get(app, "evaluations", eid)
+        if found is None:
+            raise NotFound(f"no evaluations {eid!r} in app {app!r}")
+        try:
+            evaluation_case(eid, found.body)
+        except InputError as exc:
+            raise InvalidArgument(
+                f"evaluation apps/{app}/evaluations/{eid} cannot run: {exc}"
+            ) from None
+        evaluations[eid] = found.body
+    judged = bool(request.get("judgeModel"))
+    metrics = [*GOLDEN_METRICS, *(JUDGED_METRICS + SCENARIO_METRICS if judged else ())]
+    svc: dict[str, Any] = {
+        "evaluationIds": ids,
+        "evaluations": evaluations,
+        "metrics": metrics,
+        "runCount": run_count,
+        "toolBehavior": tool_behavior,
+        "config": {**config, "toolCallBehaviour": tool_behavior},
+        "goldenRunMethod": _enum(request, "goldenRunMethod", RunMethod.parse, "STABLE"),
+    }
+    for field in ("appVersion", "evaluationDataset", "judgeModel", "userModel"):
+        if request.get(field):
+            svc[field] = request[field]
+    try:
+        cases, options = run_plan(svc)
+    except ConfigError as exc:
+        raise InvalidArgument(str(exc)) from None
+    svc["totalCount"] = total_runs(cases, options)
+    return svc
+
+
+def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Create an evaluationRun (state RUNNING) and start it; return the operation JSON."""
+    check_app(app)
+    if not isinstance(request, Mapping):
+        raise InvalidArgument("the request body must be a JSON object")
+    if ctx.agent is None:
+        raise FailedPrecondition(
+            "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"
+        )
+    state = state_of(ctx)
+    svc = _service_config(ctx, app, request)
+    svc["owner"] = state.executor.owner()
+    run_id = ctx.store.start_run(
+        eval_set_ids=[EVAL_SET_ID],
+        metrics=svc["metrics"],
+        config={SERVICE_KEY: svc},
+        agent=ctx.agent.name,
+        runs=svc["runCount"] or 1,
+        name=request.get("displayName") or None,
+        app=app,
+    )
+    ctx.store.set_total(run_id, svc["totalCount"])
+    state.executor.submit(run_id)
+    run = ctx.store.get_run(run_id)
+    return {
+        "name": f"apps/{app}/operations/run-{run_id}",
+        "metadata": {
+            "@type": OPERATION_TYPE,
+            "evaluations": [f"apps/{app}/evaluations/{e}" for e in svc["evaluationIds"]],
+            "evaluationRun": _results.run_name(app, run_id),
+            "createTime": _results.rfc3339(run.created_at),
+            "verb": "run",
+        },
+        "done": False,
+    }
+
+
+# -- reading runs and results -------------------------------------------------------------
+
+
+def _run(ctx: ServiceContext, name: str) -> tuple[str, RunInfo]:
+    parsed = parse_name(name)
+    if parsed.kind != RUNS:
+        raise InvalidArgument.field("name", f"{name!r} is not an evaluationRun name")
+    try:
+        run = ctx.store.get_run(parsed.id)
+    except RunNotFoundError:
+        run = None
+    if run is None or run.app != parsed.app:
+        raise NotFound(f"no evaluationRun {parsed.id!r} in app {parsed.app!r}")
+    return parsed.app, run
+
+
+def render_run(ctx: ServiceContext, app: str, run: RunInfo) -> dict[str, Any]:
+    return _results.render_run(app, run, state_of(ctx).results.progress(run.id))
+
+
+def get_run(ctx: ServiceContext, name: str) -> dict[str, Any]:
+    """Return the evaluationRun `name` (apps/{app}/evaluationRuns/{id})."""
+    app, run = _run(ctx, name)
+    return render_run(ctx, app, run)
+
+
+def _page_size(page_size: int) -> int:
+    if page_size < 0:
+        raise InvalidArgument.field("pageSize", "must not be negative")
+    return min(page_size or 50, MAX_PAGE_SIZE)
+
+
+def list_runs(
+    ctx: ServiceContext, app: str, *, page_size: int = 50, page_token: str | None = None
+) -> dict[str, Any]:
+    """Return `{"evaluationRuns": [...], "nextPageToken": ...}` for `app`, newest first."""
+    check_app(app)
+    size = _page_size(page_size)
+    before = check_id(page_token, "pageToken") if page_token else None
+    found = state_of(ctx).results.runs_page(app, limit=size + 1, before=before)
+    out: dict[str, Any] = {"evaluationRuns": [render_run(ctx, app, r) for r in found[:size]]}
+    if len(found) > size:
+        out["nextPageToken"] = found[size - 1].id
+    return out
+
+
+def delete_run(ctx: ServiceContext, name: str) -> None:
+    """Delete the evaluationRun `name` and its results (stopping it when running here)."""
+    app, run = _run(ctx, name)
+    state = state_of(ctx)
+    state.executor.cancel(run.id)
+    ctx.store.delete_run(run.id)
+    state.aggregator.forget(app)
+
+
+def get_result(ctx: ServiceContext, name: str) -> dict[str, Any]:
+    """Return the evaluationResult `name` (apps/{app}/evaluations/{id}/results/{rid})."""
+    parsed = parse_name(name)
+    if parsed.kind != RESULTS or parsed.parent is None:
+        raise InvalidArgument.field("name", f"{name!r} is not an evaluation result name")
+    run_id, index = _results.parse_result_id(parsed.id)
+    row = state_of(ctx).results.result(parsed.app, parsed.parent, run_id, index)
+    if row is None:
+        raise NotFound(f"no evaluation result {name!r}")
+    return _results.render_result(parsed.app, row, state_of(ctx).aggregator.run(run_id))
+
+
+def _run_filter(app: str, expression: str) -> str:
+    key, sep, value = expression.partition("=")
+    if not sep:
+        key, sep, value = expression.partition(":")
+    value = value.strip().strip('"')
+    if not sep or key.strip() != "evaluationRun" or not value:
+        raise InvalidArgument.field(
+            "filter", 'supported: evaluationRun="apps/{app}/evaluationRuns/{id}" (or the id)'
+        )
+    return _local_id(app, value, RUNS, "filter")
+
+
+def list_results(
+    ctx: ServiceContext,
+    evaluation: str,
+    *,
+    page_size: int = 50,
+    page_token: str | None = None,
+    filter: str | None = None,
+) -> dict[str, Any]:
+    """Return `{"evaluationResults": [...], "nextPageToken": ...}`, newest first."""
+    parsed = parse_kind_name(evaluation, "evaluations", field="parent")
+    size = _page_size(page_size)
+    before = None
+    if page_token:
+        if not page_token.isdigit():
+            raise InvalidArgument.field("pageToken", "not a token this server gave")
+        before = int(page_token)
+    run_id = _run_filter(parsed.app, filter) if filter else None
+    state = state_of(ctx)
+    rows = state.results.results(
+        parsed.app, parsed.id, limit=size + 1, before=before, run_id=run_id
+    )
+    rendered = []
+    for row in rows[:size]:
+        rendered.append(_results.render_result(parsed.app, row, state.aggregator.run(row.run_id)))
+    out: dict[str, Any] = {"evaluationResults": rendered}
+    if len(rows) > size:
+        out["nextPageToken"] = str(rows[size - 1].row_id)
+    return out

@@ -1,0 +1,203 @@
+"""Queries of the evaluation service over stored runs and case results.
+
+The service keeps its evaluation runs in the `runs` table (marked by a `service` key in
+their config) and every result in `case_results`, whose `case_id` is the evaluation id.
+These read-side queries (per-evaluation history, paging, progress counts) and the
+run-ownership writes (claiming a run to resume it, heartbeats) are what `Store`'s
+generic run methods do not offer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+
+from assay.store._document import expand_document
+from assay.store._repository import Repository, database_errors
+from assay.store.runs import RunInfo, _run_info
+from assay.store.schema import RunStatus, case_results, runs
+from assay.store.types import utcnow
+
+SERVICE_KEY = "service"
+"""The key of `runs.config` holding a service run's request and evaluations."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """One stored case run of an evaluation (the evaluation is its `case_id`)."""
+
+    row_id: int
+    run_id: str
+    case_id: str
+    run_index: int
+    status: str
+    execution_state: str
+    created_at: datetime
+    document: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Counts of one run's stored results, in CES's progress terms."""
+
+    completed: int = 0
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+
+
+def _result_columns() -> list[Any]:
+    c = case_results.c
+    return [
+        c.id,
+        c.run_id,
+        c.case_id,
+        c.run_index,
+        c.status,
+        c.execution_state,
+        c.created_at,
+        c.document,
+    ]
+
+
+def _row(row: Any) -> ResultRow:
+    return ResultRow(
+        row_id=row.id,
+        run_id=row.run_id,
+        case_id=row.case_id,
+        run_index=row.run_index,
+        status=row.status,
+        execution_state=row.execution_state,
+        created_at=row.created_at,
+        document=expand_document(row.document),
+    )
+
+
+def _of_evaluation(app: str, evaluation_id: str) -> Any:
+    return and_(
+        case_results.c.case_id == evaluation_id,
+        case_results.c.run_id == runs.c.id,
+        runs.c.app == app,
+    )
+
+
+class EvaluationResults(Repository):
+    """The service's queries (build with `EvaluationResults.of(store)`)."""
+
+    @database_errors
+    def results(
+        self,
+        app: str,
+        evaluation_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        after: int | None = None,
+        run_id: str | None = None,
+    ) -> list[ResultRow]:
+        """Results of one evaluation: newest first (`before` a row id), or oldest first
+        from `after` (a row id) when given."""
+        query = select(*_result_columns()).where(_of_evaluation(app, evaluation_id))
+        if run_id is not None:
+            query = query.where(case_results.c.run_id == run_id)
+        if after is not None:
+            query = query.where(case_results.c.id > after).order_by(case_results.c.id)
+        else:
+            if before is not None:
+                query = query.where(case_results.c.id < before)
+            query = query.order_by(case_results.c.id.desc())
+        with self._engine.connect() as conn:
+            return [_row(r) for r in conn.execute(query.limit(limit))]
+
+    @database_errors
+    def result(self, app: str, evaluation_id: str, run_id: str, run_index: int) -> ResultRow | None:
+        """One result by its evaluation, run and run index; None when there is none."""
+        query = select(*_result_columns()).where(
+            _of_evaluation(app, evaluation_id),
+            case_results.c.run_id == run_id,
+            case_results.c.run_index == run_index,
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query.limit(1)).first()
+        return None if row is None else _row(row)
+
+    @database_errors
+    def watermark(self, app: str, evaluation_id: str) -> tuple[int, int]:
+        """(count, highest row id) of the evaluation's results: changes with every write."""
+        c = case_results.c
+        query = select(func.count(), func.max(c.id)).where(_of_evaluation(app, evaluation_id))
+        with self._engine.connect() as conn:
+            count, top = conn.execute(query).one()
+        return int(count), int(top or 0)
+
+    @database_errors
+    def progress(self, run_id: str) -> Progress:
+        c = case_results.c
+        query = (
+            select(c.status, c.execution_state, func.count())
+            .where(c.run_id == run_id)
+            .group_by(c.status, c.execution_state)
+        )
+        counts = {"completed": 0, "passed": 0, "failed": 0, "error": 0}
+        with self._engine.connect() as conn:
+            for status, state, n in conn.execute(query):
+                if state == "ERROR":
+                    counts["error"] += n
+                    continue
+                counts["completed"] += n
+                counts["failed" if status == "FAILED" else "passed"] += n
+        return Progress(**counts)
+
+    @database_errors
+    def runs_page(self, app: str, *, limit: int, before: str | None = None) -> list[RunInfo]:
+        """The app's runs, newest first, with ids below `before` (a page token)."""
+        query = select(runs).where(runs.c.app == app)
+        if before is not None:
+            query = query.where(runs.c.id < before)
+        query = query.order_by(runs.c.id.desc()).limit(limit)
+        with self._engine.connect() as conn:
+            return [_run_info(r) for r in conn.execute(query)]
+
+    @database_errors
+    def unfinished_service_runs(self) -> list[RunInfo]:
+        """Service runs left RUNNING or INTERRUPTED (candidates for resuming)."""
+        states = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
+        query = select(runs).where(runs.c.status.in_(states)).order_by(runs.c.id)
+        with self._engine.connect() as conn:
+            found = [_run_info(r) for r in conn.execute(query)]
+        return [r for r in found if SERVICE_KEY in r.config]
+
+    @database_errors
+    def claim(self, run: RunInfo, config: Mapping[str, Any]) -> bool:
+        """Take over `run` (a new owner in its config, status RUNNING) if nobody else did.
+
+        A compare-and-set on the run's status and update time as read: of several
+        servers starting at once, exactly one wins.
+        """
+        where = [runs.c.id == run.id, runs.c.status == run.status]
+        if run.updated_at is not None:
+            where.append(runs.c.updated_at == run.updated_at)
+        values = {
+            "config": dict(config),
+            "status": RunStatus.RUNNING.value,
+            "finished_at": None,
+            "error": None,
+            "updated_at": utcnow(),
+        }
+        with self._writer.begin() as conn:
+            changed = conn.execute(update(runs).where(*where).values(**values))
+        return changed.rowcount == 1
+
+    @database_errors
+    def heartbeat(self, run_id: str) -> None:
+        """Mark a running run as alive (its update time)."""
+        with self._writer.begin() as conn:
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING.value)
+                .values(updated_at=utcnow())
+            )
