@@ -195,6 +195,17 @@ def test_extra_calls_fail_the_turn_by_default() -> None:
         build_metric("tool_invocation_score", {"extra_tool_call_behavior": "IGNORE"})
 
 
+def test_adk_transfer_calls_are_transfers_not_extra_tool_calls() -> None:
+    m = build_metric("tool_invocation_score")
+    ref = golden(call("a"))
+    transfer = call("transfer_to_agent", agent_name="billing")
+    assert run(m, actual(transfer, call("a")), ref).value == 1.0
+    # ...unless the golden turn expects the transfer call itself.
+    expects_transfer = golden(call("a"), call("transfer_to_agent", agent_name="billing"))
+    assert run(m, actual(call("a")), expects_transfer).value == 0.5
+    assert run(m, actual(call("a"), transfer, transfer), expects_transfer).value == 0.0
+
+
 def test_overall_tool_invocation_threshold_option() -> None:
     m = build_metric("tool_invocation_score", {"overallToolInvocationCorrectnessThreshold": 0.5})
     assert m.threshold == 0.5

@@ -21,7 +21,9 @@ calls does not matter. Values are compared as JSON values (`assay.metrics.argmat
   threshold 1.0.
 - `extra_tool_call_behavior` (both invocation scores): `FAIL` (default) — an actual
   call left unpaired (a tool not expected, or called more often than expected) sets the
-  turn's score to 0 with an explanation; `ALLOW` — such calls are ignored.
+  turn's score to 0 with an explanation; `ALLOW` — such calls are ignored. ADK's
+  `transfer_to_agent` calls are transfers, not tool calls: they are left out unless the
+  golden turn expects that call itself.
 - `golden_expectations`: the other expectations of the turn — expected tool responses
   (some response of that tool equals the expected one), agent transfers (a transfer
   step, or ADK's `transfer_to_agent` tool call, to the expected agent) and variable
@@ -50,6 +52,9 @@ from assay.metrics.registry import register
 from assay.metrics.trajectory import max_weight_assignment
 from assay.model.core import EvalCase, Expectation, ToolCall, Turn
 from assay.model.results import Score
+
+TRANSFER_TOOL = "transfer_to_agent"
+"""The tool call by which an ADK agent hands the conversation to another agent."""
 
 PASS, FAIL, NOT_EVALUATED = "PASS", "FAIL", "NOT_EVALUATED"
 
@@ -198,7 +203,12 @@ class _GoldenMetric(Metric):
         calls = golden_tool_calls(expected)
         if not calls:
             return Score(None, "the golden turn expects no tool call")
-        return self._score_calls(calls, actual.tool_calls())
+        observed = actual.tool_calls()
+        if not any(c.name == TRANSFER_TOOL for c, _ in calls):
+            # ADK records a transfer as a `transfer_to_agent` call; CES checks transfers as
+            # transfer expectations (golden_expectations), never as extra tool calls.
+            observed = [c for c in observed if c.name != TRANSFER_TOOL]
+        return self._score_calls(calls, observed)
 
     def _score_calls(
         self, expected: list[tuple[ToolCall, str | None]], actual: list[ToolCall]
@@ -319,7 +329,7 @@ def _observed_transfers(turn: Turn) -> list[str]:
     for step in turn.steps:
         if step.agent_transfer is not None:
             targets.append(step.agent_transfer.target_agent)
-        elif step.tool_call is not None and step.tool_call.name == "transfer_to_agent":
+        elif step.tool_call is not None and step.tool_call.name == TRANSFER_TOOL:
             agent = step.tool_call.args.get("agent_name")
             if isinstance(agent, str):
                 targets.append(agent)
