@@ -5,8 +5,10 @@
   per_turn_user_simulator_quality_v1
 - Databricks (`databricks.py`): correctness, relevance_to_query, groundedness, safety,
   chunk_relevance, context_sufficiency, guideline_adherence
-- CES (`ces.py`): semantic_similarity, hallucination, user_goal_satisfaction,
-  task_completed
+- CES (`ces.py`): semantic_similarity, hallucination
+- CES scenarios (`scenario.py`): scenario_rubrics, scenario_expectations,
+  all_expectations_satisfied, user_goal_satisfaction, task_completed; and
+  (`simulator_quality.py`) ADK's per_turn_user_simulator_quality_v1
 
 Every one accepts `judge_model_options {judge_model, num_samples, temperature, ...}`;
 without a judge client attached they report no score with `NO_JUDGE_MESSAGE`.
@@ -18,7 +20,6 @@ from assay.metrics.judged.adk import (
     FinalResponseMatchV2,
     HallucinationsOptions,
     HallucinationsV1,
-    PerTurnUserSimulatorQualityV1,
     RubricBasedFinalResponseQualityV1,
     RubricBasedToolUseQualityV1,
     RubricsOptions,
@@ -37,8 +38,6 @@ from assay.metrics.judged.ces import (
     HallucinationOptions,
     SemanticSimilarity,
     SemanticSimilarityOptions,
-    TaskCompleted,
-    UserGoalSatisfaction,
 )
 from assay.metrics.judged.databricks import (
     ChunkRelevance,
@@ -51,6 +50,15 @@ from assay.metrics.judged.databricks import (
     Safety,
     rating_of,
 )
+from assay.metrics.judged.scenario import (
+    SCENARIO_METRIC_NAMES,
+    AllExpectationsSatisfied,
+    ScenarioExpectations,
+    ScenarioRubrics,
+    TaskCompleted,
+    UserGoalSatisfaction,
+)
+from assay.metrics.judged.simulator_quality import PerTurnUserSimulatorQualityV1
 
 JUDGED_METRIC_NAMES: tuple[str, ...] = (
     "final_response_match_v2",
@@ -75,7 +83,9 @@ JUDGED_METRIC_NAMES: tuple[str, ...] = (
 __all__ = [
     "JUDGED_METRIC_NAMES",
     "NO_JUDGE_MESSAGE",
+    "SCENARIO_METRIC_NAMES",
     "AdkJudgedOptions",
+    "AllExpectationsSatisfied",
     "ChunkRelevance",
     "ContextSufficiency",
     "Correctness",
@@ -99,6 +109,8 @@ __all__ = [
     "RubricsOptions",
     "Safety",
     "SafetyV1",
+    "ScenarioExpectations",
+    "ScenarioRubrics",
     "SemanticSimilarity",
     "SemanticSimilarityOptions",
     "TaskCompleted",

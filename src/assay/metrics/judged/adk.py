@@ -3,8 +3,9 @@
 Option models mirror ADK's criterion classes field by field, in snake_case or
 camelCase: `LlmAsAJudgeCriterion` (final_response_match_v2),
 `RubricsBasedCriterion` (the two rubric metrics), `HallucinationsCriterion`
-(hallucinations_v1), `LlmBackedUserSimulatorCriterion`
-(per_turn_user_simulator_quality_v1), and the base criterion (safety_v1). Default
+(hallucinations_v1), `LlmBackedUserSimulatorCriterion` (options of
+per_turn_user_simulator_quality_v1, whose metric is in `simulator_quality.py`), and the
+base criterion (safety_v1). Default
 thresholds are the values of ADK's documentation examples (ADK itself requires one).
 """
 
@@ -396,14 +397,3 @@ def _harm_categories(agreeing: list[dict[str, Any] | None]) -> dict[str, Any]:
             if name and name not in categories:
                 categories.append(name)
     return {"categories": categories}
-
-
-@register
-class PerTurnUserSimulatorQualityV1(_AdkJudged):
-    """Simulated user turns: the first equals starting_prompt, later ones follow the plan."""
-
-    name: ClassVar[str] = "per_turn_user_simulator_quality_v1"
-    description: ClassVar[str] = "LLM judge: fidelity of the simulated user, per turn"
-    needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})
-    options_model: ClassVar[type[MetricOptions]] = UserSimulatorQualityOptions
-    default_threshold: ClassVar[float | None] = 0.8

@@ -1,4 +1,4 @@
-"""CES evaluation judges: semantic similarity, hallucination, user goal, task completion.
+"""CES evaluation judges of turns: semantic similarity and hallucination.
 
 Option names follow CES's `EvaluationMetricsThresholds` (flattened into the criterion):
 `semanticSimilaritySuccessThreshold` (integer 0..4, default 3), `semanticSimilarityChannel`,
@@ -22,8 +22,9 @@ A DISABLED hallucination metric is still computed but never passes or fails a ca
   has no score (its CES score is in `ces_score`, its label in `label`), so the case
   average covers the turns scored 1 or 0 only; a case whose judged turns are all -1
   has no score (NOT_EVALUATED, with that reason).
-- `user_goal_satisfaction` and `task_completed` judge a simulated scenario
-  conversation; they report no score until scenario runs exist.
+
+The CES judges of whole scenario conversations (user goal satisfaction, task
+completion, scenario rubrics and expectations) are in `scenario.py`.
 """
 
 from __future__ import annotations
@@ -303,40 +304,3 @@ class Hallucination(VotedJudge):
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
         return self._apply_behavior(case, await super().ascore_case(case, actual, expected))
-
-
-SCENARIO_ONLY = (
-    "{name} judges a whole simulated scenario conversation (a CES scenario evaluation"
-    " with a user simulator); scenario runs are not part of this version, so it has no"
-    " score here"
-)
-
-
-class _ScenarioJudge(VotedJudge):
-    """A scenario-level CES judge that needs a simulated scenario run to judge."""
-
-    family: ClassVar[str] = "ces"
-    default_threshold: ClassVar[float | None] = 1.0
-
-    def unjudgeable(
-        self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
-    ) -> str | None:
-        return SCENARIO_ONLY.format(name=self.name)
-
-
-@register
-class UserGoalSatisfaction(_ScenarioJudge):
-    """Did the scenario conversation satisfy the user's goal? 1, 0, or -1 (unspecified)."""
-
-    name: ClassVar[str] = "user_goal_satisfaction"
-    description: ClassVar[str] = "LLM judge: the conversation satisfied the user's goal"
-    needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})
-
-
-@register
-class TaskCompleted(_ScenarioJudge):
-    """All expectations met, no hallucination, and the user goal outcome asked for."""
-
-    name: ClassVar[str] = "task_completed"
-    description: ClassVar[str] = "CES composite: expectations met, no hallucination, goal outcome"
-    needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})
