@@ -183,6 +183,29 @@ def test_scenario_timeout_is_a_runtime_failure(server: JudgeServer) -> None:
     assert only.error_type == ErrorType.RUNTIME_FAILURE and only.status is Status.FAILED
 
 
+def test_scenario_timeout_keeps_the_turns_completed_before_it(server: JudgeServer) -> None:
+    calls = 0
+
+    async def slows_down(prompt: str) -> str:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            await asyncio.sleep(5)
+        return "How many guests?"
+
+    users = _Users("Twelve of us.")
+    result = run(
+        [EvalSet(id="s", cases=[_scenario_case(starting_prompt="hi")])],
+        [_Turns()],
+        agent=CallableAgent(slows_down, name="slows"),
+        options=RunOptions(runs=1, timeout_s=1.0, simulator=_simulator(server, users)),
+    )
+    (only,) = result.cases
+    assert only.error == "scenario conversation timed out after 1s (completed 1 turn(s))"
+    assert [inv.actual.user_input.text for inv in only.invocations if inv.actual] == ["hi"]
+    assert only.metrics["answered"].score == 1.0
+
+
 def test_one_simulator_per_run_closed_at_the_end(
     server: JudgeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

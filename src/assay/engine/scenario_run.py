@@ -70,11 +70,11 @@ async def run_scenario(
     hook = TimedToolHook(behavior, scenario_mocks(case))
     session = SessionOptions.for_case(case, tools=hook)
     outcome: list[SimulationResult] = []
-    # `simulate` returns the turns at the end; a timeout cancels it before that.
+    # `simulate` fills `turns` as each one completes, so a timeout keeps them.
     turns: list[Turn] = []
 
     async def work() -> None:
-        outcome.append(await simulate(agent, case, session, simulator))
+        outcome.append(await simulate(agent, case, session, simulator, transcript=turns))
 
     inference = await guarded(work, turns, timeout_s, label="scenario conversation")
     if not outcome:  # timed out, or the simulation itself raised
