@@ -85,6 +85,13 @@ def test_display_names_are_unique_per_app_and_kind(client: httpx.Client) -> None
     assert client.get(f"/v1/{first['name']}").json()["etag"] == first["etag"]
 
 
+def first_token(client: httpx.Client, size: int) -> str:
+    token: str = client.get(f"{BASE}/evaluations", params={"pageSize": size}).json()[
+        "nextPageToken"
+    ]
+    return token
+
+
 def test_paging_visits_every_item_once(client: httpx.Client) -> None:
     names = [_create(client, "evaluations", golden(f"E{i}"))["name"] for i in range(7)]
     seen: list[str] = []
@@ -101,6 +108,13 @@ def test_paging_visits_every_item_once(client: httpx.Client) -> None:
         if token is None:
             break
     assert seen == names and pages == 3  # oldest first, no repeats, no gaps
+    # A last page that is exactly full has no token after it.
+    second = client.get(
+        f"{BASE}/evaluations", params={"pageSize": 3, "pageToken": first_token(client, 3)}
+    ).json()
+    assert len(second["evaluations"]) == 3 and "nextPageToken" in second
+    six = client.get(f"{BASE}/evaluations", params={"pageSize": 7}).json()
+    assert len(six["evaluations"]) == 7 and "nextPageToken" not in six
     first = client.get(f"{BASE}/evaluations", params={"pageSize": 3}).json()
     # A token is bound to its request: another filter, app or collection refuses it.
     for url, params in [

@@ -78,6 +78,10 @@ def test_list_is_per_app_and_kind_in_creation_order(store: Store) -> None:
     listed = store.resources.list_resources("shop", "evaluationDatasets")
     assert [r.id for r in listed] == ["b", "a", "c"]
     assert store.resources.list_resources("bank", "evaluationDatasets") == []
+    page = store.resources.list_resources("shop", "evaluationDatasets", offset=1, limit=1)
+    assert [r.id for r in page] == ["a"]
+    rest = store.resources.list_resources("shop", "evaluationDatasets", offset=2, limit=5)
+    assert [r.id for r in rest] == ["c"]
 
 
 def test_delete_checks_etag(store: Store) -> None:

@@ -104,17 +104,22 @@ def list_resources(
     scope = (app, kind, filter or "")
     offset = decode_token(page_token, *scope)
     memberships = _memberships(ctx, app) if kind == EVALUATIONS.kind else {}
-    matching = [
-        res
-        for res in ctx.store.resources.list_resources(app, kind)
-        if all(_matches(res, t.field, t.value, memberships) for t in terms)
-    ]
-    page = matching[offset : offset + size]
+    if terms:
+        matching = [
+            res
+            for res in ctx.store.resources.list_resources(app, kind)
+            if all(_matches(res, t.field, t.value, memberships) for t in terms)
+        ]
+        page, more = matching[offset : offset + size], offset + size < len(matching)
+    else:
+        # Unfiltered: let the database page, and fetch one extra row to know if more follow.
+        rows = ctx.store.resources.list_resources(app, kind, offset=offset, limit=size + 1)
+        page, more = rows[:size], len(rows) > size
     known = known_names(ctx.agent) if kind == EVALUATIONS.kind else None
     answer: dict[str, Any] = {
         kind: [_render(ctx, res, full=full, memberships=memberships, known=known) for res in page]
     }
-    if offset + size < len(matching):
+    if more:
         answer["nextPageToken"] = encode_token(offset + size, *scope)
     return answer
 

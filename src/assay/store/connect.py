@@ -29,6 +29,11 @@ DEFAULT_FILE = "assay.db"
 # How long a writer waits for another process's lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 30.0
 SQLITE_PAGE_SIZE = 16384
+# Connections kept open per engine. The service answers requests from a pool of worker
+# threads; with SQLAlchemy's default (5 kept + 10 overflow) busy servers waited for a
+# connection or opened and closed overflow ones, re-running the PRAGMAs each time.
+POOL_SIZE = 16
+POOL_OVERFLOW = 32
 # pg_advisory_xact_lock key serialising concurrent migrations ("assay" in ASCII).
 _MIGRATION_LOCK_KEY = 0x6173736179
 # Execution option marking write transactions, which take SQLite's write lock up front.
@@ -93,7 +98,13 @@ def create_store_engine(url: URL) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     try:
-        return create_engine(url, json_deserializer=loads, pool_pre_ping=True)
+        return create_engine(
+            url,
+            json_deserializer=loads,
+            pool_pre_ping=True,
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+        )
     except ImportError as exc:
         raise StoreError(_POSTGRES_DRIVER_HINT) from exc
 
@@ -112,7 +123,11 @@ def _sqlite_engine(url: URL) -> Engine:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the store folder {folder}: {exc}") from exc
-        kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+        kwargs = {
+            "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S},
+            "pool_size": POOL_SIZE,
+            "max_overflow": POOL_OVERFLOW,
+        }
     engine = create_engine(url, **kwargs)
 
     @event.listens_for(engine, "connect")

@@ -106,13 +106,17 @@ class ResourceRepository(Repository):
         return _resource(row)
 
     @database_errors
-    def list_resources(self, app: str, kind: str) -> list[Resource]:
-        """The app's resources of `kind`, oldest first."""
+    def list_resources(
+        self, app: str, kind: str, *, offset: int = 0, limit: int | None = None
+    ) -> list[Resource]:
+        """The app's resources of `kind`, oldest first (`limit` of them from `offset`)."""
         _check_kind(kind)
         query = (
             select(resources)
             .where(resources.c.app == app, resources.c.kind == kind)
             .order_by(resources.c.create_time, resources.c.id)
+            .offset(offset)
+            .limit(limit)
         )
         with self._engine.connect() as conn:
             return [_resource(row) for row in conn.execute(query)]
