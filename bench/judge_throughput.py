@@ -28,7 +28,6 @@ import asyncio
 import functools
 import importlib
 import json
-import multiprocessing
 import os
 import re
 import sys
@@ -36,15 +35,15 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from _standin import ServerProcess
 from assay.judges.calibrate import LabelledSet, acalibrate, load_labels
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
 from assay.store import Store
-from assay.testing import JudgeServer, StandinReply, StandinRequest
+from assay.testing import StandinReply, StandinRequest
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "examples" / "judge_calibration" / "final_response_match_v2.jsonl"
@@ -150,46 +149,6 @@ async def timed(labelled: LabelledSet, samples: int, **kwargs: Any) -> Figures:
     )
 
 
-def _serve(conn: Connection, verdicts: list[str], latency: float) -> None:
-    """The stand-in server in its own process, answering `count` / `stop` messages."""
-    with JudgeServer(server_script(verdicts, latency)) as server:
-        conn.send(server.openai_base_url)
-        while conn.recv() != "stop":
-            conn.send((len(server.requests), server.errors[:3]))
-
-
-class ServerProcess:
-    """The stand-in server in a child process: its threads do not compete with the
-    judge client for this process's GIL, as a real judge endpoint would not."""
-
-    def __init__(self, verdicts: Sequence[str], latency: float) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_serve, args=(child, list(verdicts), latency), daemon=True
-        )
-        self.base_url = ""
-
-    def __enter__(self) -> ServerProcess:
-        self._process.start()
-        self.base_url = self._conn.recv()
-        return self
-
-    def requests(self) -> int:
-        """Requests served so far; exits on server-side errors."""
-        self._conn.send("count")
-        count, errors = self._conn.recv()
-        if errors:
-            sys.exit(f"stand-in server errors: {errors}")
-        return int(count)
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send("stop")
-        self._process.join(10)
-        if self._process.is_alive():
-            self._process.terminate()
-
-
 async def over_http(
     labelled: LabelledSet,
     server: ServerProcess,
@@ -254,12 +213,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             over_http, labelled, samples=args.samples, concurrency=args.concurrency
         )
         try:
-            with ServerProcess(verdicts, args.latency) as server:
+            with ServerProcess(server_script, list(verdicts), args.latency) as server:
                 first = asyncio.run(run(server, store=store))
                 cached = asyncio.run(run(server, store=store))
         finally:
             store.close()
-        with ServerProcess(verdicts, 0.0) as server:
+        with ServerProcess(server_script, list(verdicts), 0.0) as server:
             zero = asyncio.run(run(server, store=None))
         local = functools.partial(
             in_process, labelled, verdicts, samples=args.samples, concurrency=args.concurrency

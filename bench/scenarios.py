@@ -31,25 +31,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import re
 import resource
 import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
 import psutil
 
+from _standin import ServerProcess
 from assay.agents.base import SessionOptions
 from assay.agents.callable import CallableAgent
 from assay.engine import RunOptions, arun
 from assay.metrics.registry import build_metric
 from assay.model.core import EvalCase, EvalSet, Scenario, Turn
 from assay.simulation import SimulationResult, SimulatorOptions, UserSimulator, simulate
-from assay.testing import JudgeServer, StandinReply, StandinRequest
+from assay.testing import StandinReply, StandinRequest
 
 _USER_LINE = re.compile(r"^user: ", re.MULTILINE)
 _SIMULATOR_MARK = "You play a human user"
@@ -67,41 +66,6 @@ def server_script(turns: int, latency: float) -> Any:
         return StandinReply(text=text, delay=latency)
 
     return script
-
-
-def _serve(conn: Connection, turns: int, latency: float) -> None:
-    with JudgeServer(server_script(turns, latency)) as server:
-        conn.send(server.openai_base_url)
-        while conn.recv() != "stop":
-            conn.send((len(server.requests), server.errors[:3]))
-
-
-class ServerProcess:
-    """The stand-in in a child process; `requests()` asks how many it served."""
-
-    def __init__(self, turns: int, latency: float) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, turns, latency), daemon=True)
-        self.base_url = ""
-
-    def __enter__(self) -> ServerProcess:
-        self._process.start()
-        self.base_url = self._conn.recv()
-        return self
-
-    def requests(self) -> int:
-        self._conn.send("count")
-        count, errors = self._conn.recv()
-        if errors:
-            sys.exit(f"stand-in server errors: {errors}")
-        return int(count)
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send("stop")
-        self._process.join(10)
-        if self._process.is_alive():
-            self._process.terminate()
 
 
 def http_agent(client: httpx.AsyncClient) -> CallableAgent:
@@ -219,7 +183,7 @@ def main() -> None:
     args = parser.parse_args()
     process = psutil.Process()
     modes = ["engine", "direct"] if args.mode == "both" else [args.mode]
-    with ServerProcess(args.turns, args.latency) as server:
+    with ServerProcess(server_script, args.turns, args.latency) as server:
         for mode in modes:
             rss_before = process.memory_info().rss
             cpu_before = process.cpu_times()

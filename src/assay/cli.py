@@ -7,20 +7,24 @@ input error (bad flags, unreadable data, unknown format or metric); 130 interrup
 from __future__ import annotations
 
 import gc
-import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from assay import __version__
-from assay.errors import AssayError, ConfigError, InputError, UnknownFormatError
+from assay._cli_common import (
+    FromOption,
+    MapOption,
+    StoreOption,
+    command_app,
+    stdout_console,
+    user_errors,
+)
+from assay.errors import ConfigError, InputError, UnknownFormatError
 
 if TYPE_CHECKING:
     from assay.model.core import EvalSet
@@ -37,34 +41,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "trace": "Recorded conversations (JSONL of assay Turns), scored without an agent",
 }
 
-app = typer.Typer(
-    name="assay",
-    help="Evaluate AI agents: trajectories, responses, retrieval and judges.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
-
-
-def stdout_console() -> Console:
-    # Logs and CI have no terminal width; a wider default keeps metric columns readable.
-    if sys.stdout.isatty() or "COLUMNS" in os.environ:
-        return Console()
-    return Console(width=120)
-
-
-def stderr_console() -> Console:
-    return Console(stderr=True)
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Show assay's own errors as one red line and exit with their code, no traceback."""
-    try:
-        yield
-    except AssayError as exc:
-        stderr_console().print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
+app = command_app("assay", "Evaluate AI agents: trajectories, responses, retrieval and judges.")
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str] | None:
@@ -147,12 +124,8 @@ def convert_command(
     source: Annotated[Path, typer.Argument(help="File to convert.")],
     target: Annotated[Path, typer.Argument(help="File to write.")],
     to: Annotated[str, typer.Option("--to", help="Output format.")],
-    from_format: Annotated[
-        str | None, typer.Option("--from", help="Input format (detected when not given).")
-    ] = None,
-    map_: Annotated[
-        list[str] | None, typer.Option("--map", help="Column mapping SRC=DST (repeatable).")
-    ] = None,
+    from_format: FromOption = None,
+    map_: MapOption = None,
 ) -> None:
     """Convert an eval set between formats (or a config to ADK's test_config.json)."""
     with user_errors():
@@ -179,9 +152,7 @@ def convert_command(
 
 @app.command("runs")
 def runs_command(
-    store: Annotated[
-        str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
-    ] = None,
+    store: StoreOption = None,
     limit: Annotated[int, typer.Option(help="Most recent runs to list.")] = 20,
 ) -> None:
     """List stored runs, newest first."""

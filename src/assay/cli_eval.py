@@ -18,6 +18,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from assay._cli_common import (
+    FromOption,
+    MapOption,
+    StoreOption,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 from assay.cli import (
     EXIT_INTERRUPTED,
     check_distinct_ids,
@@ -25,9 +33,6 @@ from assay.cli import (
     gc_paused,
     parse_mapping,
     parse_metric_flags,
-    stderr_console,
-    stdout_console,
-    user_errors,
 )
 from assay.model.results import Status
 
@@ -44,12 +49,8 @@ if TYPE_CHECKING:
 
 def eval_command(
     data: Annotated[list[Path], typer.Argument(help="Eval set / dataset files.")],
-    from_format: Annotated[
-        str | None, typer.Option("--from", help="Input format (detected when not given).")
-    ] = None,
-    map_: Annotated[
-        list[str] | None, typer.Option("--map", help="Column mapping SRC=DST (repeatable).")
-    ] = None,
+    from_format: FromOption = None,
+    map_: MapOption = None,
     config: Annotated[
         Path | None,
         typer.Option("--config", help="test_config.json (default: the one beside the data)."),
@@ -116,9 +117,7 @@ def eval_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None,
-    store: Annotated[
-        str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
-    ] = None,
+    store: StoreOption = None,
     no_store: Annotated[
         bool,
         typer.Option(

@@ -11,10 +11,6 @@ Exit codes: 0 the calibration ran; 1 no item could be scored, or kappa is below
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,16 +19,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.errors import AssayError, ConfigError
+from assay._cli_common import command_app, stderr_console, stdout_console, user_errors
+from assay.errors import ConfigError
 from assay.judges.calibrate import CalibrationReport, ItemVerdict
 
-judge_app = typer.Typer(
-    name="judge",
-    help="LLM judges: measure a judge's agreement with human labels.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
+judge_app = command_app("judge", "LLM judges: measure a judge's agreement with human labels.")
 
 
 @judge_app.callback()
@@ -42,23 +33,6 @@ def _judge_group() -> None:
 
 #: longest explanation shown in a table cell (the JSON report keeps it whole)
 EXPLANATION_WIDTH = 160
-
-
-def _stdout() -> Console:
-    # Without a terminal (CI logs, pipes) rich would wrap at 80 columns.
-    if sys.stdout.isatty() or "COLUMNS" in os.environ:
-        return Console()
-    return Console(width=120)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """assay's own errors as one red line and their exit code, without a traceback."""
-    try:
-        yield
-    except AssayError as exc:
-        Console(stderr=True).print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
 
 
 def _criterion(text: str | None) -> dict[str, Any] | None:
@@ -128,7 +102,7 @@ def calibrate_command(
     ] = None,
 ) -> None:
     """Measure a judge against human labels: accuracy, Cohen's kappa, confusion matrix."""
-    with _user_errors():
+    with user_errors():
         report = _calibrate(
             labels,
             judge=judge,
@@ -142,11 +116,11 @@ def calibrate_command(
             concurrency=judge_concurrency,
             timeout_s=judge_timeout,
         )
-        render_report(report, _stdout())
+        render_report(report, stdout_console())
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-            Console(stderr=True).print(Text(f"wrote {out}", style="dim"))
+            stderr_console().print(Text(f"wrote {out}", style="dim"))
     raise typer.Exit(exit_code(report, min_kappa))
 
 

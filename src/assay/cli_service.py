@@ -6,9 +6,8 @@ without authentication is refused unless the server binds a loopback address.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated
 
@@ -17,28 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.errors import AssayError, ConfigError
+from assay._cli_common import StoreOption, command_app, stderr_console, user_errors
+from assay.errors import ConfigError
 
-StoreOption = Annotated[
-    str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
-]
-
-keys_app = typer.Typer(
-    name="keys",
-    help="API keys of the evaluation service (`assay serve`).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    try:
-        yield
-    except AssayError as exc:
-        Console(stderr=True).print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
+keys_app = command_app("keys", "API keys of the evaluation service (`assay serve`).")
 
 
 def serve_command(
@@ -59,14 +40,20 @@ def serve_command(
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
-    import uvicorn
+    err = stderr_console()
+    with user_errors():
+        missing = [m for m in ("fastapi", "uvicorn", "mcp") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(
+                f"assay serve needs {', '.join(missing)}, which is not installed; "
+                "pip install 'assay[service]'"
+            )
+        import uvicorn
 
-    from assay.service.app import create_app
-    from assay.service.auth import is_loopback
-    from assay.store import Store
+        from assay.service.app import create_app
+        from assay.service.auth import is_loopback
+        from assay.store import Store
 
-    err = Console(stderr=True)
-    with _user_errors():
         if no_auth and not is_loopback(host):
             raise ConfigError(
                 f"--no-auth is refused on --host {host}: without API keys anyone who can "
@@ -121,10 +108,10 @@ def create_key(
     """Create an API key and print it (it is shown only this once)."""
     from assay.store import Store
 
-    with _user_errors(), Store.open(store) as db:
+    with user_errors(), Store.open(store) as db:
         info, secret = db.api_keys.create(name)
     print(secret)
-    Console(stderr=True).print(
+    stderr_console().print(
         f"created API key {info.id} ({info.name}); send it as 'Authorization: Bearer <key>'. "
         "It cannot be shown again.",
         soft_wrap=True,
@@ -136,7 +123,7 @@ def list_keys(store: StoreOption = None) -> None:
     """List API keys (never their secrets)."""
     from assay.store import Store
 
-    with _user_errors(), Store.open(store) as db:
+    with user_errors(), Store.open(store) as db:
         keys = db.api_keys.list_keys()
     # Without a terminal (pipes, CI logs) rich would cut the table at 80 columns.
     console = Console() if sys.stdout.isatty() else Console(width=120)
@@ -160,7 +147,7 @@ def revoke_key(
     """Revoke an API key; requests using it are refused from now on."""
     from assay.store import Store
 
-    with _user_errors(), Store.open(store) as db:
+    with user_errors(), Store.open(store) as db:
         info = db.api_keys.revoke(key_id)
     print(f"revoked API key {info.id} ({info.name})")
 

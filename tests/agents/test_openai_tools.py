@@ -205,14 +205,20 @@ async def test_several_rounds_async_tool_and_state_updates(server: JudgeServer) 
     assert last.messages[-2]["content"] == "Booked for 4; it will be warm."
 
 
-async def test_fake_mocks_answer_and_the_real_tool_is_not_run(server: JudgeServer) -> None:
+async def _paris_mocked_turn(server: JudgeServer, behavior: ToolBehavior) -> tuple[Turn, ToolHook]:
+    """One turn calling the weather of Paris and Rome, with Paris's response mocked."""
     server.set_script([StandinReply(tool_calls=[weather("Paris"), weather("Rome")]), "ok"])
     mock = ToolMock(
         call=ToolCall(name="get_weather", args={"city": "Paris"}),
         response=ToolResponse(name="get_weather", response={"high": -5}),
     )
-    hook = ToolHook(ToolBehavior.FAKE, [mock])
+    hook = ToolHook(behavior, [mock])
     turn = await one_turn(make_agent(server), "weather?", SessionOptions(tools=hook))
+    return turn, hook
+
+
+async def test_fake_mocks_answer_and_the_real_tool_is_not_run(server: JudgeServer) -> None:
+    turn, hook = await _paris_mocked_turn(server, ToolBehavior.FAKE)
     assert calls_run == []
     paris, rome = turn.tool_responses()
     assert paris.response == {"high": -5}
@@ -223,13 +229,7 @@ async def test_fake_mocks_answer_and_the_real_tool_is_not_run(server: JudgeServe
 
 
 async def test_mixed_mocks_what_matches_and_runs_the_rest(server: JudgeServer) -> None:
-    server.set_script([StandinReply(tool_calls=[weather("Paris"), weather("Rome")]), "ok"])
-    mock = ToolMock(
-        call=ToolCall(name="get_weather", args={"city": "Paris"}),
-        response=ToolResponse(name="get_weather", response={"high": -5}),
-    )
-    hook = ToolHook(ToolBehavior.MIXED, [mock])
-    turn = await one_turn(make_agent(server), "weather?", SessionOptions(tools=hook))
+    turn, _hook = await _paris_mocked_turn(server, ToolBehavior.MIXED)
     assert calls_run == [("get_weather", {"city": "Rome", "unit": "celsius"})]
     assert [r.response for r in turn.tool_responses()] == [
         {"high": -5},

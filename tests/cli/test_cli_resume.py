@@ -11,6 +11,8 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,19 @@ def _first_run_id(db: Path) -> str:
         return store.list_runs()[-1].id
 
 
+@contextmanager
+def _started(command: list[str], env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    """`command` running in the background; killed at the end if still running."""
+    proc = subprocess.Popen(command, env=env, cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
 def _wait_for_stored(db: Path, count: int, proc: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 60
     while len(_stored_keys(db)) < count:
@@ -110,16 +125,10 @@ def _resume_and_check(
 
 def test_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     command, env, db = _setup(tmp_path)
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
+    with _started(command, env, tmp_path) as proc:
         _wait_for_stored(db, 3, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
     done_before = {case for _, case, _ in _stored_keys(db)}
     assert 3 <= len(done_before) < CASES
     with Store.open(f"sqlite:///{db}") as store:
@@ -132,15 +141,10 @@ def test_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 def test_ctrl_c_marks_the_run_interrupted_and_the_rerun_completes_it(tmp_path: Path) -> None:
     command, env, db = _setup(tmp_path)
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
+    with _started(command, env, tmp_path) as proc:
         _wait_for_stored(db, 2, proc)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 130, stderr
     assert "run the same command again to resume" in stderr.replace("\n", " ")
     with Store.open(f"sqlite:///{db}") as store:

@@ -21,54 +21,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 
-from postgres_server import (
-    PostgresServer,
-    require_bindir,
-    require_driver,
-    running_server,
-)
+from postgres_server import _shared_postgres_database, postgres_server, store, store_url
 from service_server import RunningServer, create_key, serve
 
 from assay.agents.base import Agent
 from assay.store import Store
-from assay.store.schema import metadata
 
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the service tests, stopped at the end."""
-    bindir = require_bindir()
-    require_driver()
-    with running_server(bindir) as pg:
-        yield pg
-
-
-@pytest.fixture(scope="session")
-def _service_postgres_database(postgres_server: PostgresServer) -> str:
-    # One migrated database emptied before each test: CREATE DATABASE is slow.
-    name = postgres_server.create_database()
-    Store.open(postgres_server.url(name)).close()
-    return name
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of an empty store, on each backend in turn."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'assay.db'}"
-    pg: PostgresServer = request.getfixturevalue("postgres_server")
-    name: str = request.getfixturevalue("_service_postgres_database")
-    tables = ", ".join(t.name for t in metadata.sorted_tables)
-    pg.admin(f"TRUNCATE {tables} RESTART IDENTITY CASCADE", database=name)
-    return pg.url(name)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    """An opened, empty store on each backend in turn."""
-    opened = Store.open(store_url)
-    yield opened
-    opened.close()
+__all__ = ["_shared_postgres_database", "postgres_server", "store", "store_url"]
 
 
 @pytest.fixture

@@ -68,6 +68,20 @@ def test_serve_refuses_no_auth_off_loopback(store_url: str, host: str) -> None:
     assert f"--no-auth is refused on --host {host}" in err and "127.0.0.1" in err
 
 
+def test_serve_names_the_missing_service_extra(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    code, _, err = _run("serve", "--store", store_url)
+    assert code == 2
+    assert "needs mcp, which is not installed" in err and "assay[service]" in err
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

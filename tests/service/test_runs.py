@@ -245,6 +245,12 @@ class SlowAgent:
         return await weather_agent(text)
 
 
+def _slow_server(start_server: Any, store: Store, delay_s: float) -> tuple[Any, SlowAgent]:
+    """A service on `store` whose agent takes `delay_s` per call, and that agent."""
+    agent = SlowAgent(delay_s)
+    return start_server(store, agent=CallableAgent(agent)), agent
+
+
 def _start_slow_run(http: httpx.Client, count: int) -> tuple[str, list[str]]:
     names = [_create(http, golden(f"g{i}")) for i in range(count)]
     return _start(http, {"evaluations": names, "runCount": 2}), names
@@ -260,8 +266,7 @@ def _stored_keys(store: Store, run: str) -> list[tuple[str, str, int]]:
 def test_run_resumes_after_a_graceful_restart(tmp_path: Any, start_server: Any) -> None:
     url = f"sqlite:///{tmp_path / 'restart.db'}"
     with Store.open(url) as store:
-        first_agent = SlowAgent(0.25)
-        server = start_server(store, agent=CallableAgent(first_agent))
+        server, _agent = _slow_server(start_server, store, 0.25)
         with _client(server) as http:
             run, _names = _start_slow_run(http, 6)
             _wait(http, run, lambda b: b["progress"]["completedCount"] >= 2)
@@ -269,8 +274,7 @@ def test_run_resumes_after_a_graceful_restart(tmp_path: Any, start_server: Any) 
         stopped = store.get_run(run.rsplit("/", 1)[1])
         assert stopped.status == "INTERRUPTED" and stopped.case_count < 12
     with Store.open(url) as store:
-        second_agent = SlowAgent(0.01)
-        server = start_server(store, agent=CallableAgent(second_agent))
+        server, second_agent = _slow_server(start_server, store, 0.01)
         with _client(server) as http:
             final = _wait(http, run, _done)
         assert final["state"] == "COMPLETED"
@@ -291,7 +295,7 @@ def test_run_of_a_dead_process_is_resumed(tmp_path: Any, start_server: Any) -> N
     )
     dead_pid = int(dead.stdout)
     with Store.open(url) as store:
-        server = start_server(store, agent=CallableAgent(SlowAgent(0.25)))
+        server, _agent = _slow_server(start_server, store, 0.25)
         with _client(server) as http:
             run, _names = _start_slow_run(http, 4)
             _wait(http, run, lambda b: b["progress"]["completedCount"] >= 1)
@@ -310,7 +314,7 @@ def test_run_of_a_dead_process_is_resumed(tmp_path: Any, start_server: Any) -> N
                 .where(runs_table.c.id == run_id)
                 .values(status="RUNNING", config=config, finished_at=None)
             )
-        server = start_server(store, agent=CallableAgent(SlowAgent(0.01)))
+        server, _agent = _slow_server(start_server, store, 0.01)
         with _client(server) as http:
             assert _wait(http, run, _done)["state"] == "COMPLETED"
         keys = _stored_keys(store, run)
@@ -320,12 +324,11 @@ def test_run_of_a_dead_process_is_resumed(tmp_path: Any, start_server: Any) -> N
 def test_a_live_owner_keeps_its_run(tmp_path: Any, start_server: Any) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}"
     with Store.open(url) as store:
-        agent = SlowAgent(0.2)
-        first = start_server(store, agent=CallableAgent(agent))
+        first, agent = _slow_server(start_server, store, 0.2)
         with _client(first) as http:
             run, _names = _start_slow_run(http, 3)
             # A second server on the same store must not take over a run still going.
-            second = start_server(store, agent=CallableAgent(SlowAgent(0.0)))
+            second, _agent = _slow_server(start_server, store, 0.0)
             with _client(second) as other:
                 assert _wait(other, run, _done)["state"] == "COMPLETED"
         assert agent.calls == 6
@@ -336,7 +339,7 @@ def test_a_live_owner_keeps_its_run(tmp_path: Any, start_server: Any) -> None:
 def test_progress_is_readable_while_running(tmp_path: Any, start_server: Any) -> None:
     count = 3
     with Store.open(f"sqlite:///{tmp_path / 'p.db'}") as store:
-        server = start_server(store, agent=CallableAgent(SlowAgent(0.3)))
+        server, _agent = _slow_server(start_server, store, 0.3)
         with _client(server) as http:
             run, names = _start_slow_run(http, count)
             seen = _wait(http, run, lambda b: b["progress"]["completedCount"] > 0)
@@ -345,3 +348,48 @@ def test_progress_is_readable_while_running(tmp_path: Any, start_server: Any) ->
             assert seen["progress"]["completedCount"] < 2 * count
             assert http.get(f"/v1/{names[0]}").json()["evaluationRuns"] == [run]
             _wait(http, run, _done)
+
+
+def test_scenario_runs_use_the_apps_stored_personas(
+    store: Store, start_server: Callable[..., RunningServer], monkeypatch: Any
+) -> None:
+    from assay.testing.judge_server import JudgeServer, StandinRequest
+
+    prompts: list[str] = []
+
+    def user(request: StandinRequest) -> str:
+        prompts.append(request.messages[0]["content"])
+        return "</finished>"
+
+    async def host(text: str) -> str:
+        return "How many guests?"
+
+    with JudgeServer(user) as standin:
+        monkeypatch.setenv("OPENAI_BASE_URL", standin.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        server = start_server(store, agent=CallableAgent(host))
+        with _client(server) as http:
+            persona = {
+                "displayName": "Grumpy regular",
+                "personality": "Answers in three words at most and hates small talk.",
+            }
+            reply = http.post(f"{APP}/personas?personaId=grumpy", json=persona)
+            assert reply.status_code == 200, reply.text
+            scenario = {
+                "displayName": "table for two",
+                "scenario": {
+                    "task": "Book a table for two tonight.",
+                    "startingPrompt": "Table for two.",
+                    "persona": "apps/shop/personas/grumpy",
+                    "maxTurns": 3,
+                },
+            }
+            evaluation = _create(http, scenario)
+            run = _start(
+                http, {"evaluations": [evaluation], "runCount": 1, "userModel": "openai:u"}
+            )
+            final = _wait(http, run, _done)
+            assert final["state"] == "COMPLETED", final
+            assert final["progress"]["errorCount"] == 0, final
+    # The simulated user was built from the stored persona's personality.
+    assert prompts and all("hates small talk" in p for p in prompts)

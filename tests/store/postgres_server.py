@@ -1,8 +1,12 @@
-"""A throwaway PostgreSQL server for the store tests (used by conftest.py).
+"""A throwaway PostgreSQL server for the store and service tests, and their fixtures.
 
 Started from the binaries under /usr/lib/postgresql/*/bin (or on PATH), in a temporary
 folder, on a free loopback port, with trust authentication and durability off (it is
 thrown away). PostgreSQL refuses to run as root, so as root it runs as `postgres`.
+
+The fixtures at the end (`postgres_server`, `store_url`, `store`) are imported by
+tests/store/conftest.py and tests/service/conftest.py; each conftest gets its own
+session server.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from assay.store import Store
+from assay.store.schema import metadata
 
 SKIP_VARIABLE = "ASSAY_SKIP_POSTGRES"
 SERVER_USER = "postgres"  # who runs the server when the tests run as root
@@ -172,3 +179,44 @@ def running_server(bindir: Path) -> Iterator[PostgresServer]:
         if started:
             _run([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], owner, base)
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- fixtures (imported by the conftests) --------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the whole session, stopped at the end."""
+    bindir = require_bindir()
+    require_driver()
+    with running_server(bindir) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _shared_postgres_database(postgres_server: PostgresServer) -> str:
+    # CREATE DATABASE takes ~0.3 s; tests that only need an empty store share one
+    # migrated database and have its tables emptied instead.
+    name = postgres_server.create_database()
+    Store.open(postgres_server.url(name)).close()
+    return name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a store holding no data, on each backend in turn."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'assay.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name: str = request.getfixturevalue("_shared_postgres_database")
+    tables = ", ".join(t.name for t in metadata.sorted_tables)
+    server.admin(f"TRUNCATE {tables} RESTART IDENTITY CASCADE", database=name)
+    return server.url(name)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """An opened store holding no data, on each backend in turn."""
+    opened = Store.open(store_url)
+    yield opened
+    opened.close()

@@ -1,7 +1,8 @@
 """What the model-calling adapters (OpenAI tools, HTTP) share about sessions and clients.
 
 `initial_state`: the state a session starts from, with the variable updates of seeded
-history turns applied (had those turns happened, the state would hold them).
+history turns applied (had those turns happened, the state would hold them);
+`apply_input_variables`: what a user input's variables do to that state as a turn starts.
 
 `PerLoop`: one HTTP client per event loop. An agent defined at module level
 (``agent = OpenAIToolsAgent(...)``) may be run by several ``asyncio.run`` calls in turn
@@ -19,7 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from assay.model.core import EvalCase, Turn
+from assay.model.core import EvalCase, Turn, UserInput
 
 if TYPE_CHECKING:
     from assay.agents.base import SessionOptions
@@ -36,6 +37,12 @@ def initial_state(case: EvalCase, options: SessionOptions) -> dict[str, Any]:
     )
     apply_updates(state, options.history)
     return state
+
+
+def apply_input_variables(state: dict[str, Any], user_input: UserInput) -> None:
+    """Set the variables `user_input` carries (copies) in `state`."""
+    if user_input.variables:
+        state.update(copy.deepcopy(user_input.variables))
 
 
 def apply_updates(state: dict[str, Any], turns: Sequence[Turn]) -> None:

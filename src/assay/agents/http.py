@@ -42,7 +42,7 @@ from typing import Annotated, Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay.agents._session_support import PerLoop, initial_state
+from assay.agents._session_support import PerLoop, apply_input_variables, initial_state
 from assay.agents.base import SessionOptions
 from assay.agents.tools import ToolBehavior, ToolMock
 from assay.errors import AgentError, QuotaExhaustedError
@@ -188,8 +188,7 @@ class HttpSession:
 
     async def send(self, user_input: UserInput) -> Turn:
         started = time.perf_counter()
-        if user_input.variables:
-            self.state.update(copy.deepcopy(user_input.variables))
+        apply_input_variables(self.state, user_input)
         reply = await self._agent.post(self.request_body(user_input))
         steps = [_step(event) for event in reply.events]
         for event in reply.events:

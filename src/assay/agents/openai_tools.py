@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from assay.agents._session_support import PerLoop, initial_state
+from assay.agents._session_support import PerLoop, apply_input_variables, initial_state
 from assay.agents._tool_schema import ToolArgumentError, ToolSpec
 from assay.agents.base import SessionOptions
 from assay.errors import AgentError, QuotaExhaustedError
@@ -166,8 +166,7 @@ class OpenAIToolsSession:
 
     async def send(self, user_input: UserInput) -> Turn:
         started = time.perf_counter()
-        if user_input.variables:
-            self.state.update(copy.deepcopy(user_input.variables))
+        apply_input_variables(self.state, user_input)
         messages = [*self.messages, {"role": "user", "content": user_text(user_input)}]
         steps: list[Step] = []
         usage = Usage()

@@ -100,8 +100,11 @@ def run_plan(svc: Mapping[str, Any]) -> tuple[list[EvalCase], RunOptions]:
     simulator = None
     if svc.get("userModel"):
         from assay.simulation import SimulatorOptions
+        from assay.simulation.personas import personas_from_resources
 
-        simulator = SimulatorOptions(model=svc["userModel"])
+        simulator = SimulatorOptions(
+            model=svc["userModel"], personas=personas_from_resources(svc.get("personas") or {})
+        )
     options = RunOptions(
         runs=svc.get("runCount"),
         tool_behavior=svc.get("toolBehavior", "REAL"),

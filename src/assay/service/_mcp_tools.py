@@ -80,6 +80,13 @@ def _page(args: Mapping[str, Any]) -> dict[str, Any]:
     return {"page_size": int(args.get("pageSize") or 50), "page_token": args.get("pageToken")}
 
 
+def _read_tool(
+    name: str, description: str, input_schema: dict[str, Any], handler: Handler
+) -> ToolSpec:
+    """A get/list tool: read-only and idempotent."""
+    return ToolSpec(name, description, input_schema, handler, read_only=True, idempotent=True)
+
+
 def _crud_tools(kind: str, singular: str, snake: str, title: str) -> list[ToolSpec]:
     """create/get/list/update/delete tools of one resource collection."""
     id_field = f"{singular}Id"
@@ -156,21 +163,17 @@ def _crud_tools(kind: str, singular: str, snake: str, title: str) -> list[ToolSp
             ),
             create,
         ),
-        ToolSpec(
+        _read_tool(
             f"get_{snake}",
             f"Get {article} {title} by name.",
             _schema({**name_arg, **last_ten}, ["name"]),
             get,
-            read_only=True,
-            idempotent=True,
         ),
-        ToolSpec(
+        _read_tool(
             f"list_{snake}s",
             f"List the {title}s of an app.",
             _schema(list_props, ["parent"]),
             list_,
-            read_only=True,
-            idempotent=True,
         ),
         ToolSpec(
             f"update_{snake}",
@@ -256,31 +259,25 @@ def _build() -> list[ToolSpec]:
             RUN_SCHEMA,
             _run_evaluation,
         ),
-        ToolSpec(
+        _read_tool(
             "get_evaluation_run",
             "Get an evaluation run: state and progress.",
             _schema({"name": _string("apps/{app}/evaluationRuns/{id}")}, ["name"]),
             _get_run,
-            read_only=True,
-            idempotent=True,
         ),
-        ToolSpec(
+        _read_tool(
             "list_evaluation_runs",
             "List an app's evaluation runs, newest first.",
             _schema({"parent": PARENT, **PAGE}, ["parent"]),
             _list_runs,
-            read_only=True,
-            idempotent=True,
         ),
-        ToolSpec(
+        _read_tool(
             "get_evaluation_result",
             "Get an evaluation result.",
             _schema({"name": _string("apps/{app}/evaluations/{id}/results/{result}")}, ["name"]),
             _get_result,
-            read_only=True,
-            idempotent=True,
         ),
-        ToolSpec(
+        _read_tool(
             "list_evaluation_results",
             "List an evaluation's results, newest first.",
             _schema(
@@ -292,8 +289,6 @@ def _build() -> list[ToolSpec]:
                 ["parent"],
             ),
             _list_results,
-            read_only=True,
-            idempotent=True,
         ),
     ]
     tools += _crud_tools(

@@ -156,16 +156,16 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return _validation_message(exc).response()
 
 
+# The error each HTTP status Starlette raises (404 for an unknown path, ...) is answered as.
+_BY_HTTP_STATUS: dict[int, type[ServiceError]] = {
+    cls.http_status: cls
+    for cls in (InvalidArgument, Unauthenticated, PermissionDenied, NotFound, PayloadTooLarge)
+}
+
+
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    by_status: dict[int, type[ServiceError]] = {
-        400: InvalidArgument,
-        401: Unauthenticated,
-        403: PermissionDenied,
-        404: NotFound,
-        413: PayloadTooLarge,
-    }
-    cls = by_status.get(exc.status_code)
+    cls = _BY_HTTP_STATUS.get(exc.status_code)
     if cls is None:
         error = ServiceError(str(exc.detail))
         error.http_status, error.code = exc.status_code, _status_name(exc.status_code)

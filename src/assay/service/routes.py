@@ -13,6 +13,7 @@ for the collections evaluations, evaluationDatasets and personas. The generic
 
 # No `from __future__ import annotations`: FastAPI reads the parameter annotations of
 # the per-collection closures below, which refer to closure variables.
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
@@ -101,25 +102,33 @@ def _add_collection(spec: KindSpec) -> None:
             full=view == "FULL",
         )
 
-    collection_router.add_api_route(
-        f"/apps/{{app}}/{kind}",
-        create,
-        methods=["POST"],
-        operation_id=f"create_{singular}",
-        summary=f"Create an {singular}",
-        description=f"Writable fields: {fields}. displayName is required and unique within "
-        "the app (409 ALREADY_EXISTS otherwise); output-only fields are ignored.",
-        tags=[kind],
-    )
-    collection_router.add_api_route(
-        f"/apps/{{app}}/{kind}",
-        list_,
-        methods=["GET"],
-        operation_id=f"list_{kind}",
-        summary=f"List the app's {kind}",
-        description=f"Oldest first; returns {{{kind}: [...], nextPageToken}}.",
-        tags=[kind],
-    )
+    routes: list[tuple[Callable[..., Any], str, str, str, str]] = [
+        (
+            create,
+            "POST",
+            f"create_{singular}",
+            f"Create an {singular}",
+            f"Writable fields: {fields}. displayName is required and unique within "
+            "the app (409 ALREADY_EXISTS otherwise); output-only fields are ignored.",
+        ),
+        (
+            list_,
+            "GET",
+            f"list_{kind}",
+            f"List the app's {kind}",
+            f"Oldest first; returns {{{kind}: [...], nextPageToken}}.",
+        ),
+    ]
+    for endpoint, method, operation_id, summary, description in routes:
+        collection_router.add_api_route(
+            f"/apps/{{app}}/{kind}",
+            endpoint,
+            methods=[method],
+            operation_id=operation_id,
+            summary=summary,
+            description=description,
+            tags=[kind],
+        )
 
 
 for _spec in SPECS.values():

@@ -190,6 +190,11 @@ def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -
         "toolBehavior": tool_behavior,
         "config": {**config, "toolCallBehaviour": tool_behavior},
         "goldenRunMethod": _enum(request, "goldenRunMethod", RunMethod.parse, "STABLE"),
+        # Scenarios may name the app's personas: the run keeps the ones it started with.
+        "personas": {
+            p.id: {"displayName": p.display_name, **p.body}
+            for p in ctx.store.resources.list_resources(app, "personas")
+        },
     }
     for field in ("appVersion", "evaluationDataset", "judgeModel", "userModel"):
         if request.get(field):

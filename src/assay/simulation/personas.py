@@ -147,6 +147,19 @@ def _persona(raw: Any, loc: Loc) -> Persona:
     return _plain_persona(obj, loc)
 
 
+def personas_from_resources(bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, Persona]:
+    """Personas from stored CES persona resources (`{id: body}`), keyed by id.
+
+    The service snapshots an app's personas into each run, so scenarios naming a
+    persona by id (or resource name, or display name) find the ones users created.
+    """
+    found: dict[str, Persona] = {}
+    for persona_id, body in bodies.items():
+        raw = {k: v for k, v in body.items() if k not in ("name", "id")}
+        found[persona_id] = _persona({**raw, "name": persona_id}, Loc(f"personas/{persona_id}"))
+    return found
+
+
 def load_personas(path: str | Path) -> dict[str, Persona]:
     """Personas from a JSON or YAML file, keyed by id; InputError on a bad file."""
     p = Path(path)

@@ -15,7 +15,7 @@ Replies: a `StandinToolCall` (or a ``{"name", "arguments", "id"}`` dict) in
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,27 @@ def tool_calls_of(items: Sequence[ToolCallSpec]) -> tuple[StandinToolCall, ...]:
 
 # -- requests ------------------------------------------------------------------------------
 
+#: (calls, results) of a conversation, in the neutral shape
+Traffic = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]
+#: reads one message (a Mapping) into the calls and results found so far
+_Reader = Callable[[Mapping[str, Any], list[dict[str, Any]], list[dict[str, Any]]], None]
+
+
+def _traffic(messages: Sequence[Any], read: _Reader) -> Traffic:
+    """The calls and results `read` finds in each message (non-objects are skipped)."""
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, Mapping):
+            read(message, calls, results)
+    return tuple(calls), tuple(results)
+
+
+def _result(calls: Sequence[dict[str, Any]], call_id: Any, content: Any) -> dict[str, Any]:
+    """A result named after the call with its id (None when no call has it)."""
+    name = next((c["name"] for c in calls if c["id"] == call_id), None)
+    return {"id": call_id, "name": name, "content": content}
+
 
 def _decoded(arguments: Any) -> Any:
     """OpenAI's JSON-encoded arguments as an object (kept as sent when not JSON)."""
@@ -140,30 +161,26 @@ def openai_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(declared)
 
 
-def openai_traffic(
-    messages: Sequence[Any],
-) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+def openai_traffic(messages: Sequence[Any]) -> Traffic:
     """The tool calls and tool results in an OpenAI conversation."""
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for m in messages:
-        if not isinstance(m, Mapping):
-            continue
-        for call in m.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, Mapping):
-                calls.append(
-                    {
-                        "id": call.get("id"),
-                        "name": function.get("name"),
-                        "arguments": _decoded(function.get("arguments")),
-                    }
-                )
-        if m.get("role") == "tool":
-            call_id = m.get("tool_call_id")
-            name = next((c["name"] for c in calls if c["id"] == call_id), None)
-            results.append({"id": call_id, "name": name, "content": m.get("content")})
-    return tuple(calls), tuple(results)
+    return _traffic(messages, _read_openai)
+
+
+def _read_openai(
+    m: Mapping[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> None:
+    for call in m.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            calls.append(
+                {
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": _decoded(function.get("arguments")),
+                }
+            )
+    if m.get("role") == "tool":
+        results.append(_result(calls, m.get("tool_call_id"), m.get("content")))
 
 
 def gemini_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -207,28 +224,22 @@ def _gemini_parts(content: Mapping[str, Any], *keys: str) -> Iterator[Mapping[st
                     yield inner
 
 
-def gemini_traffic(
-    contents: Sequence[Any],
-) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+def gemini_traffic(contents: Sequence[Any]) -> Traffic:
     """The function calls and function responses in Gemini contents."""
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for content in contents:
-        if not isinstance(content, Mapping):
-            continue
-        for call in _gemini_parts(content, "functionCall", "function_call"):
-            calls.append(
-                {"id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")}
-            )
-        for result in _gemini_parts(content, "functionResponse", "function_response"):
-            results.append(
-                {
-                    "id": result.get("id"),
-                    "name": result.get("name"),
-                    "content": result.get("response"),
-                }
-            )
-    return tuple(calls), tuple(results)
+    return _traffic(contents, _read_gemini)
+
+
+def _read_gemini(
+    content: Mapping[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> None:
+    for call in _gemini_parts(content, "functionCall", "function_call"):
+        calls.append(
+            {"id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")}
+        )
+    for result in _gemini_parts(content, "functionResponse", "function_response"):
+        results.append(
+            {"id": result.get("id"), "name": result.get("name"), "content": result.get("response")}
+        )
 
 
 def is_gemini_tool_result(content: Mapping[str, Any]) -> bool:
@@ -264,24 +275,20 @@ def _blocks(message: Mapping[str, Any], kind: str) -> Iterator[Mapping[str, Any]
         yield from (b for b in content if isinstance(b, Mapping) and b.get("type") == kind)
 
 
-def anthropic_traffic(
-    messages: Sequence[Any],
-) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+def anthropic_traffic(messages: Sequence[Any]) -> Traffic:
     """The tool_use and tool_result blocks in an Anthropic conversation."""
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for m in messages:
-        if not isinstance(m, Mapping):
-            continue
-        for block in _blocks(m, "tool_use"):
-            calls.append(
-                {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
-            )
-        for block in _blocks(m, "tool_result"):
-            call_id = block.get("tool_use_id")
-            name = next((c["name"] for c in calls if c["id"] == call_id), None)
-            results.append({"id": call_id, "name": name, "content": block.get("content")})
-    return tuple(calls), tuple(results)
+    return _traffic(messages, _read_anthropic)
+
+
+def _read_anthropic(
+    m: Mapping[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> None:
+    for block in _blocks(m, "tool_use"):
+        calls.append(
+            {"id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
+        )
+    for block in _blocks(m, "tool_result"):
+        results.append(_result(calls, block.get("tool_use_id"), block.get("content")))
 
 
 def is_anthropic_tool_result(message: Mapping[str, Any]) -> bool:
