@@ -15,12 +15,11 @@ from assay.cli import app
 from assay.testing.judge_server import JudgeServer, StandinRequest
 
 runner = CliRunner()
-OFF_TOPIC = Path(
-    "/work/shared/realworld/ces/bella_notte/evaluations/Off-the-Rails_-_Repeated_Off-Topic.json"
+BELLA_NOTTE = (
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld/ces/bella_notte/evaluations"
 )
-LARGE_PARTY = Path(
-    "/work/shared/realworld/ces/bella_notte/evaluations/Scenario_-_Large_Party_Rejection.json"
-)
+OFF_TOPIC = BELLA_NOTTE / "Off-the-Rails_-_Repeated_Off-Topic.json"
+LARGE_PARTY = BELLA_NOTTE / "Scenario_-_Large_Party_Rejection.json"
 
 BOTS = """
 from assay.model import Step, ToolCall, ToolResponse, Turn

@@ -21,8 +21,11 @@ from assay.model.error_types import ErrorType
 from assay.simulation import SimulatorOptions
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 
-LARGE_PARTY = Path(
-    "/work/shared/realworld/ces/bella_notte/evaluations/Scenario_-_Large_Party_Rejection.json"
+LARGE_PARTY = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "realworld/ces/bella_notte/evaluations/Scenario_-_Large_Party_Rejection.json"
 )
 
 
