@@ -7,6 +7,10 @@ user can fix the input without reading a traceback.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
+from typing import TypeVar
+
+_E = TypeVar("_E", bound=StrEnum)
 
 
 class AssayError(Exception):
@@ -72,6 +76,20 @@ class ConfigError(AssayError):
     def unknown(cls, kind: str, name: str, valid: Iterable[str]) -> ConfigError:
         options = ", ".join(sorted(valid))
         return cls(f"unknown {kind} {name!r}; valid {kind}s are: {options}")
+
+
+def parse_choice(cls: type[_E], value: str | _E, kind: str) -> _E:
+    """`value` as a member of the string enum `cls`, in any case (`fake`, `FAKE`).
+
+    Raises ConfigError naming `kind` and the choices.
+    """
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(str(value).strip().upper())
+    except ValueError:
+        choices = ", ".join(str(m.value).lower() for m in cls)
+        raise ConfigError(f"unknown {kind} {value!r}; use one of {choices}") from None
 
 
 class AgentError(AssayError):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from assay.errors import ConfigError
+from assay.errors import parse_choice
 from assay.metrics.argmatch import json_equal
 from assay.model.core import EvalCase, ToolCall, ToolResponse, Turn
 
@@ -45,15 +45,7 @@ class ToolBehavior(StrEnum):
     @classmethod
     def parse(cls, value: str | ToolBehavior) -> ToolBehavior:
         """Accept any case (`fake`, `FAKE`); raise ConfigError naming the choices."""
-        if isinstance(value, ToolBehavior):
-            return value
-        try:
-            return cls(value.strip().upper())
-        except ValueError:
-            choices = ", ".join(b.value.lower() for b in cls)
-            raise ConfigError(
-                f"unknown tool call behaviour {value!r}; use one of {choices}"
-            ) from None
+        return parse_choice(cls, value, "tool call behaviour")
 
 
 @dataclass(frozen=True, slots=True)

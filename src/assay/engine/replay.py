@@ -23,7 +23,7 @@ from enum import StrEnum
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, golden_mocks
 from assay.engine.infer import Inference, TimedToolHook, guarded, send_turn
-from assay.errors import ConfigError
+from assay.errors import parse_choice
 from assay.model.core import AgentTransfer, EvalCase, Step, ToolResponse, Turn
 
 
@@ -34,13 +34,7 @@ class RunMethod(StrEnum):
     @classmethod
     def parse(cls, value: str | RunMethod) -> RunMethod:
         """Accept any case (`naive`, `NAIVE`); raise ConfigError naming the choices."""
-        if isinstance(value, RunMethod):
-            return value
-        try:
-            return cls(value.strip().upper())
-        except ValueError:
-            choices = ", ".join(m.value.lower() for m in cls)
-            raise ConfigError(f"unknown run method {value!r}; use one of {choices}") from None
+        return parse_choice(cls, value, "run method")
 
 
 def default_method(case: EvalCase) -> RunMethod:
