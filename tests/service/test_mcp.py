@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 import mcp_types as types
-from conftest import RunningServer, create_key
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from service_samples import golden, persona
+from service_server import RunningServer, create_key
 from test_runs import weather_agent
 
 from assay.agents.callable import CallableAgent

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from conftest import RunningServer, create_key
 from service_samples import error_of, golden
+from service_server import RunningServer, create_key
 from sqlalchemy import update
 
 from assay.agents.callable import CallableAgent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Recorder, simulator
+from simulation_support import Recorder, simulator
 
 from assay.agents.base import SessionOptions
 from assay.agents.callable import CallableAgent

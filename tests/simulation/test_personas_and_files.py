@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Recorder, simulator
+from simulation_support import Recorder, simulator
 
 from assay import formats
 from assay.agents.base import SessionOptions

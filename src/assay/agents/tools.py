@@ -77,6 +77,8 @@ class ToolHook:
     """Indexes into `mocks` of the mocks that answered a call, in call order."""
     unmatched: list[ToolCall] = field(default_factory=list)
     """FAKE calls no mock answered (the agent got `no_mock_error`)."""
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    """(tool name, seconds) of every call answered through `execute`, in call order."""
 
     def _match(self, call: ToolCall) -> int | None:
         matching = [
@@ -115,12 +117,17 @@ class ToolHook:
         tool failure the agent sees, not a crash of the run. Returns (payload, seconds).
         """
         started = time.perf_counter()
+        payload = await self._answer(call, real)
+        seconds = time.perf_counter() - started
+        self.timings.append((call.name, seconds))
+        return payload, seconds
+
+    async def _answer(self, call: ToolCall, real: Callable[[], Any] | None) -> Any:
         mocked = self.intercept(call)
         if mocked is not None or self.behavior is ToolBehavior.FAKE:
-            return mocked, time.perf_counter() - started
+            return mocked
         if real is None:
-            payload: Any = {"error": f"tool {call.name!r} is not available to this agent"}
-            return payload, time.perf_counter() - started
+            return {"error": f"tool {call.name!r} is not available to this agent"}
         try:
             if inspect.iscoroutinefunction(real):
                 payload = await real()
@@ -130,7 +137,7 @@ class ToolHook:
                     payload = await _await(payload)
         except Exception as exc:  # a failing tool is an answer the agent must handle
             payload = {"error": f"{type(exc).__name__}: {exc}"}
-        return payload, time.perf_counter() - started
+        return payload
 
 
 async def _await(value: Awaitable[Any]) -> Any:

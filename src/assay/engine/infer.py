@@ -3,8 +3,8 @@
 Golden replay (`assay.engine.replay`) and scenario runs (`assay.engine.scenario_run`)
 both build on these pieces:
 
-- `TimedToolHook`: the session's tool hook, remembering how long each tool call it
-  answered took, so tool responses an adapter reports without `latency_s` get one;
+- `fill_tool_latencies`: tool responses an adapter reports without `latency_s` get
+  the time the session's `ToolHook` measured for that call;
 - `send_turn`: one user turn, with the turn latency and the reference turn's id filled
   in when the adapter left them out;
 - `guarded`: runs an agent conversation under the per-case timeout and turns whatever
@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from assay.agents.base import AgentSession
 from assay.agents.tools import ToolHook
 from assay.errors import QuotaExhaustedError
-from assay.model.core import EvalCase, Step, ToolCall, Turn
+from assay.model.core import EvalCase, Step, Turn
 from assay.model.error_types import ErrorType
 
 
@@ -37,18 +37,6 @@ class Inference:
     latency_s: float | None = None
     error: str | None = None
     error_type: str | None = None
-
-
-@dataclass
-class TimedToolHook(ToolHook):
-    """A `ToolHook` that also records (tool name, seconds) for every `execute`."""
-
-    timings: list[tuple[str, float]] = field(default_factory=list)
-
-    async def execute(self, call: ToolCall, real: Callable[[], Any] | None) -> tuple[Any, float]:
-        payload, seconds = await super().execute(call, real)
-        self.timings.append((call.name, seconds))
-        return payload, seconds
 
 
 def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]]) -> list[Step]:
@@ -70,7 +58,7 @@ def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]])
     return filled
 
 
-async def send_turn(session: AgentSession, ref: Turn, hook: TimedToolHook) -> Turn:
+async def send_turn(session: AgentSession, ref: Turn, hook: ToolHook) -> Turn:
     """Send `ref`'s user input; the reply with latency, id and tool latencies filled in."""
     mark = len(hook.timings)
     started = time.perf_counter()

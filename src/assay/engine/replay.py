@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from assay.agents.base import Agent, SessionOptions
-from assay.agents.tools import ToolBehavior, golden_mocks
-from assay.engine.infer import Inference, TimedToolHook, guarded, send_turn
+from assay.agents.tools import ToolBehavior, ToolHook, golden_mocks
+from assay.engine.infer import Inference, guarded, send_turn
 from assay.errors import parse_choice
 from assay.model.core import AgentTransfer, EvalCase, Step, ToolResponse, Turn
 
@@ -102,7 +102,7 @@ async def replay(
 
     async def stable() -> None:
         for index, ref in enumerate(refs):
-            hook = TimedToolHook(behavior, golden_mocks(case, index))
+            hook = ToolHook(behavior, golden_mocks(case, index))
             options = SessionOptions.for_case(
                 case, tools=hook, history=expected_history(refs, index)
             )
@@ -113,7 +113,7 @@ async def replay(
                 await session.close()
 
     async def naive() -> None:
-        hook = TimedToolHook(behavior, golden_mocks(case))
+        hook = ToolHook(behavior, golden_mocks(case))
         session = await agent.start_session(case, SessionOptions.for_case(case, tools=hook))
         try:
             for ref in refs:

@@ -17,8 +17,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from assay.agents.base import Agent, SessionOptions
-from assay.agents.tools import ToolBehavior, scenario_mocks
-from assay.engine.infer import Inference, TimedToolHook, fill_tool_latencies, guarded
+from assay.agents.tools import ToolBehavior, ToolHook, scenario_mocks
+from assay.engine.infer import Inference, fill_tool_latencies, guarded
 from assay.model.core import EvalCase, Turn
 from assay.model.error_types import ErrorType
 
@@ -67,7 +67,7 @@ async def run_scenario(
         )
     from assay.simulation import simulate
 
-    hook = TimedToolHook(behavior, scenario_mocks(case))
+    hook = ToolHook(behavior, scenario_mocks(case))
     session = SessionOptions.for_case(case, tools=hook)
     outcome: list[SimulationResult] = []
     # `simulate` fills `turns` as each one completes, so a timeout keeps them.
