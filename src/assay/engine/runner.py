@@ -43,11 +43,6 @@ if TYPE_CHECKING:
     from assay.judges.client import JudgePool
     from assay.simulation import SimulatorOptions, UserSimulator
 
-# Kept importable under their old names (reports compare error types with them).
-RUNTIME_FAILURE = ErrorType.RUNTIME_FAILURE
-METRIC_CALCULATION_FAILURE = ErrorType.METRIC_CALCULATION_FAILURE
-NOT_SUPPORTED = ErrorType.NOT_SUPPORTED
-
 SCENARIO_RUNS = 5
 """CES's default run count of a scenario evaluation (goldens run once)."""
 

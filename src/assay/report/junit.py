@@ -10,8 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from assay.engine.runner import METRIC_CALCULATION_FAILURE
 from assay.errors import AssayError
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult, Status
 
 
@@ -72,7 +72,7 @@ def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
             )
             if case.failure or (
                 case.status is Status.NOT_EVALUATED
-                and case.error_type == METRIC_CALCULATION_FAILURE
+                and case.error_type == ErrorType.METRIC_CALCULATION_FAILURE
             ):
                 # The agent (or a metric) crashed: an error, not a verdict on quality.
                 counts["errors"] += 1

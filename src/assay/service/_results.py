@@ -16,6 +16,7 @@ from typing import Any
 
 from assay.formats._ces_write import _dump_call, _dump_expectation
 from assay.model.core import Expectation, ToolCall, Turn
+from assay.model.error_types import ErrorType
 from assay.service.errors import InvalidArgument
 from assay.store.eval_results import SERVICE_KEY, Progress, ResultRow
 from assay.store.runs import RunInfo
@@ -102,11 +103,16 @@ def render_run(app: str, run: RunInfo, progress: Progress) -> dict[str, Any]:
     if run.finished_at is not None and run.status != RunStatus.INTERRUPTED.value:
         body["endTime"] = rfc3339(run.finished_at)
     if run.error and body["state"] == "ERROR":
-        body["errorInfo"] = {"errorType": "RUNTIME_FAILURE", "errorMessage": run.error}
+        body["errorInfo"] = {
+            "errorType": ErrorType.RUNTIME_FAILURE.value,
+            "errorMessage": run.error,
+        }
     elif run.status == RunStatus.INTERRUPTED.value and body["state"] == "ERROR":
         body["errorInfo"] = {
-            "errorType": "RUNTIME_FAILURE",
-            "errorMessage": "the run was interrupted; resume it with assay eval --resume",
+            "errorType": ErrorType.RUNTIME_FAILURE.value,
+            "errorMessage": (
+                "the run was interrupted; run the same `assay eval` command again to resume it"
+            ),
         }
     return body
 
