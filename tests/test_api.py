@@ -249,8 +249,8 @@ def test_ces_goldens_default_to_the_ces_checks() -> None:
 
     path = (
         Path(__file__).resolve().parents[1]
-        / ".."
-        / "shared"
+        / "tests"
+        / "data"
         / "realworld/ces/bella_notte/evaluations/Event_Prefill_-_Party_Size_Skipped.json"
     )
     metrics = resolve_metrics(None, None, [formats.load(path)])

@@ -17,7 +17,7 @@ from assay.config import (
 )
 from assay.errors import ConfigError
 
-ADK = Path(__file__).resolve().parents[1] / ".." / "shared" / "realworld" / "adk"
+ADK = Path(__file__).resolve().parents[1] / "tests" / "data" / "realworld" / "adk"
 REAL_CONFIGS = sorted(
     str(p.relative_to(ADK))
     for p in ADK.rglob("*.json")

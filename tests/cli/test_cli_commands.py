@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO / ".." / "shared" / "realworld"
+SHARED = REPO / "tests" / "data" / "realworld"
 EXAMPLE = REPO / "examples" / "home_automation" / "home.evalset.json"
 
 

@@ -16,7 +16,7 @@ from assay.testing.judge_server import JudgeServer, StandinRequest
 
 runner = CliRunner()
 BELLA_NOTTE = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld/ces/bella_notte/evaluations"
+    Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld/ces/bella_notte/evaluations"
 )
 OFF_TOPIC = BELLA_NOTTE / "Off-the-Rails_-_Repeated_Off-Topic.json"
 LARGE_PARTY = BELLA_NOTTE / "Scenario_-_Large_Party_Rejection.json"

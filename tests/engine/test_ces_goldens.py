@@ -22,7 +22,7 @@ from assay.model import EvalSet, Status, Step, ToolCall, ToolResponse, Turn, Use
 from assay.model.core import EvalCase
 from assay.testing.judge_server import JudgeServer, StandinRequest
 
-CES = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld" / "ces"
+CES = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "ces"
 OFF_TOPIC = CES / "bella_notte/evaluations/Off-the-Rails_-_Repeated_Off-Topic.json"
 PREFILL = CES / "bella_notte/evaluations/Event_Prefill_-_Party_Size_Skipped.json"
 SCRAPI_GOLDENS = CES / "scrapi_yaml/golden_eval_example.yaml"

@@ -248,7 +248,7 @@ def test_judge_run_options_are_checked() -> None:
         run([_evalset(1)], [_judged()], judges=JudgeRunOptions(model="gpt-4o"))
 
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 
 
 def test_adk_default_judge_without_credentials_says_which_to_set(

@@ -23,8 +23,8 @@ from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 
 LARGE_PARTY = (
     Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
+    / "tests"
+    / "data"
     / "realworld/ces/bella_notte/evaluations/Scenario_-_Large_Party_Rejection.json"
 )
 

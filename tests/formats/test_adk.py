@@ -35,7 +35,7 @@ from assay.model.core import (
     UserInput,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+SHARED = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK = SHARED / "adk"
 
 # Every ADK eval set / scenarios file among the real-world fixtures, with its case count.

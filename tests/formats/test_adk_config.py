@@ -13,7 +13,7 @@ from assay.formats import adk, adk_config, adk_legacy, load
 from assay.formats._common import read_structured
 from assay.model.core import EvalSet
 
-ADK = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld" / "adk"
+ADK = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "adk"
 CONFIGS = sorted(
     str(p.relative_to(ADK)) for p in ADK.rglob("*.json") if p.name.endswith("config.json")
 )

@@ -25,7 +25,7 @@ from assay.model.core import (
     UserInput,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+SHARED = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 FOLDER = SHARED / "adk" / "legacy_trip_planner"
 LEGACY = FOLDER / "trip_inquiry.test.json"
 SESSION = FOLDER / "initial.session.json"

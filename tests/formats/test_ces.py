@@ -25,7 +25,7 @@ from assay.model.core import (
     UserInput,
 )
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld" / "ces"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "ces"
 BELLA = REALWORLD / "bella_notte"
 OFF_RAILS = BELLA / "evaluations" / "Off-the-Rails_-_Repeated_Off-Topic.json"
 PREFILL = BELLA / "evaluations" / "Event_Prefill_-_Party_Size_Skipped.json"

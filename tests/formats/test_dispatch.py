@@ -24,7 +24,7 @@ from assay.formats import (
 from assay.formats._common import read_structured
 from assay.model.core import EvalSet
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK = REALWORLD / "adk"
 ADK_SET = ADK / "trpc_agent_go" / "math-basic.evalset.json"
 LEGACY = ADK / "legacy_trip_planner" / "trip_inquiry.test.json"

@@ -12,7 +12,7 @@ from assay.formats import load, load_rows, mlflow
 from assay.formats import mapping as m
 from assay.model.core import Chunk, EvalCase, EvalSet, Step, ToolCall, Turn, UserInput
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld" / "mlflow"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "mlflow"
 EVAL_SET = REALWORLD / "eval_set.jsonl"
 MAPPING = {"question": "request", "relevant_doc_id": "expected_retrieved_context"}
 

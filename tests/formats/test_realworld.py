@@ -15,7 +15,7 @@ from assay.formats import FORMAT_MODULES, ces, detect_format, format_module, loa
 from assay.formats._common import read_structured
 from assay.model.core import EvalSet, UserGoalBehavior
 
-REALWORLD = (Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld").resolve()
+REALWORLD = (Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld").resolve()
 MLFLOW_MAP = {"question": "request", "relevant_doc_id": "expected_retrieved_context"}
 
 Check = Callable[[Any], None]

@@ -16,7 +16,7 @@ from assay.formats import load, load_rows, vertex
 from assay.formats import mapping as m
 from assay.model.core import EvalCase, EvalSet, Rubric, RubricType, Scenario, Turn, UserInput
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld" / "vertex"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "vertex"
 
 
 def _call(name: str, **args: Any) -> dict[str, Any]:

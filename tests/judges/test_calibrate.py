@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from assay.cli_judge import judge_app
+from assay.cli.judge import judge_app
 from assay.errors import InputError
 from assay.judges.calibrate import (
     ConfusionMatrix,

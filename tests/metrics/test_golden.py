@@ -26,7 +26,7 @@ from assay.model.core import (
 )
 from assay.model.results import Score, Status
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
+SHARED = Path(__file__).resolve().parents[2] / "tests" / "data"
 CASE = EvalCase(id="golden-1")
 
 

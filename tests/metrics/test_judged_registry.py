@@ -23,7 +23,7 @@ from assay.metrics.registry import build_metric, get_metric_class, metric_names
 from assay.model.core import EvalCase, Rubric, RubricType, Turn
 from assay.model.results import Score, Status
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK_CONFIGS = sorted((REALWORLD / "adk").glob("*/*config.json"))
 
 

@@ -13,7 +13,7 @@ from assay.metrics.tokenize import rouge1, rouge1_fmeasure, tokenize
 from assay.model.core import EvalCase, Turn
 from assay.model.results import Status
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 
 
 def test_spec_known_value_is_8_over_11() -> None:

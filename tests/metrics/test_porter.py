@@ -23,7 +23,7 @@ from nltk.stem.porter import PorterStemmer
 from assay.metrics import porter
 from assay.metrics.tokenize import tokenize
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
+SHARED = Path(__file__).resolve().parents[2] / "tests" / "data"
 _WORD = re.compile(r"[a-z]+")
 _NLTK = PorterStemmer()
 
@@ -163,11 +163,12 @@ def test_irregular_forms_and_case_match_nltk() -> None:
 
 
 def test_project_texts_match_nltk() -> None:
-    seeds = sorted((SHARED / "seeds").glob("*.txt"))
+    # The project's own prose (README, docs) and the real-world fixtures it carries.
+    repo = SHARED.parents[1]
+    prose = [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
     realworld = sorted(p for p in (SHARED / "realworld").rglob("*") if p.is_file())
-    assert seeds
     assert realworld
-    words = _words_of([*seeds, *realworld])
+    words = _words_of([*prose, *realworld])
     assert len(words) > 1_000
     assert _differences(words) == []
 

@@ -21,7 +21,7 @@ from assay.metrics.trajectory import (
 from assay.model.core import EvalCase, Expectation, Step, ToolCall, Turn
 from assay.model.results import Status
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
+SHARED = Path(__file__).resolve().parents[2] / "tests" / "data"
 CASE = EvalCase(id="case-1")
 
 

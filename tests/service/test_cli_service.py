@@ -16,7 +16,7 @@ import typer
 from service_samples import error_of, golden
 from typer.testing import CliRunner
 
-from assay.cli_service import keys_app, serve_command
+from assay.cli.serve import keys_app, serve_command
 from assay.store import Store
 
 cli = typer.Typer()
@@ -25,7 +25,7 @@ cli.command("serve")(serve_command)
 
 # Mounts the commands as the `assay` CLI does, in a child process.
 SERVE = (
-    "import typer; from assay.cli_service import serve_command; "
+    "import typer; from assay.cli.serve import serve_command; "
     "app = typer.Typer(); app.command()(serve_command); app()"
 )
 

@@ -30,7 +30,7 @@ from assay.simulation import (
 )
 from assay.testing.judge_server import JudgeServer, StandinReply
 
-REALWORLD = Path(__file__).resolve().parents[2] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 LARGE_PARTY = (
     REALWORLD / "ces" / "bella_notte" / "evaluations" / "Scenario_-_Large_Party_Rejection.json"
 )

@@ -33,7 +33,7 @@ from assay.model.core import (
 )
 from assay.model.results import MetricResult, Status
 
-REALWORLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 FINAL = RubricType.FINAL_RESPONSE_QUALITY
 TOOL = RubricType.TOOL_USE_QUALITY
 

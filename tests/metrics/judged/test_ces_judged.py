@@ -17,7 +17,7 @@ from assay.metrics.registry import build_metric
 from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn
 from assay.model.results import MetricResult, Status
 
-REALWORLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 BELLA = REALWORLD / "ces" / "bella_notte" / "evaluations"
 
 

@@ -21,7 +21,7 @@ from assay.metrics.registry import build_metric
 from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn
 from assay.model.results import MetricResult, Status
 
-REALWORLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 
 
 def yes(why: str = "fine") -> str:

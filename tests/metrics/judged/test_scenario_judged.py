@@ -24,7 +24,7 @@ from assay.model.core import (
 )
 from assay.model.results import MetricResult, Status
 
-REALWORLD = Path(__file__).resolve().parents[3] / ".." / "shared" / "realworld"
+REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 LARGE_PARTY = (
     REALWORLD / "ces" / "bella_notte" / "evaluations" / "Scenario_-_Large_Party_Rejection.json"
 )

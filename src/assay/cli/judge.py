@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay._cli_common import command_app, stderr_console, stdout_console, user_errors
+from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
 from assay.errors import ConfigError
 from assay.judges.calibrate import CalibrationReport, ItemVerdict
 

@@ -18,21 +18,19 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from assay._cli_common import (
+from assay.cli.common import (
+    EXIT_INTERRUPTED,
     FromOption,
     MapOption,
     StoreOption,
-    stderr_console,
-    stdout_console,
-    user_errors,
-)
-from assay.cli import (
-    EXIT_INTERRUPTED,
     check_distinct_ids,
     check_format,
     gc_paused,
     parse_mapping,
     parse_metric_flags,
+    stderr_console,
+    stdout_console,
+    user_errors,
 )
 from assay.model.results import Status
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay._cli_common import StoreOption, command_app, stderr_console, user_errors
+from assay.cli.common import StoreOption, command_app, stderr_console, user_errors
 from assay.errors import ConfigError
 
 keys_app = command_app("keys", "API keys of the evaluation service (`assay serve`).")

@@ -1,0 +1,75 @@
+"""The `assay` command line: thin wrappers over formats, engine, store and reports.
+
+One module per command group (`eval`, `convert`, `runs`, `catalog`, `judge`, `serve`),
+all importing only `assay.cli.common`; this package mounts them on one Typer app.
+
+Exit codes: 0 every case passed; 1 a case failed or was not evaluated; 2 a usage or
+input error (bad flags, unreadable data, unknown format or metric); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from assay import __version__
+from assay.cli.catalog import formats_command, metrics_command
+from assay.cli.common import (
+    EXIT_INTERRUPTED,
+    FORMAT_DESCRIPTIONS,
+    command_app,
+    parse_mapping,
+    parse_metric_flags,
+)
+from assay.cli.convert import convert_command
+from assay.cli.eval import eval_command
+from assay.cli.judge import judge_app
+from assay.cli.runs import runs_command
+from assay.cli.serve import keys_app, serve_command
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "FORMAT_DESCRIPTIONS",
+    "app",
+    "main",
+    "parse_mapping",
+    "parse_metric_flags",
+]
+
+app = command_app("assay", "Evaluate AI agents: trajectories, responses, retrieval and judges.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"assay {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Evaluate AI agents: trajectories, responses, retrieval and judges."""
+
+
+app.command("eval")(eval_command)
+app.command("convert")(convert_command)
+app.command("runs")(runs_command)
+app.command("metrics")(metrics_command)
+app.command("formats")(formats_command)
+app.add_typer(judge_app, name="judge")
+app.command("serve")(serve_command)
+app.add_typer(keys_app, name="keys")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""What the `assay` command modules share: consoles, the error guard, the app factory,
+common options and their parsing.
+
+Every command module imports this one and nothing else of `assay.cli`; `assay.cli`
+(the package) mounts the command modules, so there is no import circle.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from assay.errors import AssayError, ConfigError, InputError, UnknownFormatError
+
+if TYPE_CHECKING:
+    from assay.model.core import EvalSet
+
+StoreOption = Annotated[
+    str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
+]
+FromOption = Annotated[
+    str | None, typer.Option("--from", help="Input format (detected when not given).")
+]
+MapOption = Annotated[
+    list[str] | None, typer.Option("--map", help="Column mapping SRC=DST (repeatable).")
+]
+
+
+def command_app(name: str, help: str) -> typer.Typer:
+    """A Typer app (or command group) with assay's settings: help when run bare."""
+    return typer.Typer(
+        name=name,
+        help=help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_show_locals=False,
+    )
+
+
+def stdout_console() -> Console:
+    # Logs and CI have no terminal width; a wider default keeps metric columns readable.
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return Console()
+    return Console(width=120)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Show assay's own errors as one red line and exit with their code, no traceback."""
+    try:
+        yield
+    except AssayError as exc:
+        stderr_console().print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+EXIT_INTERRUPTED = 130
+
+FORMAT_DESCRIPTIONS: dict[str, str] = {
+    "adk": "Google ADK eval set (*.evalset.json): golden conversations or scenarios",
+    "adk-legacy": "ADK legacy test file (*.test.json): queries with expected tool use",
+    "adk-config": "ADK test_config.json / eval_config.json criteria (assay convert only)",
+    "vertex": "Vertex AI eval rows (JSON, JSONL, CSV): prompt, response, trajectories",
+    "mlflow": "Databricks / MLflow rows: request, response, expected_response, context",
+    "ces": "Google CES Evaluation resources (JSON or YAML): goldens or scenarios",
+    "trace": "Recorded conversations (JSONL of assay Turns), scored without an agent",
+}
+
+
+def parse_mapping(items: Sequence[str] | None) -> dict[str, str] | None:
+    """`--map SRC=DST` flags (also comma-separated) as a column mapping."""
+    if not items:
+        return None
+    mapping: dict[str, str] = {}
+    for item in items:
+        for pair in item.split(","):
+            src, sep, dst = pair.partition("=")
+            if not sep or not src.strip() or not dst.strip():
+                raise ConfigError(
+                    f"--map {pair!r}: expected SRC=DST (a column of the file = the assay "
+                    "field), e.g. --map question=request"
+                )
+            mapping[src.strip()] = dst.strip()
+    return mapping
+
+
+def parse_metric_flags(items: Sequence[str]) -> dict[str, float | None]:
+    """`--metric NAME` / `--metric NAME=THRESHOLD` flags as {name: threshold or None}."""
+    wanted: dict[str, float | None] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not name:
+            raise ConfigError(f"--metric {item!r}: expected NAME or NAME=THRESHOLD")
+        threshold: float | None = None
+        if sep:
+            try:
+                threshold = float(raw)
+            except ValueError:
+                raise ConfigError(
+                    f"--metric {item!r}: the threshold must be a number, e.g. {name}=0.8"
+                ) from None
+        wanted[name] = threshold
+    return wanted
+
+
+def check_format(name: str, *, eval_set: bool) -> None:
+    from assay.formats import EVAL_SET_FORMATS, FORMAT_MODULES
+
+    valid = EVAL_SET_FORMATS if eval_set else tuple(FORMAT_MODULES)
+    if name not in valid:
+        raise UnknownFormatError(f"unknown format {name!r}; valid formats are: {', '.join(valid)}")
+
+
+def check_distinct_ids(evalsets: Sequence[EvalSet], files: Sequence[Path]) -> None:
+    # Checked before a run is stored, so an input error leaves no ERROR run behind.
+    seen: dict[str, Path] = {}
+    for evalset, path in zip(evalsets, files, strict=True):
+        if evalset.id in seen:
+            raise InputError(
+                f"eval set id {evalset.id!r} is also the id of {seen[evalset.id]}; "
+                "give each file a distinct eval set id",
+                file=str(path),
+            )
+        seen[evalset.id] = path
+
+
+@contextmanager
+def gc_paused(pause: bool) -> Iterator[None]:
+    """Pause the cyclic GC while scoring recorded data (which makes no cycles).
+
+    Scoring 100k rows allocates millions of small objects; each full collection would
+    walk them all. Agent runs keep the GC on: adapters and asyncio make real cycles.
+    """
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
