@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from assay.agents import as_agent
-from assay.engine import RunOptions, run, score_case
+from assay.engine import RunOptions, arun, run, score_case
 from assay.engine.replay import RunMethod
 from assay.engine.scoring import NO_RESPONSE_REASON
 from assay.metrics.base import Metric, MetricOptions
@@ -319,3 +319,62 @@ def test_case_results_serialise_to_plain_json() -> None:
     assert doc["status"] == "PASSED"
     assert doc["metrics"]["half"]["threshold"] == 0.5
     assert doc["invocations"][0]["actual"]["steps"][0]["tool_call"]["name"] == "t"
+
+
+def test_a_raising_worker_cancels_its_siblings() -> None:
+    # An observer failing on one case (a store write, say) ends the run: the other
+    # workers' agent calls are cancelled, not left running after the run is gone.
+    cancelled: list[str] = []
+    started = asyncio.Event()
+
+    async def agent(prompt: str) -> str:
+        if prompt == "fast":
+            await started.wait()  # fail only once the slow ones are in flight
+            return prompt
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(prompt)
+            raise
+        return prompt
+
+    class Failing:
+        def on_start(self, total: int) -> None:
+            pass
+
+        def on_case_done(self, result: CaseResult) -> None:
+            raise OSError(f"disk full writing {result.case_id}")
+
+        def on_finish(self, result: EvalResult) -> None:
+            raise AssertionError("a failed run never finishes")
+
+    cases = [
+        _case("fast", ("fast", "fast")),
+        _case("s1", ("slow1", "x")),
+        _case("s2", ("slow2", "x")),
+    ]
+
+    async def main() -> None:
+        with pytest.raises(OSError, match="disk full writing fast"):
+            await arun(
+                [EvalSet(id="s", cases=cases)],
+                [_ExactResponse()],
+                agent=as_agent(agent),
+                options=RunOptions(concurrency=3, timeout_s=60),
+                observers=[Failing()],
+            )
+        # Nothing of the run is left on the loop once arun has returned.
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    asyncio.run(main())
+    assert sorted(cancelled) == ["slow1", "slow2"]
+
+
+def test_a_metric_failure_is_typed_on_the_metric_and_the_case() -> None:
+    result = score_case(_case("c", ("a", "a")), [Turn(final_response="a")], [_Exploding()])
+    metric = result.metrics["exploding"]
+    assert metric.error_type is ErrorType.METRIC_CALCULATION_FAILURE
+    assert result.error_type is ErrorType.METRIC_CALCULATION_FAILURE
+    # The explanation keeps its CES spelling for readers of reports.
+    assert (metric.explanation or "").startswith("METRIC_CALCULATION_FAILURE: ZeroDivisionError")

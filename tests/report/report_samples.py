@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
+from assay.model.error_types import ErrorType
 from assay.model.results import (
     CaseResult,
     EvalResult,
@@ -109,7 +110,7 @@ def crashed_case() -> CaseResult:
         latency_s=0.5,
         failure=True,
         error=reason,
-        error_type="RUNTIME_FAILURE",
+        error_type=ErrorType.RUNTIME_FAILURE,
         eval_set_id="home",
     )
 

@@ -18,6 +18,7 @@ from assay.model import (
     Usage,
     UserInput,
 )
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
 
 
@@ -134,7 +135,7 @@ def error_result(case_id: str = "broken", *, eval_set_id: str = "weather") -> Ca
         },
         failure=True,
         error="TimeoutError: agent did not answer within 300s",
-        error_type="RUNTIME_FAILURE",
+        error_type=ErrorType.RUNTIME_FAILURE,
         eval_set_id=eval_set_id,
     )
 

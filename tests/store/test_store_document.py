@@ -11,6 +11,7 @@ from store_samples import error_result, every_step_result, row_result, weather_r
 
 from assay.errors import StoreError
 from assay.model import Turn, UserInput
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.store import Store
 from assay.store._document import FORMAT, compact_document, encode_document, expand_document
@@ -28,7 +29,14 @@ def _every_field_set() -> CaseResult:
         status=Status.FAILED,
         metrics={
             "judge": MetricResult(
-                "judge_v2", 0.5, 0.8, Status.FAILED, "1 of 2 agree", [score], {"n": 2}
+                "judge_v2",
+                0.5,
+                0.8,
+                Status.FAILED,
+                "1 of 2 agree",
+                [score],
+                {"n": 2},
+                ErrorType.METRIC_CALCULATION_FAILURE,
             )
         },
         invocations=[InvocationResult(3, "inv-3", turn, turn, {"judge": Score(1.0)})],
@@ -36,7 +44,7 @@ def _every_field_set() -> CaseResult:
         latency_s=1.5,
         failure=True,
         error="boom",
-        error_type="RUNTIME_FAILURE",
+        error_type=ErrorType.RUNTIME_FAILURE,
         eval_set_id="set",
     )
 
@@ -181,7 +189,7 @@ def test_rows_keep_their_order_and_null_columns_across_statements(store: Store) 
         if i % 7 == 0:
             result.latency_s = float(i)
         if i % 11 == 0:
-            result.error_type = "METRIC_CALCULATION_FAILURE"
+            result.error_type = ErrorType.METRIC_CALCULATION_FAILURE
         results.append(result)
     run_id = _start(store)
     store.add_case_results(run_id, results)

@@ -36,7 +36,7 @@ class Inference:
     turns: list[Turn] | None
     latency_s: float | None = None
     error: str | None = None
-    error_type: str | None = None
+    error_type: ErrorType | None = None
 
 
 def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]]) -> list[Step]:
@@ -76,11 +76,11 @@ async def send_turn(session: AgentSession, ref: Turn, hook: ToolHook) -> Turn:
     return turn.model_copy(update=updates) if updates else turn
 
 
-def failure_of(exc: BaseException) -> tuple[str, str]:
+def failure_of(exc: BaseException) -> tuple[str, ErrorType]:
     """(message, CES error type) for an exception the agent under test raised."""
     if isinstance(exc, QuotaExhaustedError):
-        return f"quota exhausted: {exc}", ErrorType.QUOTA_EXHAUSTED.value
-    return f"agent raised {type(exc).__name__}: {exc}", ErrorType.RUNTIME_FAILURE.value
+        return f"quota exhausted: {exc}", ErrorType.QUOTA_EXHAUSTED
+    return f"agent raised {type(exc).__name__}: {exc}", ErrorType.RUNTIME_FAILURE
 
 
 async def guarded(
@@ -106,7 +106,7 @@ async def guarded(
             message = f"{label} timed out after {timeout_s:g}s"
             if turns:
                 message += f" (completed {len(turns)} turn(s))"
-            return Inference(turns, elapsed, message, ErrorType.RUNTIME_FAILURE.value)
+            return Inference(turns, elapsed, message, ErrorType.RUNTIME_FAILURE)
         return Inference(turns, elapsed, *failure_of(exc))
     except Exception as exc:  # the agent under test may raise anything; keep the others going
         return Inference(turns, time.perf_counter() - started, *failure_of(exc))

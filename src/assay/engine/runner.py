@@ -15,7 +15,7 @@ or recorded case, five times per simulated scenario (`runs_for`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -182,7 +182,7 @@ async def _infer(job: _Job, ctx: _Context) -> Inference | None:
 
 def _nothing_recorded(case: EvalCase) -> Inference:
     if case.scenario is not None:
-        return Inference(None, error=NO_AGENT, error_type=ErrorType.NOT_SUPPORTED.value)
+        return Inference(None, error=NO_AGENT, error_type=ErrorType.NOT_SUPPORTED)
     return Inference(None, error=NO_RESPONSE_REASON)
 
 
@@ -316,8 +316,24 @@ async def _run_jobs(
             for i, job in queue:
                 done(i, await _evaluate_job(job, ctx))
 
-        await asyncio.gather(*(worker() for _ in range(min(workers, len(jobs)) or 1)))
+        await run_workers(worker, min(workers, len(jobs)) or 1)
     return [r for r in results if r is not None]
+
+
+async def run_workers(worker: Callable[[], Awaitable[None]], count: int) -> None:
+    """`count` copies of `worker` in one task group: the first to raise cancels the rest.
+
+    A worker that raises (an observer's store write failing, a bug) must not leave its
+    siblings calling agents and judges after the run's judge pool and simulator are
+    closed. The error is re-raised as itself, not as an ExceptionGroup, so callers keep
+    catching the errors they know.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(count):
+                group.create_task(worker())
+    except BaseExceptionGroup as grouped:
+        raise grouped.exceptions[0] from None
 
 
 def run(

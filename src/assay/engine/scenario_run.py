@@ -62,9 +62,7 @@ async def run_scenario(
     if simulator is None:
         from assay.simulation.options import NO_USER_MODEL_MESSAGE
 
-        return Inference(
-            None, error=NO_USER_MODEL_MESSAGE, error_type=ErrorType.NOT_SUPPORTED.value
-        )
+        return Inference(None, error=NO_USER_MODEL_MESSAGE, error_type=ErrorType.NOT_SUPPORTED)
     from assay.simulation import simulate
 
     hook = ToolHook(behavior, scenario_mocks(case))

@@ -42,6 +42,7 @@ def _calculation_failure(metric: Metric, exc: Exception) -> MetricResult:
         None,
         [],
         explanation=f"{ErrorType.METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}",
+        error_type=ErrorType.METRIC_CALCULATION_FAILURE,
     )
 
 
@@ -101,7 +102,7 @@ def score_case(
     )
 
 
-def _status(results: Sequence[MetricResult], error_type: str | None) -> Status:
+def _status(results: Sequence[MetricResult], error_type: ErrorType | None) -> Status:
     statuses = [r.status for r in results if r.status is not None]
     if error_type == ErrorType.RUNTIME_FAILURE:
         # The agent under test crashed or timed out: that is a failure of the case.
@@ -142,10 +143,9 @@ def finish_case(
             )
         )
     error_type = inference.error_type if inference else None
-    if error_type is None and any(
-        (r.explanation or "").startswith(ErrorType.METRIC_CALCULATION_FAILURE) for r in results
-    ):
-        error_type = ErrorType.METRIC_CALCULATION_FAILURE.value
+    if error_type is None:
+        # The first metric that could not score names the case's error type.
+        error_type = next((r.error_type for r in results if r.error_type is not None), None)
     return CaseResult(
         case_id=case.id,
         status=_status(results, error_type),

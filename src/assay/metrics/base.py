@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from assay.model.core import EvalCase, Turn
+from assay.model.error_types import ErrorType
 from assay.model.results import MetricResult, Score, status_for
 
 
@@ -114,6 +115,7 @@ class Metric:
         *,
         explanation: str | None = None,
         details: dict[str, Any] | None = None,
+        error_type: ErrorType | None = None,
     ) -> MetricResult:
         return MetricResult(
             name=self.name,
@@ -123,6 +125,7 @@ class Metric:
             explanation=explanation,
             per_invocation=per,
             details=details or {},
+            error_type=error_type,
         )
 
     def row_columns(self, score: Score) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """CES error types: why a case run has no (or only a partial) result.
 
-A `CaseResult.error_type` holds one of these values; reports, the store and the
-service show them as CES does.
+A `CaseResult.error_type` (and a `MetricResult.error_type` when the metric itself
+raised) holds one of these members from the engine to the store and the wire; reports,
+the store and the service spell them as CES does (the member's value).
 """
 
 from __future__ import annotations
@@ -22,3 +23,11 @@ class ErrorType(StrEnum):
     """The case cannot be run the way it was asked (e.g. a scenario without a user model)."""
     CONFIG_ERROR = "CONFIG_ERROR"
     """The case's own settings are invalid (e.g. an unknown persona id)."""
+
+
+class ExecutionState(StrEnum):
+    """Whether a case run executed (CES `executionState`), whatever its verdict."""
+
+    COMPLETED = "COMPLETED"
+    ERROR = "ERROR"
+    """The case run failed to execute: the agent crashed, timed out or was not reachable."""

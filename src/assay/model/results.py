@@ -13,6 +13,7 @@ from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 from assay.model.core import Turn
+from assay.model.error_types import ErrorType, ExecutionState
 
 _R = TypeVar("_R", bound="EvalResult")
 
@@ -76,6 +77,8 @@ class MetricResult:
     explanation: str | None = None
     per_invocation: list[Score] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    #: why the metric could not score (METRIC_CALCULATION_FAILURE when it raised)
+    error_type: ErrorType | None = None
 
 
 @dataclass(slots=True)
@@ -99,8 +102,15 @@ class CaseResult:
     latency_s: float | None = None
     failure: bool = False
     error: str | None = None
-    error_type: str | None = None
+    error_type: ErrorType | None = None
     eval_set_id: str | None = None
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        """ERROR when the case run failed to execute (an error or a failed agent)."""
+        if self.error is not None or self.failure:
+            return ExecutionState.ERROR
+        return ExecutionState.COMPLETED
 
     def __repr__(self) -> str:
         scores = ", ".join(f"{n}={m.score!r}" for n, m in self.metrics.items())

@@ -48,7 +48,7 @@ class SimulationResult:
     turns: list[Turn]
     stopped_by: str  # "stop_signal" | "max_turns" | "error"
     error: str | None = None
-    error_type: str | None = None  # an ErrorType value
+    error_type: ErrorType | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Dialect, insert, null
 
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult
 from assay.store._document import compact_document, encode_document
 from assay.store.schema import case_results
@@ -44,11 +45,6 @@ STATUS: Final = 3
 EXECUTION_STATE: Final = 4
 
 
-def is_error(result: CaseResult) -> bool:
-    """Whether the case run failed to execute (CES executionState ERROR)."""
-    return result.error is not None or result.failure
-
-
 def encode_case(result: CaseResult) -> EncodedCase:
     """The row for `result`, its document encoded (StoreError names the case)."""
     return (
@@ -57,8 +53,8 @@ def encode_case(result: CaseResult) -> EncodedCase:
         result.case_id,
         result.run_index,
         result.status._value_,
-        "ERROR" if result.error is not None or result.failure else "COMPLETED",
-        result.error_type,
+        result.execution_state._value_,
+        None if result.error_type is None else ErrorType(result.error_type)._value_,
         result.latency_s,
         encode_document(result),
     )
@@ -77,8 +73,8 @@ def case_row(run_id: str, result: CaseResult, now: datetime) -> dict[str, Any]:
         "case_id": result.case_id,
         "run_index": result.run_index,
         "status": result.status.value,
-        "execution_state": "ERROR" if is_error(result) else "COMPLETED",
-        "error_type": result.error_type,
+        "execution_state": result.execution_state.value,
+        "error_type": None if result.error_type is None else ErrorType(result.error_type).value,
         "latency_s": result.latency_s,
         "created_at": now,
         "document": compact_document(result),

@@ -12,7 +12,8 @@ keeps the same information in ~1.1 KB:
      "invocations": [{"actual": {...}, "expected": {...}}], "eval_set_id": "rows"}
 
 - A metric is `[name, score, threshold, status, per_invocation]`, followed by
-  `explanation, details, key` when any of them is not its default (None, {}, the name).
+  `explanation, details, key` when any of them is not its default (None, {}, the name),
+  and then its `error_type` (an `ErrorType` value) when it could not score.
   Metrics are a list, so they keep their order (jsonb would reorder an object's keys).
 - A score is its bare value when it has no explanation and no details, else the full
   `{"value", "explanation", "details"}` object.
@@ -34,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import StoreError
+from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, Score
 from assay.store._json import dumps_bytes
 
@@ -41,8 +43,9 @@ FORMAT = 2
 """The document format `encode_document` writes."""
 
 # A stored metric: name, score, threshold, status, per_invocation, then optionally
-# explanation, details, key.
+# explanation, details, key, and last the error type of a metric that could not score.
 _SHORT_METRIC = 5
+_LONG_METRIC = 8
 
 
 def _score(score: Score) -> Any:
@@ -95,13 +98,17 @@ def compact_document(result: CaseResult) -> dict[str, Any]:
             scores,
         ]
         metric_details = metric.details
+        failed = metric.error_type
         if (
             metric.explanation is not None
             or type(metric_details) is not dict
             or metric_details
             or key != metric.name
+            or failed is not None
         ):
             entry += (metric.explanation, metric_details, key)
+            if failed is not None:
+                entry.append(ErrorType(failed)._value_)
         metrics.append(entry)
         if count and len(per) == count:
             derived.append(key)
@@ -143,7 +150,7 @@ def compact_document(result: CaseResult) -> dict[str, Any]:
     if result.error is not None:
         doc["error"] = result.error
     if result.error_type is not None:
-        doc["error_type"] = result.error_type
+        doc["error_type"] = ErrorType(result.error_type)._value_
     if result.eval_set_id is not None:
         doc["eval_set_id"] = result.eval_set_id
     return doc
@@ -197,11 +204,14 @@ def expand_document(doc: Any) -> Any:
     # Loops rather than comprehensions and helper calls: reading 100,000 results
     # spends most of its Python time here.
     for entry in doc.get("metrics", ()):
+        failed = None
         if len(entry) == _SHORT_METRIC:
             name, score, threshold, status, per = entry
             explanation, details, key = None, {}, name
-        else:
+        elif len(entry) == _LONG_METRIC:
             name, score, threshold, status, per, explanation, details, key = entry
+        else:
+            name, score, threshold, status, per, explanation, details, key, failed = entry
         scores = []
         for stored in per:
             if type(stored) is dict:
@@ -216,6 +226,7 @@ def expand_document(doc: Any) -> Any:
             "explanation": explanation,
             "per_invocation": scores,
             "details": details,
+            "error_type": failed,
         }
         if count and len(per) == count:
             for i, stored in enumerate(per):

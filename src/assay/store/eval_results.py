@@ -16,6 +16,8 @@ from typing import Any
 
 from sqlalchemy import and_, func, select, update
 
+from assay.model.error_types import ExecutionState
+from assay.model.results import Status
 from assay.store._document import expand_document
 from assay.store._repository import Repository, database_errors
 from assay.store.runs import RunInfo, _run_info
@@ -34,8 +36,8 @@ class ResultRow:
     run_id: str
     case_id: str
     run_index: int
-    status: str
-    execution_state: str
+    status: Status
+    execution_state: ExecutionState
     created_at: datetime
     document: dict[str, Any]
 
@@ -70,8 +72,8 @@ def _row(row: Any) -> ResultRow:
         run_id=row.run_id,
         case_id=row.case_id,
         run_index=row.run_index,
-        status=row.status,
-        execution_state=row.execution_state,
+        status=Status(row.status),
+        execution_state=ExecutionState(row.execution_state),
         created_at=row.created_at,
         document=expand_document(row.document),
     )
@@ -145,7 +147,7 @@ class EvaluationResults(Repository):
         counts = {"completed": 0, "passed": 0, "failed": 0, "error": 0}
         with self._engine.connect() as conn:
             for status, state, n in conn.execute(query):
-                if state == "ERROR":
+                if state == ExecutionState.ERROR:
                     counts["error"] += n
                     continue
                 counts["completed"] += n

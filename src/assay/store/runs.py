@@ -15,6 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
+from assay.model.error_types import ExecutionState
 from assay.model.results import CaseResult, Status
 from assay.store._bulk import (
     EXECUTION_STATE,
@@ -54,7 +55,7 @@ class RunInfo:
     id: str
     created_at: datetime
     finished_at: datetime | None
-    status: str
+    status: RunStatus
     eval_set_ids: list[str]
     metrics: list[str]
     agent: str | None
@@ -196,7 +197,7 @@ class RunRepository(Repository):
         run_id: str,
         *,
         summary: Mapping[str, Any] | None,
-        status: str,
+        status: RunStatus | str,
         error: str | None = None,
     ) -> None:
         if status not in {s.value for s in FINAL_STATUSES}:
@@ -299,7 +300,7 @@ class RunRepository(Repository):
         c = case_results.c
         query = select(c.eval_set_id, c.case_id, c.run_index).where(c.run_id == run_id)
         if not include_errors:
-            query = query.where(c.execution_state != "ERROR")
+            query = query.where(c.execution_state != ExecutionState.ERROR.value)
         with self._engine.connect() as conn:
             self._require_run(conn, run_id)
             return {(e, k, i) for e, k, i in conn.execute(query)}
@@ -339,7 +340,7 @@ class RunRepository(Repository):
         for status, state, n in conn.execute(query):
             counts["case_count"] += n
             counts[_COUNT_COLUMN[status]] += n
-            if state == "ERROR":
+            if state == ExecutionState.ERROR:
                 counts["errors"] += n
         return counts
 
@@ -378,7 +379,7 @@ def _increments(encoded: Iterable[EncodedCase]) -> dict[str, Any]:
     for e in encoded:
         counts["case_count"] += 1
         counts[_COUNT_COLUMN[e[STATUS]]] += 1
-        counts["errors"] += e[EXECUTION_STATE] == "ERROR"
+        counts["errors"] += e[EXECUTION_STATE] == ExecutionState.ERROR
     return {name: getattr(runs_table.c, name) + n for name, n in counts.items()}
 
 
@@ -393,7 +394,7 @@ def _run_info(row: Row[Any]) -> RunInfo:
         id=row.id,
         created_at=row.created_at,
         finished_at=row.finished_at,
-        status=row.status,
+        status=RunStatus(row.status),
         eval_set_ids=list(row.eval_set_ids),
         metrics=list(row.metrics),
         agent=row.agent,

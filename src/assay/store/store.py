@@ -14,7 +14,7 @@ from assay.store.connect import create_store_engine, migrate, resolve_url
 from assay.store.judge_cache import JudgeCache
 from assay.store.resources import ResourceRepository
 from assay.store.runs import CaseKey, RunInfo, RunRepository
-from assay.store.schema import DEFAULT_APP
+from assay.store.schema import DEFAULT_APP, RunStatus
 
 
 class Store:
@@ -104,7 +104,7 @@ class Store:
         run_id: str,
         *,
         summary: Mapping[str, Any] | None,
-        status: str,
+        status: RunStatus | str,
         error: str | None = None,
     ) -> None:
         """Mark the run COMPLETED, ERROR or INTERRUPTED; counts are recomputed.
