@@ -15,7 +15,7 @@ or recorded case, five times per simulated scenario (`runs_for`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -320,7 +320,7 @@ async def _run_jobs(
     return [r for r in results if r is not None]
 
 
-async def run_workers(worker: Callable[[], Awaitable[None]], count: int) -> None:
+async def run_workers(worker: Callable[[], Coroutine[Any, Any, None]], count: int) -> None:
     """`count` copies of `worker` in one task group: the first to raise cancels the rest.
 
     A worker that raises (an observer's store write failing, a bug) must not leave its
