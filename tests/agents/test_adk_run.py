@@ -133,10 +133,15 @@ def test_cli_evaluates_an_adk_agent_folder(
     travel_model: None, fresh_folder_bookings: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["eval", str(EVALSET), "--agent", str(TRAVEL_DIR)])
+    history = TRAVEL_DIR / ".adk"
+    shutil.rmtree(history, ignore_errors=True)
+    result = CliRunner().invoke(
+        app, ["eval", str(EVALSET), "--agent", str(TRAVEL_DIR), "--no-adk-history"]
+    )
     assert result.exit_code == 0, result.output
     assert "Result: 2 passed, 0 failed" in result.output
     assert sorted(folder_bookings()) == ["LON-PAR-1", "ROM-OSL-1"]
+    assert not history.exists()  # --no-adk-history: the fixture folder stays as it is
 
 
 def test_loader_wraps_module_attribute_adk_agents(travel_model: None) -> None:

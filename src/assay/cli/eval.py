@@ -140,6 +140,14 @@ def eval_command(
         bool,
         typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
     ] = False,
+    no_adk_history: Annotated[
+        bool,
+        typer.Option(
+            "--no-adk-history",
+            help="Do not write ADK eval history (<agent folder>/.adk/eval_history/) for ADK"
+            " agents.",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
     with user_errors():
@@ -170,6 +178,7 @@ def eval_command(
             fresh=fresh,
             quiet=quiet,
             persona_file=persona_file,
+            adk_history=not no_adk_history,
         )
         code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
@@ -191,6 +200,7 @@ class _Request:
     fresh: bool
     quiet: bool
     persona_file: Path | None
+    adk_history: bool = True
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -355,6 +365,8 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
             db.close()
     result.run_id = resumed.run_id if resumed is not None else None
     _report(req, result, evalsets, out=out, junit=junit, csv_path=csv_path)
+    if req.adk_history and not interrupted:
+        _write_adk_history(req.agent, agent_obj, result, err)
     if interrupted:
         err.print(
             Text(
@@ -369,6 +381,21 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     if interrupted:
         return EXIT_INTERRUPTED
     return 0 if result.cases and result.status is Status.PASSED else 1
+
+
+def _write_adk_history(spec: str | None, agent: Any, result: Any, err: Console) -> None:
+    """An ADK agent's run also goes where `adk web` shows eval history."""
+    from assay.agents.adk import AdkAgent
+
+    if not isinstance(agent, AdkAgent):
+        return
+    from assay.interop.adk_history import app_for_agent_spec, write_history
+
+    app = app_for_agent_spec(spec)
+    if app is None:
+        return
+    for path in write_history(result, app):
+        err.print(Text(f"wrote ADK eval history {path}", style="dim"))
 
 
 def _report(
