@@ -268,3 +268,38 @@ def test_adk_default_judge_without_credentials_says_which_to_set(
         assert "'gemini-2.5-flash' is not available" in (outcome.explanation or "")
         assert "GEMINI_API_KEY" in (outcome.explanation or "")
     assert result.summary["judge/calls"] == 0
+
+
+def test_two_runs_at_once_each_use_their_own_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One metric object shared by two concurrent runs whose judges are two real
+    # stand-in servers: each run's cases must be judged by its own server only.
+    from assay.testing.judge_server import JudgeServer, StandinReply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    shared = _judged()
+    cases = 6
+    with (
+        JudgeServer(StandinReply("yes", delay=0.02)) as server_a,
+        JudgeServer(StandinReply("no", delay=0.02)) as server_b,
+    ):
+
+        async def both() -> tuple[Any, Any]:
+            def one(model: str, server: JudgeServer) -> Any:
+                return arun(
+                    [_evalset(cases)],
+                    [shared, _Length()],
+                    judges=JudgeRunOptions(
+                        model=model, base_url=server.openai_base_url, concurrency=2
+                    ),
+                )
+
+            return await asyncio.gather(one("openai:a", server_a), one("openai:b", server_b))
+
+        result_a, result_b = asyncio.run(both())
+        models_a = {r.model for r in server_a.requests}
+        models_b = {r.model for r in server_b.requests}
+        assert (len(server_a.requests), len(server_b.requests)) == (cases, cases)
+    assert [c.metrics["yes_judged"].score for c in result_a.cases] == [1.0] * cases
+    assert [c.metrics["yes_judged"].score for c in result_b.cases] == [0.0] * cases
+    assert models_a == {"a"} and models_b == {"b"}
+    assert shared.judge is None  # neither run changed the metric

@@ -1,10 +1,10 @@
-"""The run's judges: attach one to every judged metric before scoring, detach after.
+"""The run's judges: one pool, where each judged metric finds its judge as it scores.
 
 Each `JudgedMetric` gets the judge its `judge_model_options.judge_model` names, or the
-run's default (`--judge MODEL`). With neither it keeps `NO_JUDGE_MESSAGE`; when the
+run's default (`--judge MODEL`). With neither it reports `NO_JUDGE_MESSAGE`; when the
 judge cannot be built (SDK not installed, no API key) the metric reports that reason.
 Either way it comes out NOT_EVALUATED and the deterministic metrics still run.
-A judge attached by the caller beforehand is left alone.
+A judge the caller gave a metric (`attach_judge`) wins over the run's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.metrics.base import Metric
-from assay.metrics.judged.base import JudgedMetric
+from assay.metrics.judged.base import JudgedMetric, judges_in_context
 
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
@@ -37,6 +37,7 @@ class JudgeRunOptions:
     timeout_s: float = 60.0
     max_retries: int = 4
     store: Any = None
+    base_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -59,6 +60,7 @@ class JudgeRunOptions:
         return JudgePool(
             store=self.store,
             default_model=self.model,
+            default_base_url=self.base_url,
             concurrency=self.concurrency,
             use_cache=self.use_cache,
             timeout_s=self.timeout_s,
@@ -70,38 +72,17 @@ def judged_metrics(metrics: Sequence[Metric]) -> list[JudgedMetric]:
     return [m for m in metrics if isinstance(m, JudgedMetric)]
 
 
-def attach_judges(metrics: Sequence[Metric], pool: JudgePool) -> list[JudgedMetric]:
-    """Give every judged metric without a judge its judge from `pool`.
-
-    Returns the metrics it attached to (to detach after the run).
-    """
-    attached: list[JudgedMetric] = []
-    for metric in judged_metrics(metrics):
-        if metric.judge is not None:
-            continue  # the caller's own judge client
-        found = pool.judge_for(metric)
-        if isinstance(found, str):
-            metric.attach_judge(None, found)
-        else:
-            metric.attach_judge(found)
-        attached.append(metric)
-    return attached
-
-
-def detach_judges(metrics: Sequence[JudgedMetric]) -> None:
-    """Undo `attach_judges`: the pool's judges do not outlive its run."""
-    for metric in metrics:
-        metric.attach_judge(None)
-
-
 @asynccontextmanager
 async def run_judges(
     metrics: Sequence[Metric], judges: JudgeRunOptions | JudgePool | None
 ) -> AsyncIterator[JudgePool | None]:
-    """The judges of one run, attached for its duration.
+    """The judges of one run, in the run's context for its duration.
 
-    Yields None when no metric is judged. A pool built here (from options, or the
-    defaults) is closed on exit; a pool passed in stays open for its owner.
+    Yields None when no metric is judged. The judged metrics find their judges in the
+    pool while they score (`judges_in_context`); no metric object is changed, so the
+    same metrics may serve runs going on at once with different judges. A pool built
+    here (from options, or the defaults) is closed on exit; a pool passed in stays
+    open for its owner.
     """
     if not judged_metrics(metrics):
         yield None
@@ -110,11 +91,10 @@ async def run_judges(
 
     owned = not isinstance(judges, JudgePool)
     pool = judges if isinstance(judges, JudgePool) else (judges or JudgeRunOptions()).make_pool()
-    attached = attach_judges(metrics, pool)
     try:
-        yield pool
+        with judges_in_context(pool):
+            yield pool
     finally:
-        detach_judges(attached)
         if owned:
             await pool.aclose()
 

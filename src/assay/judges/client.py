@@ -21,11 +21,16 @@ from assay.judges.cache import MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.judges.policy import AdaptiveLimiter, Clock, Permit, RetryPolicy, Sleep
 from assay.judges.resolve import make_backend, parse_model
 from assay.judges.stats import JudgeStats
-from assay.judges.types import GenerationSettings, JudgeBackend, JudgeCallError
+from assay.judges.types import (
+    GenerationSettings,
+    JudgeBackend,
+    JudgeCallError,
+    JudgeModelOptions,
+    JudgeRequest,
+)
 from assay.store.judge_cache import judge_cache_key
 
 if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgedMetric, JudgeModelOptions
     from assay.store import Store
 
 Outcome = str | JudgeCallError
@@ -220,6 +225,7 @@ class JudgePool:
         *,
         store: Store | None = None,
         default_model: str | None = None,
+        default_base_url: str | None = None,
         concurrency: int = 8,
         use_cache: bool = True,
         timeout_s: float = 60.0,
@@ -237,6 +243,8 @@ class JudgePool:
         if default_model is not None:
             parse_model(default_model)  # a mistyped --judge is a usage error, not a skip
         self.default_model = default_model
+        #: the endpoint of the default model (else its SDK's environment variables)
+        self.default_base_url = default_base_url
         self.concurrency = concurrency
         self.use_cache = use_cache
         self.timeout_s = timeout_s
@@ -254,17 +262,31 @@ class JudgePool:
         self._judges: dict[tuple[str, str | None, int | None], Judge | str] = {}
         self.limiters: dict[tuple[str, str | None], AdaptiveLimiter] = {}
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
+        # id(options) -> (options, what judge_for found); the options object is kept
+        # alive with its entry, so its id cannot be reused by another object.
+        self._found: dict[int, tuple[JudgeModelOptions, Judge | str | None]] = {}
 
-    def judge_for(self, metric: JudgedMetric) -> Judge | str | None:
+    def judge_for(self, metric: JudgeRequest) -> Judge | str | None:
         """The judge `metric` asks for (its judge_model, else the run's default).
 
         None when neither names one; the reason as text when that judge cannot be built
         (SDK not installed, no API key, unknown model string).
         """
         options = metric.judge_options
+        # Metrics ask on every case they score: answer a known options object at once.
+        known = self._found.get(id(options))
+        if known is not None and known[0] is options:
+            return known[1]
+        found = self._find(options)
+        self._found[id(options)] = (options, found)
+        return found
+
+    def _find(self, options: JudgeModelOptions) -> Judge | str | None:
         model = options.judge_model or self.default_model
         if model is None:
             return None
+        if options.judge_model is None and options.base_url is None and self.default_base_url:
+            options = options.model_copy(update={"base_url": self.default_base_url})
         try:
             return self.judge(model, options)
         except Exception as exc:  # the metric reports it; the rest of the run goes on

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.judges.types import JudgeBackend
-    from assay.metrics.judged.base import JudgeModelOptions
+    from assay.judges.types import JudgeBackend, JudgeModelOptions
 
 MODEL_FORMS = (
     "openai:NAME (any OpenAI-compatible endpoint)",

@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
 from assay.errors import AssayError, ConfigError
 
 # Accepted spellings of each setting: ours, camelCase, and the names ADK's
@@ -143,3 +146,31 @@ class JudgeBackend(Protocol):
     async def aclose(self) -> None:
         """Release connections, threads or model memory."""
         ...
+
+
+class JudgeModelOptions(BaseModel):
+    """`judge_model_options`: which judge, how many samples, generation settings.
+
+    `judge_model` None means "the judge given on the command line" (`--judge MODEL`).
+    Fields of ADK's JudgeModelOptions (`judge_model_config`, `parallelism_limit`) are
+    accepted so ADK configs load unchanged.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+    judge_model: str | None = None
+    num_samples: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
+    judge_model_config: dict[str, Any] | None = None
+    parallelism_limit: int | None = Field(default=None, ge=1)
+    #: for OpenAI-compatible endpoints; the openai SDK's environment variables otherwise
+    base_url: str | None = None
+
+
+class JudgeRequest(Protocol):
+    """Anything that asks a pool for a judge: a judged metric, a calibration run."""
+
+    @property
+    def judge_options(self) -> JudgeModelOptions: ...

@@ -28,8 +28,7 @@ from assay.judges.client import Judge
 from assay.judges.policy import AdaptiveLimiter, RetryPolicy
 from assay.judges.resolve import BACKENDS, make_backend, missing_sdk_message, parse_model
 from assay.judges.stats import JudgeStats
-from assay.judges.types import JudgeBackend, JudgeCallError
-from assay.metrics.judged.base import JudgeModelOptions
+from assay.judges.types import JudgeBackend, JudgeCallError, JudgeModelOptions
 from assay.model.core import Persona, Scenario, Turn
 from assay.simulation.options import SimulatorOptions
 from assay.simulation.prompts import simulator_messages

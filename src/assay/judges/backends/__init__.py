@@ -33,7 +33,7 @@ from assay.errors import ConfigError
 from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
 
 if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgeModelOptions
+    from assay.judges.types import JudgeModelOptions
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from assay.errors import ConfigError
 from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
 
 if TYPE_CHECKING:
-    from assay.metrics.judged.base import JudgeModelOptions
+    from assay.judges.types import JudgeModelOptions
 
 _T = TypeVar("_T")
 

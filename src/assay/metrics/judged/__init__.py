@@ -14,6 +14,7 @@ Every one accepts `judge_model_options {judge_model, num_samples, temperature, .
 without a judge client attached they report no score with `NO_JUDGE_MESSAGE`.
 """
 
+from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.adk import (
     AdkJudgedOptions,
     CriterionRubric,
@@ -31,7 +32,8 @@ from assay.metrics.judged.base import (
     JudgeClient,
     JudgedMetric,
     JudgedOptions,
-    JudgeModelOptions,
+    JudgeSource,
+    judges_in_context,
 )
 from assay.metrics.judged.ces import (
     Hallucination,
@@ -100,6 +102,7 @@ __all__ = [
     "HallucinationsV1",
     "JudgeClient",
     "JudgeModelOptions",
+    "JudgeSource",
     "JudgedMetric",
     "JudgedOptions",
     "PerTurnUserSimulatorQualityV1",
@@ -116,5 +119,6 @@ __all__ = [
     "TaskCompleted",
     "UserGoalSatisfaction",
     "UserSimulatorQualityOptions",
+    "judges_in_context",
     "rating_of",
 ]

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import mean
-from assay.metrics.judged.base import JudgeClient, JudgeModelOptions
+from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.parsing import field, parse_choice, parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import Vote, binary_vote
 from assay.model.results import Score

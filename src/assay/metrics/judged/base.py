@@ -1,8 +1,12 @@
 """What every LLM-judged metric shares: judge options and the judge hook.
 
-A judged metric is built from its criterion like any other metric. Before scoring,
-the engine hands it a judge client (`attach_judge`) built from
-`judge_model_options.judge_model` or the `--judge MODEL` flag. Without one the metric
+A judged metric is built from its criterion like any other metric and is never changed
+by a run: it finds its judge when it scores, in the run's `JudgeSource` (the judges of
+the run the current task belongs to, set by the engine with `judges_in_context`), which
+builds it from `judge_model_options.judge_model` or the `--judge MODEL` flag. Two runs
+in one process (the service runs several) thus never see each other's judges, and one
+metric object may serve both. A caller may still give a metric its own client
+(`attach_judge`); that one wins over the run's. Without a judge the metric
 gives each invocation no score with `NO_JUDGE_MESSAGE` (SPEC §5: NOT_EVALUATED with a
 message that says how to configure a judge), while deterministic metrics still run.
 With one, `ascore_case` calls `judge_case`, which by default judges the invocations
@@ -14,12 +18,14 @@ prompt, reply parsing and voting.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
+from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import InvocationView, views_of
 from assay.model.core import EvalCase, Turn
@@ -47,25 +53,28 @@ class JudgeClient(Protocol):
     ) -> list[str]: ...
 
 
-class JudgeModelOptions(BaseModel):
-    """`judge_model_options`: which judge, how many samples, generation settings.
+class JudgeSource(Protocol):
+    """Where a run's judged metrics find their judges (`JudgePool` is one)."""
 
-    `judge_model` None means "the judge given on the command line" (`--judge MODEL`).
-    Fields of ADK's JudgeModelOptions (`judge_model_config`, `parallelism_limit`) are
-    accepted so ADK configs load unchanged.
-    """
+    def judge_for(self, metric: JudgeRequest) -> JudgeClient | str | None:
+        """The judge for `metric`; None when none is configured; the reason as text
+        when the configured one cannot be built."""
+        ...
 
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
-    )
 
-    judge_model: str | None = None
-    num_samples: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0)
-    judge_model_config: dict[str, Any] | None = None
-    parallelism_limit: int | None = Field(default=None, ge=1)
-    #: for OpenAI-compatible endpoints; the openai SDK's environment variables otherwise
-    base_url: str | None = None
+# Context-local, not global: asyncio copies it into every task a run starts, so each
+# run's tasks see that run's judges however many runs share the process.
+_RUN_JUDGES: ContextVar[JudgeSource | None] = ContextVar("assay_run_judges", default=None)
+
+
+@contextmanager
+def judges_in_context(source: JudgeSource | None) -> Iterator[None]:
+    """Make `source` the judges of the code run (and the tasks started) inside."""
+    token = _RUN_JUDGES.set(source)
+    try:
+        yield
+    finally:
+        _RUN_JUDGES.reset(token)
 
 
 class JudgedOptions(MetricOptions):
@@ -84,9 +93,8 @@ class JudgedMetric(Metric):
 
     def __init__(self, options: MetricOptions | None = None) -> None:
         super().__init__(options)
+        #: the caller's own judge client (`attach_judge`); None: the run's judge
         self.judge: JudgeClient | None = None
-        #: why there is no judge: NO_JUDGE_MESSAGE, or why the configured one is unavailable
-        self.no_judge_reason: str = NO_JUDGE_MESSAGE
 
     @property
     def judge_options(self) -> JudgeModelOptions:
@@ -102,27 +110,47 @@ class JudgedMetric(Metric):
     def num_samples(self) -> int:
         return self.judge_options.num_samples or self.default_num_samples
 
-    def attach_judge(self, judge: JudgeClient | None, reason: str | None = None) -> None:
-        """Give the metric its judge client (None detaches it).
+    def attach_judge(self, judge: JudgeClient | None) -> None:
+        """Give the metric a judge client of the caller's own (None removes it).
 
-        `reason` (with None) says why the configured judge is unavailable, e.g. its SDK
-        is not installed; the metric then reports it instead of NO_JUDGE_MESSAGE.
+        The engine never calls this: a run's judges come from the run's context.
         """
         self.judge = judge
-        self.no_judge_reason = reason or NO_JUDGE_MESSAGE
+
+    def current_judge(self) -> tuple[JudgeClient | None, str]:
+        """The judge to score with now, and why there is none when there is none.
+
+        The caller's own judge first, else the one the current run's judges give for
+        this metric's `judge_model_options`; the reason is NO_JUDGE_MESSAGE, or why the
+        configured judge is unavailable (e.g. its SDK is not installed).
+        """
+        if self.judge is not None:
+            return self.judge, NO_JUDGE_MESSAGE
+        source = _RUN_JUDGES.get()
+        found = source.judge_for(self) if source is not None else None
+        if isinstance(found, str):
+            return None, found
+        return found, NO_JUDGE_MESSAGE
+
+    @property
+    def no_judge_reason(self) -> str:
+        """Why the metric has no judge now (NO_JUDGE_MESSAGE when nothing names one)."""
+        return self.current_judge()[1]
 
     # -- scoring -------------------------------------------------------------------------
 
     def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
-        if self.judge is None:
-            return Score(None, self.no_judge_reason)
+        judge, reason = self.current_judge()
+        if judge is None:
+            return Score(None, reason)
         return Score(None, f"{self.name} is judged asynchronously: score it with ascore_case")
 
     def score_case(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
-        if self.judge is None or not actual:
-            return self.not_evaluated(actual, self.no_judge_reason if self.judge is None else None)
+        judge, reason = self.current_judge()
+        if judge is None or not actual:
+            return self.not_evaluated(actual, reason if judge is None else None)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -134,9 +162,10 @@ class JudgedMetric(Metric):
     async def ascore_case(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
-        if self.judge is None:
-            return self.not_evaluated(actual, self.no_judge_reason)
-        return await self.judge_case(self.judge, case, actual, expected)
+        judge, reason = self.current_judge()
+        if judge is None:
+            return self.not_evaluated(actual, reason)
+        return await self.judge_case(judge, case, actual, expected)
 
     def not_evaluated(self, actual: Sequence[Turn], reason: str | None) -> MetricResult:
         """No score for the case nor any invocation, with `reason`."""

@@ -36,8 +36,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
+from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import Metric, MetricOptions, mean
-from assay.metrics.judged.base import JudgeClient, JudgedOptions, JudgeModelOptions
+from assay.metrics.judged.base import JudgeClient, JudgedOptions
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.yes_no import (
     Messages,

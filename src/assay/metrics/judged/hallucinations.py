@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import mean
 from assay.metrics.judged.asking import ask, settings_for
-from assay.metrics.judged.base import JudgeClient, JudgeModelOptions
+from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.context import InvocationView, grounding_context
 from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_choice, parse_json_object

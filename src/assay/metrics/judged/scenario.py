@@ -83,20 +83,21 @@ class ScenarioMetric(JudgedMetric, ABC):
     def score_case(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
-        if self.judge is not None or self.needs_judge:
+        if self.needs_judge or self.current_judge()[0] is not None:
             return super().score_case(case, actual, expected)
         return asyncio.run(self.ascore_case(case, actual, expected))
 
     async def ascore_case(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
     ) -> MetricResult:
-        if self.judge is None and self.needs_judge:
-            return self.not_evaluated(actual, self.no_judge_reason)
+        judge, no_judge = self.current_judge()
+        if judge is None and self.needs_judge:
+            return self.not_evaluated(actual, no_judge)
         reason = self.unscorable(case, actual)
         if reason is not None:
             return self.not_evaluated(actual, reason)
         assert case.scenario is not None
-        return await self.judge_scenario(self.judge, case, case.scenario, actual)
+        return await self.judge_scenario(judge, case, case.scenario, actual)
 
     @abstractmethod
     async def judge_scenario(
