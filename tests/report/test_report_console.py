@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from report_samples import failed_case, passed_case, sample_result
+from report_samples import failed_case, not_evaluated_case, passed_case, sample_result
 from rich.console import Console
 
 from assay.model.results import EvalResult, Status
@@ -97,3 +97,32 @@ def test_progress_observer_draws_on_a_terminal_and_stops_twice_safely() -> None:
     assert "evaluating" in buffer.getvalue()
     assert "1 passed" in buffer.getvalue()
     assert collector.total == 4 and collector.cases == result.cases
+
+
+def test_failed_cases_get_their_reason_under_the_table() -> None:
+    text = _render(sample_result())
+    assert "Why cases failed" in text
+    assert "temperature: response drift: response_match_score 0.40 < 0.80" in text
+    assert "crash: agent error: agent raised ValueError: boom" in text
+    assert "Failure causes: 1 response below threshold, 1 agent error" in text
+
+
+def test_narrow_terminals_move_metrics_into_the_summary_instead_of_cropping() -> None:
+    console = Console(record=True, width=60, color_system=None)
+    render_results(sample_result(), console)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines() if line.startswith(("┃", "│"))) <= 60
+    assert "Metrics" in text and "metrics" in text.split("Metrics", 1)[1]
+    # The failed metric is named in the case's row (folded, not cut off).
+    row = next(li for li in text.splitlines() if "│ temperat" in li)
+    assert "│ response" in row and "FAILED" in row
+
+
+def test_a_note_every_case_shares_is_printed_once() -> None:
+    result = sample_result()
+    result.cases = [not_evaluated_case(), not_evaluated_case()]
+    result.cases[1].case_id = "also_no_response"
+    text = _render(result)
+    reason = "no agent given and the case has no recorded response"
+    assert text.count(reason) == 1
+    assert f"note (every case): {reason}" in text

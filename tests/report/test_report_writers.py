@@ -112,7 +112,9 @@ def test_junit_suites_cases_and_outcomes(tmp_path: Path) -> None:
     assert home["turn_off"].get("time") == "0.250"
     failure = home["temperature"].find("failure")
     assert failure is not None
-    assert "response_match_score: score 0.4 < threshold 0.8" in failure.get("message", "")
+    # The message is the failure analysis' reason; the body lists the failed metrics.
+    assert failure.get("message") == "response drift: response_match_score 0.40 < 0.80"
+    assert "response_match_score: score 0.4 < threshold 0.8" in (failure.text or "")
     assert "tool_trajectory_avg_score" not in failure.get("message", "")
     error = home["crash"].find("error")
     assert error is not None and error.get("type") == "RUNTIME_FAILURE"

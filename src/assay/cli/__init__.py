@@ -1,6 +1,7 @@
 """The `assay` command line: thin wrappers over formats, engine, store and reports.
 
-One module per command group (`eval`, `convert`, `runs`, `catalog`, `judge`, `serve`),
+One module per command group (`eval`, `convert`, `runs`, `report` (compare, report,
+view), `catalog`, `judge`, `serve`),
 all importing only `assay.cli.common`; this package mounts them on one Typer app.
 
 Exit codes: 0 every case passed; 1 a case failed or was not evaluated; 2 a usage or
@@ -25,7 +26,8 @@ from assay.cli.common import (
 from assay.cli.convert import convert_command
 from assay.cli.eval import eval_command
 from assay.cli.judge import judge_app
-from assay.cli.runs import runs_command
+from assay.cli.report import compare_command
+from assay.cli.runs import runs_app
 from assay.cli.serve import keys_app, serve_command
 
 __all__ = [
@@ -58,7 +60,8 @@ def _root(
 
 app.command("eval")(eval_command)
 app.command("convert")(convert_command)
-app.command("runs")(runs_command)
+app.add_typer(runs_app, name="runs")
+app.command("compare")(compare_command)
 app.command("metrics")(metrics_command)
 app.command("formats")(formats_command)
 app.add_typer(judge_app, name="judge")

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 StoreOption = Annotated[
     str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")
 ]
+RunArgument = Annotated[
+    str,
+    typer.Argument(
+        help="A run id, a unique prefix of one, 'latest' or 'latest~N' (N runs before).",
+        show_default=False,
+    ),
+]
 FromOption = Annotated[
     str | None, typer.Option("--from", help="Input format (detected when not given).")
 ]

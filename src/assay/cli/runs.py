@@ -1,4 +1,7 @@
-"""`assay runs`: the runs kept in the store."""
+"""`assay runs`: the runs kept in the store; `assay runs show RUN`: one of them.
+
+RUN is a full run id, a unique prefix of one, or `latest`.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +10,31 @@ from typing import Annotated
 import typer
 
 from assay.cli.common import (
+    RunArgument,
     StoreOption,
+    command_app,
     stdout_console,
     user_errors,
 )
 
+runs_app = command_app("runs", "List stored runs, or show one (assay runs show RUN).")
+runs_app.info.no_args_is_help = False
+runs_app.info.invoke_without_command = True
 
+
+@runs_app.callback()
 def runs_command(
+    ctx: typer.Context,
     store: StoreOption = None,
     limit: Annotated[int, typer.Option(help="Most recent runs to list.")] = 20,
 ) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first (full ids: pass one, a unique prefix or `latest`)."""
+    if ctx.invoked_subcommand is not None:
+        return
     with user_errors():
-        from assay.store import Store
+        from assay.store.reading import open_existing
 
-        db = Store.open(store)
+        db = open_existing(store)
         try:
             infos = db.list_runs(limit=limit)
         finally:
@@ -33,3 +46,25 @@ def runs_command(
     from assay.report.console import runs_table
 
     console.print(runs_table(infos))
+
+
+@runs_app.command("show")
+def show_command(run: RunArgument, store: StoreOption = None) -> None:
+    """A stored run: its settings, case table, why cases failed and the summary."""
+    with user_errors():
+        from assay.store.reading import load_run, open_existing
+
+        db = open_existing(store)
+        try:
+            info, result = load_run(db, run)
+        finally:
+            db.close()
+    from assay.report.console import render_results
+    from assay.report.console_runs import run_header
+
+    console = stdout_console()
+    console.print(run_header(info))
+    if not result.cases:
+        console.print("the run has no stored case results yet")
+        return
+    render_results(result, console)

@@ -43,9 +43,10 @@ from pydantic import Field, field_validator, model_validator
 from assay.errors import ConfigError, InputError
 from assay.metrics.argmatch import ArgMatch, ArgMode, CallMatcher
 from assay.metrics.base import Metric, MetricOptions
+from assay.metrics.calldiff import explain_calls
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, ToolCall, Turn
-from assay.model.results import Score
+from assay.model.results import MetricResult, Score
 
 # -- matching algorithms ------------------------------------------------------------------
 
@@ -301,9 +302,26 @@ class TrajectoryMetric(Metric):
             return Score(None, "no reference turn at this index to compare tool calls with")
         try:
             want = expected_tool_calls(expected) if expected.expectations else expected.tool_calls()
-            return Score(self.score_calls(actual.tool_calls(), want))
+            calls = actual.tool_calls()
+            value = self.score_calls(calls, want)
+            if value >= 1.0:
+                return Score(value)
+            # Below 1: say which calls differ (missing, extra, wrong argument, ...).
+            return Score(value, explain_calls(want, calls, self.matcher.matches))
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
+
+    def result_from_invocations(self, per: list[Score]) -> MetricResult:
+        result = super().result_from_invocations(per)
+        if result.explanation is None and result.score is not None and result.score < 1.0:
+            # The case's explanation names the differing calls of each imperfect turn.
+            notes = [
+                (f"turn {i + 1}: " if len(per) > 1 else "") + s.explanation
+                for i, s in enumerate(per)
+                if s.explanation and s.value is not None and s.value < 1.0
+            ]
+            result.explanation = "; ".join(notes) or None
+        return result
 
     def score_calls(self, actual: list[ToolCall], expected: list[ToolCall]) -> float:
         """The score of one invocation's actual calls against the expected calls."""

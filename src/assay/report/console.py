@@ -112,23 +112,42 @@ def case_note(case: CaseResult) -> str:
     return ""
 
 
+def shared_note(cases: Sequence[CaseResult]) -> str | None:
+    """The note every case has, when they all have the same one (printed once)."""
+    notes = {case_note(c) for c in cases}
+    if len(cases) > 1 and len(notes) == 1:
+        only = notes.pop()
+        return only or None
+    return None
+
+
 def case_table(
-    cases: Sequence[CaseResult], metrics: Sequence[str], *, runs: int, title: str | None = None
+    cases: Sequence[CaseResult],
+    metrics: Sequence[str],
+    *,
+    runs: int,
+    title: str | None = None,
+    show_notes: bool = True,
+    compact: bool = False,
 ) -> Table:
+    """One row per case run; `compact` lists failed metrics instead of a column each."""
     multi_set = len({c.eval_set_id for c in cases}) > 1
-    notes = [case_note(c) for c in cases]
+    notes = [case_note(c) if show_notes else "" for c in cases]
     table = Table(title=title, show_lines=False, header_style="bold")
     if multi_set:
         table.add_column("eval set", overflow="fold")
     longest = max((len(c.case_id) for c in cases), default=4)
-    table.add_column("case", overflow="fold", min_width=min(longest, 30))
+    # Compact tables (narrow terminals) let the case id fold rather than crowd the rest.
+    table.add_column("case", overflow="fold", min_width=None if compact else min(longest, 30))
     if runs > 1:
         table.add_column("run", justify="right")
-    table.add_column("status")
+    table.add_column("status", no_wrap=True)
     for name in metrics:
         table.add_column(name, justify="right", overflow="fold")
+    if compact:
+        table.add_column("failed metrics", overflow="fold", ratio=1)
     if any(notes):
-        table.add_column("note", overflow="fold", max_width=60)
+        table.add_column("note", overflow="fold", max_width=60, ratio=1)
     for case, note in zip(cases, notes, strict=True):
         cells: list[str | Text] = []
         if multi_set:
@@ -138,6 +157,13 @@ def case_table(
             cells.append(str(case.run_index + 1))
         cells.append(Text(case.status.value, style=STATUS_STYLE[case.status]))
         cells.extend(metric_cell(case.metrics.get(name)) for name in metrics)
+        if compact:
+            failed = [
+                f"{m.name} {_num(m.score)}"
+                for m in case.metrics.values()
+                if m.status is Status.FAILED
+            ]
+            cells.append(Text(", ".join(failed), style="red"))
         if any(notes):
             cells.append(Text(note, style="dim"))
         table.add_row(*cells)
@@ -147,8 +173,11 @@ def case_table(
 def metric_summary_table(result: EvalResult, metrics: Sequence[str]) -> Table:
     """Per metric: threshold, mean and standard deviation, and status counts."""
     table = Table(title="Metrics", header_style="bold")
-    for column in ("metric", "threshold", "mean", "std", "passed", "failed", "not evaluated"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    for column in ("metric", "threshold", "mean", "std", "passed", "failed", "not eval."):
+        if column == "metric":
+            table.add_column(column, overflow="fold", ratio=1)
+        else:
+            table.add_column(column, justify="right", overflow="fold")
     for name in metrics:
         results = [c.metrics[name] for c in result.cases if name in c.metrics]
         scores = [m.score for m in results if m.score is not None]
@@ -194,25 +223,53 @@ def needs_agent_hint(result: EvalResult) -> bool:
     return any(NO_AGENT_MARKER in case_note(c) for c in result.cases)
 
 
+def table_width(cases: Sequence[CaseResult], metrics: Sequence[str], runs: int) -> int:
+    """About how many columns the full case table needs (borders and padding included)."""
+    widths = [max((len(c.case_id) for c in cases), default=4), len("NOT_EVALUATED")]
+    if len({c.eval_set_id for c in cases}) > 1:
+        widths.append(max(len(c.eval_set_id or "") for c in cases))
+    if runs > 1:
+        widths.append(3)
+    widths.extend(max(len(name), len("0.00 / 0.00")) for name in metrics)
+    return sum(w + 3 for w in widths) + 1
+
+
 def render_results(
     result: EvalResult, console: Console, *, max_case_rows: int = MAX_CASE_ROWS
 ) -> None:
-    """Print the case table (or metric summary + failing cases) and the summary line."""
+    """Print the case table (or metric summary + failing cases), reasons and summary line.
+
+    When the metric columns do not fit the console's width they move into a per-metric
+    summary, and the case table keeps the status and the failed metrics (never cropped).
+    """
     metrics = metric_order(result)
     runs = run_count(result)
     cases = result.cases
+    note = shared_note(cases)
+    fits = table_width(cases, metrics, runs) <= console.width
+    shown_metrics = metrics if fits else []
     if len(cases) <= max_case_rows:
-        console.print(case_table(cases, metrics, runs=runs))
+        if not fits:
+            console.print(metric_summary_table(result, metrics))
+        console.print(
+            case_table(cases, shown_metrics, runs=runs, show_notes=note is None, compact=not fits)
+        )
     else:
         console.print(metric_summary_table(result, metrics))
         failing = [c for c in cases if c.status is not Status.PASSED]
         shown = failing[:MAX_FAILING_ROWS]
         if shown:
-            console.print(case_table(shown, metrics, runs=runs, title="Cases that did not pass"))
+            console.print(
+                case_table(shown, shown_metrics, runs=runs, title="Cases that did not pass",
+                           show_notes=note is None, compact=not fits)
+            )  # fmt: skip
         note = f"{len(cases)} case runs: passing cases are not listed"
         if len(failing) > len(shown):
             note += f", and only the first {MAX_FAILING_ROWS} of {len(failing)} others"
         console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
+    if note is not None:
+        console.print(Text(f"note (every case): {note}", style="dim"), soft_wrap=True)
+    render_reasons(result.cases, console)
     console.print(summary_text(result))
     if needs_agent_hint(result):
         console.print(
@@ -224,16 +281,43 @@ def render_results(
         )
 
 
+def render_reasons(
+    cases: Sequence[CaseResult], console: Console, *, limit: int = MAX_FAILING_ROWS
+) -> None:
+    """One line per failed case run with its reason from the failure analysis."""
+    from assay.report.analysis import analyze
+
+    analysis = analyze(c for c in cases if c.status is Status.FAILED or c.failure)
+    if not analysis.cases:
+        return
+    runs = 1 + max((c.run_index for c in cases), default=0)
+    console.print(Text("Why cases failed", style="bold"))
+    for found in analysis.cases[:limit]:
+        name = found.case_id + (f" [run {found.run_index + 1}]" if runs > 1 else "")
+        line = Text(f"  {name}: ", style="bold red")
+        line.append(found.reason(), style="")
+        console.print(line, soft_wrap=True)
+    if len(analysis.cases) > limit:
+        console.print(Text(f"  … and {len(analysis.cases) - limit} more", style="dim"))
+    console.print(Text(f"Failure causes: {analysis.headline()}", style="dim"), soft_wrap=True)
+
+
 def runs_table(infos: Sequence[Any]) -> Table:
-    """Stored runs (`assay.store.RunInfo`), one row each."""
+    """Stored runs (`assay.store.RunInfo`), one row each; ids are never cut."""
     table = Table(title="Runs", header_style="bold")
-    columns = ("id", "created", "status", "eval sets", "agent", "cases", "passed", "failed",
-               "not evaluated")  # fmt: skip
+    columns = ("id", "name", "created", "status", "eval sets", "agent", "cases", "passed",
+               "failed", "not evaluated")  # fmt: skip
     for column in columns:
-        table.add_column(column, justify="right" if columns.index(column) >= 5 else "left")
+        if column == "id":
+            # A run is named by its id in every other command: always print it whole.
+            table.add_column(column, no_wrap=True, min_width=16)
+        else:
+            right = columns.index(column) >= 6
+            table.add_column(column, justify="right" if right else "left", overflow="fold")
     for info in infos:
         table.add_row(
             info.id,
+            info.name or "",
             str(info.created_at)[:19],
             info.status,
             ", ".join(info.eval_set_ids),

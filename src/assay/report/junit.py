@@ -1,8 +1,10 @@
 """JUnit XML: one `<testsuite>` per eval set, one `<testcase>` per case run.
 
-CI systems show a FAILED case as a failure listing each failed metric with its score
-and threshold; a case whose agent (or a metric) crashed as an error; a NOT_EVALUATED
-case as skipped, with the reason in the message.
+CI systems show a FAILED case as a failure whose message is the failure analysis'
+reason (the terminal's line, e.g. `missing call switch_off(device_id="device_4")`) and
+whose body lists each failed metric with its score and threshold; a case whose agent
+(or a metric) crashed as an error; a NOT_EVALUATED case as skipped, with the reason in
+the message.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from assay.errors import AssayError
 from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult, Status
+from assay.report.analysis import analyze_case
 
 
 def _fmt(value: float | None) -> str:
@@ -82,10 +85,12 @@ def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
             elif case.status is Status.FAILED:
                 counts["failures"] += 1
                 lines = failed_metrics_text(case)
-                failure = ET.SubElement(
-                    tc, "failure", message="; ".join(lines) or "failed", type="FAILED"
-                )
-                failure.text = "\n".join(lines)
+                # The message is the terminal's reason line (failure analysis); the body
+                # lists every failed metric with its score, threshold and explanation.
+                found = analyze_case(case)
+                reason = found.reason() if found is not None else "; ".join(lines) or "failed"
+                failure = ET.SubElement(tc, "failure", message=reason, type="FAILED")
+                failure.text = "\n".join([reason, *lines])
             elif case.status is Status.NOT_EVALUATED:
                 counts["skipped"] += 1
                 ET.SubElement(tc, "skipped", message=f"NOT_EVALUATED: {not_evaluated_reason(case)}")

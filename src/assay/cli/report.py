@@ -1,0 +1,62 @@
+"""`assay compare`, `assay report` and `assay view`: look at stored runs.
+
+`compare RUN_A RUN_B [RUN_C ...]` compares each later run with the first; with
+`--fail-on-regression` it exits 1 when a case that passed no longer passes or a
+metric's mean fell beyond noise (its paired bootstrap interval lies below zero).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from assay.cli.common import StoreOption, stdout_console, user_errors
+
+
+def compare_command(
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Two or more runs (id, unique prefix or 'latest'); the first is the base.",
+            show_default=False,
+        ),
+    ],
+    store: StoreOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when a case or a metric mean regressed beyond noise.",
+        ),
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = 0,
+) -> None:
+    """Compare stored runs of overlapping eval sets: per-case and per-metric deltas."""
+    with user_errors():
+        from assay.errors import ConfigError
+        from assay.report.compare import compare_many
+        from assay.store.reading import load_run, open_existing
+
+        if len(runs) < 2:
+            raise ConfigError("compare needs two or more runs: assay compare RUN_A RUN_B")
+        db = open_existing(store)
+        try:
+            results = [load_run(db, ref)[1] for ref in runs]
+        finally:
+            db.close()
+        comparisons = compare_many(results, seed=seed)
+    console = stdout_console()
+    if as_json:
+        docs = [c.to_dict() for c in comparisons]
+        doc = docs[0] if len(docs) == 1 else {"base_run": results[0].run_id, "comparisons": docs}
+        typer.echo(json.dumps(doc, indent=2, allow_nan=False, default=str))
+    else:
+        from assay.report.console_runs import render_comparison
+
+        for comparison in comparisons:
+            render_comparison(comparison, console)
+    regressed = any(c.has_regression for c in comparisons)
+    raise typer.Exit(1 if fail_on_regression and regressed else 0)

@@ -1,0 +1,201 @@
+"""How two lists of tool calls differ: the explanation behind a trajectory score.
+
+`diff_calls(expected, actual)` names each difference — a missing call, an extra call,
+a call to the wrong tool, a wrong argument (which one, both values) or calls in the
+wrong order — so trajectory metrics can explain a score below 1 and the failure
+analysis can count causes per tool and argument.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from assay.model.core import ToolCall, Turn
+
+
+class DiffKind(StrEnum):
+    WRONG_TOOL = "wrong tool"
+    WRONG_ARGUMENT = "wrong argument"
+    MISSING_CALL = "missing call"
+    EXTRA_CALL = "extra call"
+    WRONG_ORDER = "wrong order"
+
+
+@dataclass(frozen=True, slots=True)
+class CallDifference:
+    """One difference. For a wrong argument, `expected`/`actual` are the two values
+    (None when absent); for a wrong tool, the two tool names."""
+
+    kind: DiffKind
+    text: str
+    tool: str | None = None
+    argument: str | None = None
+    expected: Any = None
+    actual: Any = None
+
+
+def format_value(value: Any) -> str:
+    """A value as compact JSON (strings quoted); non-JSON values by repr."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def format_call(call: ToolCall) -> str:
+    """`name(key="value", n=22)`."""
+    args = ", ".join(f"{k}={format_value(v)}" for k, v in call.args.items())
+    return f"{call.name}({args})"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality: 22 == 22.0, but True is not 1 and "22" is not 22."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def same_call(expected: ToolCall, actual: ToolCall) -> bool:
+    return expected.name == actual.name and same_value(expected.args, actual.args)
+
+
+_ABSENT = object()
+
+
+def _argument_differences(expected: ToolCall, actual: ToolCall) -> list[CallDifference]:
+    found = []
+    for key in dict.fromkeys([*expected.args, *actual.args]):
+        want = expected.args.get(key, _ABSENT)
+        got = actual.args.get(key, _ABSENT)
+        if want is not _ABSENT and got is not _ABSENT and same_value(want, got):
+            continue
+        shown_want = "(absent)" if want is _ABSENT else format_value(want)
+        shown_got = "(absent)" if got is _ABSENT else format_value(got)
+        found.append(
+            CallDifference(
+                DiffKind.WRONG_ARGUMENT,
+                f"wrong argument {expected.name}.{key}: expected {shown_want}, got {shown_got}",
+                tool=expected.name,
+                argument=key,
+                expected=None if want is _ABSENT else want,
+                actual=None if got is _ABSENT else got,
+            )
+        )
+    return found
+
+
+def pair_calls(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    matches: Callable[[ToolCall, ToolCall], bool] = same_call,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(matching pairs, same-tool pairs) as expected index -> actual index.
+
+    Matching calls pair first, each actual call at most once; then calls of the same
+    tool pair among the rest, in order.
+    """
+    matched: dict[int, int] = {}
+    used: set[int] = set()
+    for i, want in enumerate(expected):
+        j = next((j for j, got in enumerate(actual) if j not in used and matches(want, got)), None)
+        if j is not None:
+            matched[i] = j
+            used.add(j)
+    same_tool: dict[int, int] = {}
+    for i, want in enumerate(expected):
+        if i in matched:
+            continue
+        j = next(
+            (j for j, got in enumerate(actual) if j not in used and got.name == want.name), None
+        )
+        if j is not None:
+            same_tool[i] = j
+            used.add(j)
+    return matched, same_tool
+
+
+def diff_calls(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    matches: Callable[[ToolCall, ToolCall], bool] = same_call,
+) -> list[CallDifference]:
+    """What differs between the expected and actual calls of one invocation.
+
+    Matching calls (by `matches`, default JSON equality) pair first, anywhere in the
+    lists; then calls of the same tool pair as wrong-argument differences; the rest pair
+    by position as wrong tools, and what is left is a missing or an extra call. Paired
+    calls in another relative order give one wrong-order difference.
+    """
+    matched, same_tool = pair_calls(expected, actual, matches)
+    found: list[CallDifference] = []
+    for i in sorted(same_tool):
+        found.extend(_argument_differences(expected[i], actual[same_tool[i]]))
+    pairs = {**matched, **same_tool}
+    used = set(pairs.values())
+    left_expected = [i for i in range(len(expected)) if i not in pairs]
+    left_actual = [j for j in range(len(actual)) if j not in used]
+    for i, j in zip(left_expected, left_actual, strict=False):
+        want, got = expected[i], actual[j]
+        found.append(
+            CallDifference(
+                DiffKind.WRONG_TOOL,
+                f"wrong tool: expected {format_call(want)}, got {format_call(got)}",
+                tool=want.name,
+                expected=want.name,
+                actual=got.name,
+            )
+        )
+    paired = min(len(left_expected), len(left_actual))
+    for i in left_expected[paired:]:
+        found.append(
+            CallDifference(
+                DiffKind.MISSING_CALL, f"missing call {format_call(expected[i])}",
+                tool=expected[i].name,
+            )
+        )  # fmt: skip
+    for j in left_actual[paired:]:
+        found.append(
+            CallDifference(
+                DiffKind.EXTRA_CALL, f"extra call {format_call(actual[j])}", tool=actual[j].name
+            )
+        )
+    order = [pairs[i] for i in sorted(pairs)]
+    if any(a > b for a, b in itertools.pairwise(order)):
+        want_names = ", ".join(expected[i].name for i in sorted(pairs))
+        got_names = ", ".join(actual[j].name for j in sorted(order))
+        found.append(
+            CallDifference(
+                DiffKind.WRONG_ORDER,
+                f"wrong order: expected {want_names}; got {got_names}",
+                tool=expected[min(pairs)].name,
+            )
+        )
+    return found
+
+
+def explain_calls(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    matches: Callable[[ToolCall, ToolCall], bool] = same_call,
+) -> str | None:
+    """The differences as one `; `-joined line, None when there is none."""
+    texts = [d.text for d in diff_calls(expected, actual, matches)]
+    return "; ".join(texts) if texts else None
+
+
+def expected_calls(turn: Turn) -> list[ToolCall]:
+    """The calls a reference turn expects: its CES tool-call expectations, else its steps."""
+    if turn.expectations:
+        return [e.tool_call for e in turn.expectations if e.tool_call is not None]
+    return turn.tool_calls()

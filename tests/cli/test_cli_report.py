@@ -1,0 +1,114 @@
+"""`assay runs`, `assay runs show` and `assay compare` over a real store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.store import Store
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "home_automation" / "home.evalset.json"
+AGENT = "examples.home_automation.agent:root_agent"
+
+
+def _eval(store: str, agent: str = AGENT, *extra: str) -> str:
+    result = runner.invoke(
+        app, ["eval", str(EXAMPLE), "--agent", agent, "--store", store, "--fresh", *extra]
+    )
+    assert result.exit_code == 1, result.output  # the example has four failing cases
+    with Store.open(store) as db:
+        return db.list_runs(limit=1)[0].id
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+def test_runs_lists_full_ids_at_any_width_and_show_accepts_a_prefix(store: str) -> None:
+    run_id = _eval(store)
+    narrow = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "60"})
+    assert narrow.exit_code == 0, narrow.output
+    assert run_id in narrow.output  # never cut, even at 60 columns
+    shown = runner.invoke(app, ["runs", "show", run_id[:12], "--store", store],
+                          env={"COLUMNS": "160"})  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    out = shown.output
+    assert run_id in out and "COMPLETED" in out and "response_match_score ≥ 0.7" in out
+    assert "Result: 10 passed, 4 failed, 0 not evaluated (14 cases)" in out
+    assert 'two_devices_off: missing call set_device_info(device_id="device_4"' in out
+    latest = runner.invoke(app, ["runs", "show", "latest", "--store", store])
+    assert latest.exit_code == 0 and run_id in latest.output
+
+
+def test_bad_run_references_are_one_line_errors(store: str, tmp_path: Path) -> None:
+    first, second = _eval(store), _eval(store)
+    common = 0
+    while first[common] == second[common]:
+        common += 1
+    ambiguous = runner.invoke(app, ["runs", "show", first[:common], "--store", store])
+    assert ambiguous.exit_code == 2
+    assert "ambiguous" in ambiguous.output and "Traceback" not in ambiguous.output
+    unknown = runner.invoke(app, ["compare", "zzzz", first, "--store", store])
+    assert unknown.exit_code == 2 and "no run id starts with 'zzzz'" in unknown.output
+    missing = f"sqlite:///{tmp_path / 'nope' / 'absent.db'}"
+    for args in (["runs"], ["runs", "show", "latest"], ["compare", "a", "b"]):
+        result = runner.invoke(app, [*args, "--store", missing])
+        assert result.exit_code == 2, result.output
+        assert "does not exist" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "nope").exists()  # reading never creates a store
+
+
+def test_compare_identical_reruns_of_a_deterministic_agent_is_not_a_regression(
+    store: str,
+) -> None:
+    first, second = _eval(store), _eval(store)
+    result = runner.invoke(
+        app, ["compare", first, second, "--store", store, "--fail-on-regression"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "No regression: 14 cases in common, 0 newly failing, 0 newly passing" in result.output
+    assert "within noise" in result.output
+
+
+def test_compare_finds_the_seeded_regression_and_fails(store: str) -> None:
+    base = _eval(store)
+    worse = _eval(store, "home_variants:forgetful_agent")
+    result = runner.invoke(
+        app, ["compare", base[:12], worse, "--store", store, "--fail-on-regression"],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    first_case = next(line for line in lines if "turn_off_device_by_id" in line)
+    assert "regressed" in first_case and "PASSED" in first_case and "FAILED" in first_case
+    assert "missing call set_device_info" in result.output
+    # Without the flag the comparison is only a report.
+    assert runner.invoke(app, ["compare", base, worse, "--store", store]).exit_code == 0
+    as_json = runner.invoke(app, ["compare", base, worse, "--store", store, "--json"])
+    doc = json.loads(as_json.output)
+    assert doc["regression"] is True
+    assert doc["newly_failing"] == ["home_automation/turn_off_device_by_id"]
+    assert doc["cases"][0]["change"] == "regressed"
+    assert doc["cases"][0]["other"]["reason"].startswith("missing call set_device_info")
+
+
+def test_compare_runs_without_common_cases_is_an_input_error(store: str, tmp_path: Path) -> None:
+    base = _eval(store)
+    other_set = tmp_path / "other.evalset.json"
+    data = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    data["eval_set_id"] = "elsewhere"
+    other_set.write_text(json.dumps(data), encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(other_set), "--agent", AGENT, "--store", store])
+    assert result.exit_code == 1, result.output
+    compared = runner.invoke(app, ["compare", base, "latest", "--store", store])
+    assert compared.exit_code == 2
+    assert "no case in common" in compared.output and "Traceback" not in compared.output
+    assert runner.invoke(app, ["compare", base, "--store", store]).exit_code == 2
