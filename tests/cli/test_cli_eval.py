@@ -163,9 +163,15 @@ def test_runs_are_stored_and_listed(tmp_path: Path) -> None:
 
 
 def test_empty_store_says_so(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["runs", "--store", f"sqlite:///{tmp_path / 'empty.db'}"])
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    Store.open(url).close()
+    result = runner.invoke(app, ["runs", "--store", url])
     assert result.exit_code == 0
     assert "no runs stored yet" in result.output
+    # A store that does not exist is an error; listing does not create it.
+    missing = runner.invoke(app, ["runs", "--store", f"sqlite:///{tmp_path / 'typo.db'}"])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    assert not (tmp_path / "typo.db").exists()
 
 
 def test_ctrl_c_marks_the_run_interrupted_and_keeps_completed_cases(
