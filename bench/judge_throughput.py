@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from _standin import ServerProcess
-from assay.judges.calibrate import LabelledSet, acalibrate, load_labels
+from assay.engine.calibrate import LabelledSet, acalibrate, load_labels
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
 from assay.store import Store

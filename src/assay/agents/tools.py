@@ -33,8 +33,8 @@ from enum import StrEnum
 from typing import Any
 
 from assay.errors import parse_choice
-from assay.metrics.argmatch import json_equal
 from assay.model.core import EvalCase, ToolCall, ToolResponse, Turn
+from assay.model.jsonvalue import json_equal
 
 
 class ToolBehavior(StrEnum):

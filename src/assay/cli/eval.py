@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from assay.config import EvalConfig
     from assay.engine import RunOptions
     from assay.engine.judging import JudgeRunOptions
-    from assay.engine.resume import Resumption
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
+    from assay.session.resume import Resumption
     from assay.simulation import SimulatorOptions
     from assay.store import Store
 
@@ -271,7 +271,7 @@ def _open_run(
     req: _Request, identity: dict[str, Any], total: int, err: Console
 ) -> tuple[Store, Resumption]:
     """Open the store and the run: the unfinished one of this evaluation, else a new one."""
-    from assay.engine.resume import Resumption, find_resumable
+    from assay.session.resume import Resumption, find_resumable
     from assay.store import Store
 
     db = Store.open(req.store_url or None)

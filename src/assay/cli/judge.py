@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
+from assay.engine.calibrate import CalibrationReport, ItemVerdict
 from assay.errors import ConfigError
-from assay.judges.calibrate import CalibrationReport, ItemVerdict
 
 judge_app = command_app("judge", "LLM judges: measure a judge's agreement with human labels.")
 
@@ -140,7 +140,7 @@ def _calibrate(
 ) -> CalibrationReport:
     import asyncio
 
-    from assay.judges.calibrate import acalibrate, build_judged_metric, load_labels
+    from assay.engine.calibrate import acalibrate, build_judged_metric, load_labels
 
     if concurrency < 1:
         raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")

@@ -1,7 +1,7 @@
 """Agreement statistics between human labels and a judge's verdicts (SPEC §5).
 
 Pure functions over (human, judge) label pairs: a confusion matrix, accuracy and
-Cohen's kappa. `assay.judges.calibrate` runs the judge and feeds them.
+Cohen's kappa. `assay.engine.calibrate` runs the judge and feeds them.
 """
 
 from __future__ import annotations

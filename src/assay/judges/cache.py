@@ -10,13 +10,55 @@ reads at once, so a prompt judged twice in one run is called once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import orjson
 
 from assay.errors import StoreError
 
-if TYPE_CHECKING:
-    from assay.store import JudgeCache
+# Sorted keys: equal requests always hash the same. The options match the store's
+# canonical JSON, so keys written by earlier versions keep hitting.
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+def judge_cache_key(
+    *,
+    backend: str,
+    model: str,
+    prompt: Any,
+    sample: int,
+    settings: Mapping[str, Any],
+) -> str:
+    """A hex SHA-256 of the request; `prompt` is the rendered text or message list."""
+    payload = {
+        "backend": backend,
+        "model": model,
+        "prompt": prompt,
+        "sample": sample,
+        "settings": dict(settings),
+    }
+    try:
+        data = orjson.dumps(payload, option=_CANONICAL)
+    except TypeError as exc:
+        raise StoreError(f"cannot encode value as JSON: {exc}") from exc
+    return hashlib.sha256(data).hexdigest()
+
+
+class CacheTable(Protocol):
+    """The persistent table behind `StoreReplyCache` (the store's `JudgeCache`)."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]: ...
+
+    def put_many(self, entries: Iterable[tuple[str, str, str, Any]]) -> None: ...
+
+
+class HasCacheTable(Protocol):
+    """A store: anything with a `judge_cache` table."""
+
+    @property
+    def judge_cache(self) -> CacheTable: ...
 
 
 class ReplyCache(Protocol):
@@ -69,7 +111,7 @@ class StoreReplyCache:
     #: writes handed to the worker thread at once
     batch_size = 64
 
-    def __init__(self, cache: JudgeCache) -> None:
+    def __init__(self, cache: CacheTable) -> None:
         self._cache = cache
         self._pending: dict[str, tuple[str, str, str]] = {}  # key -> (backend, model, reply)
         self._writer: asyncio.Task[None] | None = None

@@ -14,10 +14,16 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import ConfigError
-from assay.judges.cache import MemoryReplyCache, ReplyCache, StoreReplyCache
+from assay.judges.cache import (
+    HasCacheTable,
+    MemoryReplyCache,
+    ReplyCache,
+    StoreReplyCache,
+    judge_cache_key,
+)
 from assay.judges.policy import AdaptiveLimiter, Clock, Permit, RetryPolicy, Sleep
 from assay.judges.resolve import make_backend, parse_model
 from assay.judges.stats import JudgeStats
@@ -28,10 +34,6 @@ from assay.judges.types import (
     JudgeModelOptions,
     JudgeRequest,
 )
-from assay.store.judge_cache import judge_cache_key
-
-if TYPE_CHECKING:
-    from assay.store import Store
 
 Outcome = str | JudgeCallError
 BackendFactory = Callable[..., JudgeBackend]
@@ -223,7 +225,7 @@ class JudgePool:
     def __init__(
         self,
         *,
-        store: Store | None = None,
+        store: HasCacheTable | None = None,
         default_model: str | None = None,
         default_base_url: str | None = None,
         concurrency: int = 8,

@@ -56,58 +56,8 @@ from pydantic.alias_generators import to_camel
 
 from assay.errors import InputError
 from assay.model.core import ToolCall
-
-
-def _same_json(x: Any, y: Any) -> bool:
-    """Given `x == y` in Python, whether they are also equal as JSON values.
-
-    Python's `==` already ignores key order and equates 1 with 1.0; it differs from
-    JSON equality only for booleans (`True == 1`) and NaN (equal to itself by identity
-    inside containers), which this walk rejects.
-    """
-    tx, ty = type(x), type(y)
-    if tx is dict:
-        for k, v in x.items():
-            t = type(v)
-            if t is str or v is None or (t is int and type(y[k]) is not bool):
-                continue
-            if not _same_json(v, y[k]):
-                return False
-        return True
-    if tx is str or x is None:
-        return True
-    if tx is bool or ty is bool:
-        return tx is ty
-    if tx is int:
-        return True
-    if tx is float:
-        return bool(x == x)  # False only for NaN
-    if tx is list or tx is tuple:
-        for v, w in zip(x, y, strict=True):
-            if type(v) is not str and not _same_json(v, w):
-                return False
-        return True
-    return _same_json_other(x, y)
-
-
-def _same_json_other(x: Any, y: Any) -> bool:
-    # Subclasses (str/int enums, OrderedDict, ...) reach here. Values that are not
-    # JSON at all can only come from Python callers; for them Python's == (already
-    # true here) decides.
-    if isinstance(x, bool) or isinstance(y, bool):
-        return isinstance(x, bool) and isinstance(y, bool)
-    if isinstance(x, float):
-        return bool(x == x)
-    if isinstance(x, Mapping):
-        return all(_same_json(v, y[k]) for k, v in x.items())
-    if isinstance(x, list | tuple):
-        return all(_same_json(v, w) for v, w in zip(x, y, strict=True))
-    return True
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON-value equality (see the module docstring)."""
-    return bool(a == b) and _same_json(a, b)
+from assay.model.jsonvalue import json_equal as json_equal
+from assay.model.jsonvalue import same_json
 
 
 def json_contains(part: Any, whole: Any) -> bool:
@@ -328,7 +278,7 @@ class _Rule:
             return True
         ignored, compare = self.ignored, self.compare
         if mode is ArgMode.EXACT and not ignored and not compare:
-            return expected == actual and _same_json(expected, actual)
+            return expected == actual and same_json(expected, actual)
         if mode is not ArgMode.SUPERSET:
             default = json_equal if mode is ArgMode.EXACT else json_contains
             for k, v in expected.items():
@@ -352,7 +302,7 @@ class _Rule:
 
 
 def _match_exact(expected: ToolCall, actual: ToolCall) -> bool:
-    # `_same_json` inlined for the top-level object: this is the hottest path.
+    # `same_json` inlined for the top-level object: this is the hottest path.
     if expected.name != actual.name:
         return False
     e, a = expected.args, actual.args
@@ -362,7 +312,7 @@ def _match_exact(expected: ToolCall, actual: ToolCall) -> bool:
         t = type(v)
         if t is str or (t is int and type(a[k]) is not bool):
             continue
-        if not _same_json(v, a[k]):
+        if not same_json(v, a[k]):
             return False
     return True
 

@@ -6,37 +6,17 @@ rendered prompt, sample index and generation settings (`judge_cache_key`).
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.errors import StoreError
-from assay.store._json import canonical_bytes
+from assay.judges.cache import judge_cache_key as judge_cache_key
 from assay.store._repository import Repository, database_errors
 from assay.store.schema import judge_cache
 from assay.store.types import utcnow
-
-
-def judge_cache_key(
-    *,
-    backend: str,
-    model: str,
-    prompt: Any,
-    sample: int,
-    settings: Mapping[str, Any],
-) -> str:
-    """A hex SHA-256 of the request; `prompt` is the rendered text or message list."""
-    payload = {
-        "backend": backend,
-        "model": model,
-        "prompt": prompt,
-        "sample": sample,
-        "settings": dict(settings),
-    }
-    return hashlib.sha256(canonical_bytes(payload)).hexdigest()
 
 
 class JudgeCache(Repository):

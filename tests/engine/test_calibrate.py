@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli.judge import judge_app
-from assay.errors import InputError
-from assay.judges.calibrate import (
+from assay.engine.calibrate import (
     ConfusionMatrix,
     acalibrate,
     accuracy,
@@ -21,6 +20,7 @@ from assay.judges.calibrate import (
     load_labels,
     outcome_names,
 )
+from assay.errors import InputError
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
 from assay.testing import JudgeServer, StandinRequest

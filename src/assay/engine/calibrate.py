@@ -35,8 +35,8 @@ from assay.model.core import EvalSet
 from assay.model.results import MetricResult, Status
 
 if TYPE_CHECKING:
+    from assay.judges.cache import HasCacheTable
     from assay.judges.client import JudgePool
-    from assay.store import Store
 
 LABEL_KEY = "label"
 #: human verdicts accepted for the positive / negative outcome (case-insensitive)
@@ -337,7 +337,7 @@ async def acalibrate(
     judge: str,
     samples: int | None = None,
     base_url: str | None = None,
-    store: Store | None = None,
+    store: HasCacheTable | None = None,
     use_cache: bool = True,
     concurrency: int = 8,
     timeout_s: float = 60.0,
