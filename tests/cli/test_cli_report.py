@@ -112,3 +112,34 @@ def test_compare_runs_without_common_cases_is_an_input_error(store: str, tmp_pat
     assert compared.exit_code == 2
     assert "no case in common" in compared.output and "Traceback" not in compared.output
     assert runner.invoke(app, ["compare", base, "--store", store]).exit_code == 2
+
+
+def test_case_selection_name_and_gates(store: str) -> None:
+    args = ["eval", str(EXAMPLE), "--agent", AGENT, "--store", store]
+    picked = runner.invoke(app, [*args, "--case", "two_*", "--case", "energy_today",
+                                 "--name", "nightly"])  # fmt: skip
+    assert picked.exit_code == 1, picked.output
+    assert "Result: 0 passed, 2 failed, 0 not evaluated (2 cases)" in picked.output
+    listing = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "200"})
+    assert "nightly" in listing.output
+    # Gates decide the exit code: 10 of 14 pass, so 0.7 holds and 0.9 does not.
+    held = runner.invoke(app, [*args, "--min-pass-rate", "0.7",
+                               "--min-mean", "response_match_score=0.8"])  # fmt: skip
+    assert held.exit_code == 0, held.output
+    assert "gates passed" in held.output
+    missed = runner.invoke(app, [*args, "--min-pass-rate", "0.9", "--limit", "3"])
+    assert missed.exit_code == 0, missed.output  # the first 3 cases all pass
+    missed = runner.invoke(app, [*args, "--min-pass-rate", "0.9"])
+    assert missed.exit_code == 1
+    assert "gate failed: pass rate 0.714 (10/14) < --min-pass-rate 0.9" in missed.output
+    sampled = runner.invoke(app, [*args, "--sample", "5", "--seed", "1", "--no-store"])
+    assert "(5 cases)" in sampled.output
+    for bad, message in (
+        (["--case", "nope"], "--case nope matched no case"),
+        (["--min-mean", "nope=0.5"], "--min-mean nope: not a metric of this run"),
+        (["--min-pass-rate", "2"], "--min-pass-rate must be between 0 and 1"),
+        (["--limit", "0"], "--limit must be a positive number"),
+    ):
+        result = runner.invoke(app, [*args, *bad])
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output

@@ -34,6 +34,32 @@ RunArgument = Annotated[
         show_default=False,
     ),
 ]
+# Case selection and CI gates of `assay eval` (see assay.engine.selection, report.gates).
+CaseOption = Annotated[
+    list[str] | None,
+    typer.Option("--case", help="Only this case id (glob, or SET/ID; repeatable)."),
+]
+TagOption = Annotated[
+    list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")
+]
+LimitOption = Annotated[int | None, typer.Option("--limit", help="Only the first N cases.")]
+SampleOption = Annotated[
+    int | None, typer.Option("--sample", help="N cases drawn at random (see --seed).")
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of --sample.")]
+NameOption = Annotated[str | None, typer.Option("--name", help="A label for the stored run.")]
+MinPassRateOption = Annotated[
+    float | None,
+    typer.Option(
+        "--min-pass-rate", help="Gate: exit 0 when at least this share of case runs passed (0-1)."
+    ),
+]
+MinMeanOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--min-mean", help="Gate: METRIC=MIN, the metric's mean must reach MIN (repeatable)."
+    ),
+]
 FromOption = Annotated[
     str | None, typer.Option("--from", help="Input format (detected when not given).")
 ]

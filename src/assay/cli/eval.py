@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,9 +20,17 @@ from rich.text import Text
 
 from assay.cli.common import (
     EXIT_INTERRUPTED,
+    CaseOption,
     FromOption,
+    LimitOption,
     MapOption,
+    MinMeanOption,
+    MinPassRateOption,
+    NameOption,
+    SampleOption,
+    SeedOption,
     StoreOption,
+    TagOption,
     check_distinct_ids,
     check_format,
     gc_paused,
@@ -32,6 +40,8 @@ from assay.cli.common import (
     stdout_console,
     user_errors,
 )
+from assay.engine.selection import CaseSelection
+from assay.errors import ConfigError
 from assay.model.results import Status
 
 if TYPE_CHECKING:
@@ -148,6 +158,14 @@ def eval_command(
             " agents.",
         ),
     ] = False,
+    case: CaseOption = None,
+    tag: TagOption = None,
+    limit: LimitOption = None,
+    sample: SampleOption = None,
+    seed: SeedOption = 0,
+    name: NameOption = None,
+    min_pass_rate: MinPassRateOption = None,
+    min_mean: MinMeanOption = None,
 ) -> None:
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
     with user_errors():
@@ -165,6 +183,12 @@ def eval_command(
             run_method=run_method,  # type: ignore[arg-type]
             simulator=_simulator_options(user_model, persona_file, stop_signal, max_turns, cfg),
         )
+        from assay.report.gates import check_rate, parse_min_means
+
+        check_rate(min_pass_rate, "--min-pass-rate")
+        selection = CaseSelection(
+            ids=tuple(case or ()), tags=tuple(tag or ()), limit=limit, sample=sample, seed=seed
+        )
         request = _Request(
             data=data,
             from_format=from_format,
@@ -179,6 +203,10 @@ def eval_command(
             quiet=quiet,
             persona_file=persona_file,
             adk_history=not no_adk_history,
+            selection=selection,
+            name=name,
+            min_pass_rate=min_pass_rate,
+            min_means=parse_min_means(min_mean),
         )
         code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
@@ -201,6 +229,10 @@ class _Request:
     quiet: bool
     persona_file: Path | None
     adk_history: bool = True
+    selection: CaseSelection = field(default_factory=CaseSelection)
+    name: str | None = None
+    min_pass_rate: float | None = None
+    min_means: dict[str, float] = field(default_factory=dict)
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -264,6 +296,7 @@ def _run_options_doc(req: _Request) -> dict[str, Any]:
         "stop_signal": sim.stop_signal if sim is not None else None,
         "max_turns": sim.max_turns if sim is not None else None,
         "persona_file": str(req.persona_file) if req.persona_file is not None else None,
+        **({"selection": req.selection.describe()} if req.selection.active else {}),
     }
 
 
@@ -277,7 +310,8 @@ def _open_run(
     db = Store.open(req.store_url or None)
     found = None if req.fresh else find_resumable(db, **identity)
     if found is None:
-        return db, Resumption(db.start_run(**identity, runs=req.options.runs or 1))
+        run_id = db.start_run(**identity, runs=req.options.runs or 1, name=req.name)
+        return db, Resumption(run_id)
     resumed = Resumption.load(db, found.id)
     err.print(
         Text(
@@ -295,7 +329,8 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     from assay.engine import run
     from assay.engine.aggregate import build_result
     from assay.engine.runner import count_case_runs
-    from assay.report.progress import CaseCollector, ProgressObserver
+    from assay.engine.selection import select_cases
+    from assay.report.progress import CaseCollector, PlainProgress, ProgressObserver
 
     err = stderr_console()
     if req.from_format is not None:
@@ -304,10 +339,17 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     explicit = _metrics_for(req, []) if req.config is not None or req.metric_flags else None
     with gc_paused(req.agent is None):
         evalsets = formats.load_many(req.data, req.from_format, req.mapping)
+    evalsets = select_cases(evalsets, req.selection)
     # The loaded eval sets live until the process exits: move them out of the cyclic
     # GC's reach, or every full collection during scoring re-walks millions of objects.
     gc.freeze()
     metrics, config_doc = explicit or _metrics_for(req, evalsets)
+    unknown = [n for n in req.min_means if n not in {m.name for m in metrics}]
+    if unknown:
+        raise ConfigError(
+            f"--min-mean {unknown[0]}: not a metric of this run; its metrics are: "
+            + ", ".join(m.name for m in metrics)
+        )
     agent_obj = load_agent(req.agent) if req.agent else None
     if req.config is not None and req.config.source and not req.quiet:
         err.print(Text(f"criteria from {req.config.source}", style="dim"))
@@ -320,6 +362,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     if not req.quiet and err.is_terminal:
         progress = ProgressObserver(err)
         observers.append(progress)
+    elif not req.quiet:
+        # No terminal (CI logs): a plain line every few seconds instead of a bar.
+        observers.append(PlainProgress(err))
     db = recorder = resumed = None
     if req.store_url is not None:
         identity: dict[str, Any] = {
@@ -380,7 +425,15 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     gc.freeze()
     if interrupted:
         return EXIT_INTERRUPTED
+    if req.min_pass_rate is not None or req.min_means:
+        return _gate(req, result, err)
     return 0 if result.cases and result.status is Status.PASSED else 1
+
+
+def _gate(req: _Request, result: Any, err: Console) -> int:
+    from assay.report.gates import gate_exit_code
+
+    return gate_exit_code(result, req.min_pass_rate, req.min_means, err)
 
 
 def _write_adk_history(spec: str | None, agent: Any, result: Any, err: Console) -> None:

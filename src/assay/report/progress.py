@@ -1,6 +1,10 @@
-"""Run observers for the terminal: a rich progress bar, and a collector of finished cases."""
+"""Run observers for the terminal: a rich progress bar (TTY), periodic plain progress lines
+(CI logs, no TTY), and a collector of finished cases."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import (
@@ -53,6 +57,70 @@ class ProgressObserver:
     def close(self) -> None:
         """Stop drawing (also after an interrupted run); safe to call twice."""
         self._progress.stop()
+
+
+class PlainProgress:
+    """Progress as plain lines for logs without a terminal (CI): one every `interval`
+    seconds, and a last one when the run ends.
+
+    `progress: 40/100 case runs (40%), 3.2/s, ETA 19s; 35 passed, 4 failed, 1 not
+    evaluated; 1 agent error`. `clock` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._console = console
+        self._interval = interval
+        self._clock = clock
+        self._start = self._last = 0.0
+        self._total = 0
+        self._done = 0
+        self._errors = 0
+        self._counts = {s: 0 for s in Status}
+
+    def on_start(self, total: int) -> None:
+        self._start = self._last = self._clock()
+        self._total = total
+
+    def line(self) -> str:
+        elapsed = max(self._clock() - self._start, 1e-9)
+        rate = self._done / elapsed
+        share = f" ({100 * self._done / self._total:.0f}%)" if self._total else ""
+        text = f"progress: {self._done}/{self._total} case runs{share}, {rate:.1f}/s"
+        if rate > 0 and self._done < self._total:
+            text += f", ETA {_duration((self._total - self._done) / rate)}"
+        text += (
+            f"; {self._counts[Status.PASSED]} passed, {self._counts[Status.FAILED]} failed, "
+            f"{self._counts[Status.NOT_EVALUATED]} not evaluated"
+        )
+        if self._errors:
+            text += f"; {self._errors} agent error{'s' if self._errors != 1 else ''}"
+        return text
+
+    def on_case_done(self, result: CaseResult) -> None:
+        self._done += 1
+        self._counts[result.status] += 1
+        self._errors += bool(result.failure)
+        now = self._clock()
+        if now - self._last >= self._interval:
+            self._last = now
+            self._console.print(self.line(), highlight=False, soft_wrap=True)
+
+    def on_finish(self, result: EvalResult) -> None:
+        self._console.print(self.line(), highlight=False, soft_wrap=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
 
 
 class CaseCollector:
