@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from assay.agents.base import Agent
-from assay.service import mcp_server, runs_api
+from assay.service import mcp_server, runs_api, wire
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
@@ -61,6 +61,8 @@ def create_app(
         if hook is not None:
             hooks.append(hook)
     app.include_router(generic_router)
+    # Google's own wire shapes (CES v1beta REST) over the same context.
+    wire.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     if auth:
         # Added last, so it runs first: unauthenticated requests are not read at all.

@@ -46,11 +46,16 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        scheme, _, key = (Headers(scope=scope).get("authorization") or "").partition(" ")
+        headers = Headers(scope=scope)
+        scheme, _, key = (headers.get("authorization") or "").partition(" ")
+        if headers.get("x-goog-api-key"):
+            # How Google's client libraries send an API key (client_options.api_key).
+            scheme, key = "bearer", headers["x-goog-api-key"]
         if scheme.lower() != "bearer" or not key.strip():
             await _answer(
                 Unauthenticated(
                     "this request needs an API key: send 'Authorization: Bearer <key>' "
+                    "or 'x-goog-api-key: <key>' "
                     "(create one with `assay keys create --name NAME`)"
                 ),
                 scope,

@@ -186,6 +186,8 @@ def delete_resource(
             [{"@type": PRECONDITION_FAILURE_TYPE, "violations": violations}],
         )
     ctx.store.resources.delete(parsed.app, parsed.kind, parsed.id, etag=current.etag)
+    if spec is EVALUATIONS:
+        runs.forget_evaluation(ctx, parsed.app, parsed.id)
     for dataset in datasets:
         _drop_member(ctx, parse_name(dataset), name)
 

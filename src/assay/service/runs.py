@@ -299,6 +299,26 @@ def delete_run(ctx: ServiceContext, name: str) -> None:
     state.aggregator.forget(app)
 
 
+def forget_evaluation(ctx: ServiceContext, app: str, evaluation_id: str) -> None:
+    """Delete a deleted evaluation's results, so one re-created under its id starts clean."""
+    state = state_of(ctx)
+    state.results.delete_results(app, evaluation_id)
+    state.aggregator.forget(app)
+
+
+def delete_result(ctx: ServiceContext, name: str) -> None:
+    """Delete the evaluationResult `name` (apps/{app}/evaluations/{id}/results/{rid})."""
+    parsed = parse_name(name)
+    if parsed.kind != RESULTS or parsed.parent is None:
+        raise InvalidArgument.field("name", f"{name!r} is not an evaluation result name")
+    run_id, index = _results.parse_result_id(parsed.id)
+    state = state_of(ctx)
+    gone = state.results.delete_results(parsed.app, parsed.parent, run_id=run_id, run_index=index)
+    if not gone:
+        raise NotFound(f"no evaluation result {name!r}")
+    state.aggregator.forget(parsed.app)
+
+
 def get_result(ctx: ServiceContext, name: str) -> dict[str, Any]:
     """Return the evaluationResult `name` (apps/{app}/evaluations/{id}/results/{rid})."""
     parsed = parse_name(name)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, delete, func, select, update
 
 from assay.model.error_types import ExecutionState
 from assay.model.results import Status
@@ -126,6 +126,31 @@ class EvaluationResults(Repository):
         with self._engine.connect() as conn:
             row = conn.execute(query.limit(1)).first()
         return None if row is None else _row(row)
+
+    @database_errors
+    def delete_results(
+        self,
+        app: str,
+        evaluation_id: str,
+        *,
+        run_id: str | None = None,
+        run_index: int | None = None,
+    ) -> int:
+        """Delete the evaluation's results (all, or one by run and index); how many went.
+
+        Results are children of their evaluation: deleting it deletes them, so an
+        evaluation created again under the same id starts without history.
+        """
+        c = case_results.c
+        app_runs = select(runs.c.id).where(runs.c.app == app)
+        where = [c.case_id == evaluation_id, c.run_id.in_(app_runs)]
+        if run_id is not None:
+            where.append(c.run_id == run_id)
+        if run_index is not None:
+            where.append(c.run_index == run_index)
+        with self._writer.begin() as conn:
+            gone = conn.execute(delete(case_results).where(*where))
+        return int(gone.rowcount or 0)
 
     @database_errors
     def watermark(self, app: str, evaluation_id: str) -> tuple[int, int]:
