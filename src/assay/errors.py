@@ -106,3 +106,36 @@ class QuotaExhaustedError(AgentError):
 
 class StoreError(AssayError):
     """The results store could not be opened or written."""
+
+
+class ConversionLossError(InputError):
+    """Writing an eval set in a format would drop fields that format cannot hold.
+
+    `losses` lists `(case_id, field)` pairs (case_id `None` for the set itself); the
+    message names each case and field, so the user can decide to convert with `--lossy`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        losses: list[tuple[str | None, str]] | None = None,
+        file: str | None = None,
+        case_id: str | None = None,
+        path: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.losses = list(losses or [])
+        super().__init__(message, file=file, case_id=case_id, path=path, expected=expected)
+
+    def located(
+        self, *, file: str | None = None, case_id: str | None = None
+    ) -> ConversionLossError:
+        return ConversionLossError(
+            self.detail,
+            losses=self.losses,
+            file=self.file or file,
+            case_id=self.case_id if self.case_id is not None else case_id,
+            path=self.path,
+            expected=self.expected,
+        )

@@ -540,7 +540,16 @@ def test_model_fields_adk_lacks_travel_under_the_assay_key() -> None:
     dumped = adk.dump(evalset)
     assert dumped["eval_cases"][0]["conversation"][0]["duration"] == 1.5
     assert dumped["eval_cases"][0]["assay"]["tags"] == ["t1"]
-    assert _reload(evalset) == evalset
+    fitted, losses = adk.fit(evalset)
+    assert losses == []
+    assert _reload(evalset) == fitted
+    # A turn with steps and expectations keeps them all as expectations (one has a
+    # note), the first turn's variables are the session state.
+    first = (fitted.cases[0].reference or [])[0]
+    assert [e.note for e in first.expectations] == [None, None, "n"]
+    assert first.expectations[1].agent_response == "ok" and first.steps == []
+    assert fitted.cases[0].session_input == SessionInput(state={"v": 1})
+    assert first.user_input.variables is None
     AdkEvalSet.model_validate(dumped)
 
 

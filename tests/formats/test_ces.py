@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import InputError
+from assay.errors import ConversionLossError, InputError
 from assay.formats import ces, load
 from assay.formats._common import read_structured
 from assay.model.core import (
@@ -78,15 +78,19 @@ def test_user_inputs_of_a_turn_merge() -> None:
 
 def test_references_resolve_from_the_export_folder() -> None:
     case = load(PREFILL).cases[0]
+    # A resolved reference is the case's rubric; the others stay references.
     assert case.metadata[ces.REFS] == [
         "Warm Restaurant Host Persona",
-        "No Technical Leakage",
         "Event Prefill - Skips Pre-Filled Slots",
     ]
     assert [r.id for r in case.rubrics] == ["No Technical Leakage"]
     assert case.rubrics[0].text.startswith("Evaluate whether the agent avoids")
     alone = _load(read_structured(PREFILL)).cases[0]
-    assert alone.rubrics == [] and alone.metadata[ces.REFS] == case.metadata[ces.REFS]
+    assert alone.rubrics == [] and alone.metadata[ces.REFS] == [
+        "Warm Restaurant Host Persona",
+        "No Technical Leakage",
+        "Event Prefill - Skips Pre-Filled Slots",
+    ]
 
 
 def test_a_standalone_expectation_resource_and_linking() -> None:
@@ -120,6 +124,10 @@ def test_a_wrapper_file_links_its_own_resources() -> None:
     evalset = _load(wrapper)
     assert evalset.description == "suite"
     assert [r.id for r in evalset.cases[0].rubrics] == ["No Technical Leakage"]
+    # No CES resource holds a set's description: writing refuses to drop it silently.
+    with pytest.raises(ConversionLossError, match="the set: description"):
+        ces.dump(evalset)
+    evalset.description = None
     assert _load(ces.dump(evalset)) == evalset
 
 
@@ -195,6 +203,16 @@ def test_scenario_extensions_round_trip() -> None:
     assert case.scenario is not None
     assert case.scenario.persona == Persona(id="p1", display_name="Pat", personality="curt")
     assert case.scenario.initiator.value == "AGENT"
+    # assay reads its extensions, but an Evaluation has no field for them: writing
+    # refuses to drop them silently.
+    with pytest.raises(ConversionLossError) as caught:
+        ces.dump(_load(data))
+    assert caught.value.losses == [
+        ("s1", f"scenario.{name}")
+        for name in ("starting_prompt", "conversation_plan", "persona", "initiator")
+    ]
+    for key in ("startingPrompt", "conversationPlan", "persona", "initiator"):
+        del data["scenario"][key]  # type: ignore[attr-defined]
     assert ces.dump(_load(data)) == data
 
 
@@ -233,7 +251,7 @@ def test_scrapi_golden_shorthand() -> None:
         "retrieve_intent_matches",
         "transfer_to_cx",
     ]
-    assert first.rubrics[0].id == "expectation-1"
+    assert first.rubrics[0].id == f"{first.id} expectation 1"
     assert _load(ces.dump(evalset)).cases == evalset.cases
 
 
@@ -282,7 +300,12 @@ def test_reference_steps_are_written_as_expectations() -> None:
         ],
         rubrics=[Rubric(id="tone", text="Friendly")],
     )
-    written = ces.dump(EvalSet(id="s", cases=[case]))
+    wrapper = ces.dump(EvalSet(id="s", cases=[case]))
+    # The rubric is an expectation resource beside the evaluation, referred to by name.
+    assert wrapper["evaluationExpectations"] == [
+        {"displayName": "tone", "llmCriteria": {"prompt": "Friendly"}}
+    ]
+    written = wrapper["evaluations"][0]
     assert written["displayName"] == "adk-case" and "name" not in written
     steps = written["golden"]["turns"][0]["steps"]
     assert steps == [
@@ -290,11 +313,10 @@ def test_reference_steps_are_written_as_expectations() -> None:
         {"expectation": {"toolCall": {"tool": "get_weather", "args": {"city": "Oslo"}}}},
         {"expectation": {"agentResponse": {"role": "agent", "chunks": [{"text": "Sunny"}]}}},
     ]
-    assert written["golden"]["evaluationExpectations"] == [
-        {"displayName": "tone", "llmCriteria": {"prompt": "Friendly"}}
-    ]
-    reloaded = _load(written).cases[0]
+    assert written["golden"]["evaluationExpectations"] == ["tone"]
+    reloaded = _load(wrapper).cases[0]
     assert reloaded.reference[0].expectations[0].tool_call.name == "get_weather"  # type: ignore[index, union-attr]
+    assert reloaded.rubrics == case.rubrics
     with pytest.raises(InputError, match="actual"):
         ces.dump(EvalSet(id="s", cases=[EvalCase(id="rec", actual=[Turn()])]))
 

@@ -24,10 +24,23 @@ def convert_command(
     to: Annotated[str, typer.Option("--to", help="Output format.")],
     from_format: FromOption = None,
     map_: MapOption = None,
+    lossy: Annotated[
+        bool,
+        typer.Option(
+            "--lossy",
+            help="Convert even when the target cannot hold some fields: drop them and "
+            "print how many of each were dropped (without it, such a conversion is refused).",
+        ),
+    ] = False,
 ) -> None:
-    """Convert an eval set between formats (or a config to ADK's test_config.json)."""
+    """Convert an eval set between formats (or a config to ADK's test_config.json).
+
+    Refuses (exit 2) when the target format cannot hold a field of the source, naming
+    each case and field; see docs/convert.md for what each format holds.
+    """
     with user_errors():
-        from assay import formats
+        from assay.formats._loss import by_field
+        from assay.formats.convert import convert_file
 
         check_format(to, eval_set=False)
         if from_format is not None:
@@ -42,7 +55,14 @@ def convert_command(
             write_config(load_config(source), target)
             stdout_console().print(f"wrote {target} (adk-config)")
             return
-        evalset = formats.load(source, from_format, mapping)
-        formats.save(evalset, target, to)
-        count = len(evalset.cases)
-        stdout_console().print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})")
+        done = convert_file(
+            source, target, to, from_format=from_format, mapping=mapping, lossy=lossy
+        )
+        out = stdout_console()
+        count = len(done.evalset.cases)
+        out.print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})", soft_wrap=True)
+        if done.dropped:
+            out.print(f"dropped ({to} cannot hold them):", soft_wrap=True)
+            for name, n, cases in by_field(done.dropped):
+                where = f"{cases} case{'s' if cases != 1 else ''}" if cases else "the set"
+                out.print(f"  {name}: {n} (in {where})", soft_wrap=True, markup=False)

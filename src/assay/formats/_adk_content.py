@@ -301,9 +301,11 @@ def render_call(c: ToolCall) -> dict[str, Any]:
 
 
 def render_response(r: ToolResponse) -> dict[str, Any]:
-    # genai wants an object; other values travel as ADK tools return them: {output: ...}
+    # genai wants an object or nothing; other values travel as ADK tools return them,
+    # {output: ...} (`fit` reports them: they read back as that object).
     body = r.response if isinstance(r.response, dict) else {"output": r.response}
-    return {**({"id": r.id} if r.id is not None else {}), "name": r.name, "response": body}
+    out = {**({"id": r.id} if r.id is not None else {}), "name": r.name}
+    return out if r.response is None else {**out, "response": body}
 
 
 def render_text(text: str) -> dict[str, Any]:

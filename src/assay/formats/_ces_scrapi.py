@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assay.formats._ces_parts import DISPLAY
 from assay.formats._common import Loc
 from assay.model.core import EvalCase, Expectation, Rubric, ToolCall, Turn, UserInput
 
@@ -65,7 +64,9 @@ def load_scrapi(root: Loc, data: Mapping[str, Any]) -> list[EvalCase]:
                 )
             )
         rubrics = [
-            Rubric(id=f"expectation-{i + 1}", text=el.expect_str(e))
+            # Named after the conversation: as CES expectation resources the ids are
+            # display names, one text each across the file.
+            Rubric(id=f"{case_id} expectation {i + 1}", text=el.expect_str(e))
             for i, (el, e) in enumerate(
                 cl.key("expectations").items(conv.get("expectations") or [])
             )
@@ -73,7 +74,7 @@ def load_scrapi(root: Loc, data: Mapping[str, Any]) -> list[EvalCase]:
         tags = [str(t) for t in cl.key("tags").expect_list(conv.get("tags") or [])]
         cases.append(
             EvalCase(
-                id=case_id, tags=tags, reference=turns, rubrics=rubrics, metadata={DISPLAY: case_id}
+                id=case_id, tags=tags, reference=turns, rubrics=rubrics
             )
         )
     return cases

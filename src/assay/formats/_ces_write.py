@@ -8,13 +8,13 @@ from typing import Any
 
 import yaml
 
-from assay.errors import InputError
-from assay.formats._ces_parts import AUDIO, DISPLAY, OWN_KEYS, REFS, RESOURCES, ROOT_SPANS
+from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
+from assay.formats._fit_ces import EVALUATION_FIELDS, fit, synth_resource
+from assay.formats._loss import refuse
 from assay.model.core import (
     EvalCase,
     EvalSet,
     Expectation,
-    Persona,
     Scenario,
     ScenarioExpectation,
     ToolCall,
@@ -25,24 +25,37 @@ from assay.model.core import (
 
 
 def dump(evalset: EvalSet) -> Any:
-    """One Evaluation object, an expectation resource, or `{evaluations: [...]}`."""
-    evaluations = [_dump_case(c) for c in evalset.cases]
-    resources = list(evalset.metadata.get(RESOURCES, []))
-    others = {k: v for k, v in evalset.metadata.items() if k != RESOURCES}
-    plain = evalset.name is None and evalset.description is None and not others
-    if plain and len(evaluations) == 1 and not resources:
+    """One Evaluation, one expectation resource, or `{evaluations: [...],
+    evaluationExpectations?: [...]}` (the shape of CES's list responses).
+
+    The set is fitted first (`assay.formats._fit_ces`); a set whose fit loses a field
+    is refused with `ConversionLossError`. Case rubrics are written as expectation
+    resources in the wrapper's `evaluationExpectations`, referred to by display name.
+    """
+    fitted, losses = fit(evalset)
+    if losses:
+        raise refuse(losses, "a CES Evaluation")
+    evaluations = [_dump_case(c) for c in fitted.cases]
+    resources = _resources(fitted)
+    if len(evaluations) == 1 and not resources:
         return evaluations[0]
-    if plain and not evaluations and len(resources) == 1:
+    if not evaluations and len(resources) == 1:
         return resources[0]
-    out: dict[str, Any] = {}
-    if evalset.name is not None:
-        out["name"] = evalset.name
-    if evalset.description is not None:
-        out["description"] = evalset.description
-    out.update(others)
-    out["evaluations"] = evaluations
+    out: dict[str, Any] = {"evaluations": evaluations}
     if resources:
         out["evaluationExpectations"] = resources
+    return out
+
+
+def _resources(evalset: EvalSet) -> list[dict[str, Any]]:
+    """The set's own resources, then one per case rubric no resource says already."""
+    out = list(evalset.metadata.get(RESOURCES, []))
+    have = {(r.get(DISPLAY) or r.get("name"), r["llmCriteria"]["prompt"]) for r in out}
+    for case in evalset.cases:
+        for r in case.rubrics:
+            if (r.id, r.text) not in have:
+                have.add((r.id, r.text))
+                out.append(synth_resource(r.id, r.text))
     return out
 
 
@@ -56,29 +69,7 @@ def write(evalset: EvalSet, path: Path) -> None:
 
 
 def _dump_case(case: EvalCase) -> dict[str, Any]:
-    def fail(message: str) -> InputError:
-        return InputError(
-            f"cannot be written as a CES Evaluation: {message}",
-            case_id=case.id,
-            expected="golden turns or a scenario; use adk or trace otherwise",
-        )
-
-    blocked = [
-        f
-        for f in (
-            "actual",
-            "expected_response",
-            "expected_facts",
-            "expected_retrieved_context",
-            "guidelines",
-            "final_session_state",
-        )
-        if getattr(case, f) is not None
-    ]
-    if case.session_input is not None and case.session_input.state:
-        blocked.append("session_input.state")
-    if blocked:
-        raise fail(f"it has {', '.join(blocked)}")
+    """A fitted case as an Evaluation (only fields of the `Evaluation` message)."""
     display = case.metadata.get(DISPLAY, case.id)
     out: dict[str, Any] = {} if case.id == display else {"name": case.id}
     out[DISPLAY] = display
@@ -86,31 +77,19 @@ def _dump_case(case: EvalCase) -> dict[str, Any]:
         out["description"] = case.description
     if case.tags:
         out["tags"] = list(case.tags)
-    for key, value in case.metadata.items():
-        if key not in (DISPLAY, REFS, ROOT_SPANS):
-            if key in OWN_KEYS:
-                raise fail(f"metadata key {key!r} collides with an Evaluation field")
-            out[key] = value
-    refs = list(case.metadata.get(REFS, []))
-    linked = set(refs)
-    inline = [
-        {DISPLAY: r.id, "llmCriteria": {"prompt": r.text}}
-        for r in case.rubrics
-        if r.id not in linked
-    ]
+    out.update((k, v) for k, v in case.metadata.items() if k in EVALUATION_FIELDS)
+    rubric_ids = [r.id for r in case.rubrics]
+    refs = rubric_ids + [r for r in case.metadata.get(REFS, []) if r not in rubric_ids]
     if case.scenario is not None:
         body = _dump_scenario(case.scenario)
         key = "scenario"
-    elif case.reference is not None:
-        spans = case.metadata.get(ROOT_SPANS, {})
-        body = {
-            "turns": [_dump_turn(t, spans.get(str(i)), fail) for i, t in enumerate(case.reference)]
-        }
-        key = "golden"
     else:
-        raise fail("it has neither reference turns nor a scenario")
-    if refs or inline:
-        body["evaluationExpectations"] = [*refs, *inline]
+        spans = case.metadata.get(ROOT_SPANS, {})
+        turns = case.reference or []
+        body = {"turns": [_dump_turn(t, spans.get(str(i))) for i, t in enumerate(turns)]}
+        key = "golden"
+    if refs:
+        body["evaluationExpectations"] = refs
     out[key] = body
     return out
 
@@ -130,7 +109,7 @@ def _dump_response(resp: ToolResponse) -> dict[str, Any]:
     return {
         **({"id": resp.id} if resp.id else {}),
         **_dump_tool(resp.name),
-        "response": resp.response,
+        **({"response": resp.response} if resp.response is not None else {}),
     }
 
 
@@ -151,7 +130,7 @@ def _dump_expectation(e: Expectation) -> dict[str, Any]:
     return {"expectation": out}
 
 
-def _dump_turn(t: Turn, span: Any, fail: Any) -> dict[str, Any]:
+def _dump_turn(t: Turn, span: Any) -> dict[str, Any]:
     ui = t.user_input
     steps: list[dict[str, Any]] = []
     if ui.variables is not None:
@@ -182,23 +161,12 @@ def _dump_turn(t: Turn, span: Any, fail: Any) -> dict[str, Any]:
                 }
             }
         )
-    checks: list[Expectation] = []
-    for step in t.steps:
-        if step.agent_transfer is not None:
-            steps.append({"agentTransfer": {"targetAgent": step.agent_transfer.target_agent}})
-        elif step.tool_call is not None:
-            checks.append(Expectation(tool_call=step.tool_call))
-        elif step.tool_response is not None:
-            checks.append(Expectation(tool_response=step.tool_response))
-        elif step.variables_update is not None:
-            checks.append(Expectation(updated_variables=step.variables_update))
-        else:
-            raise fail(f"a reference turn holds a {step.kind} step")
-    if t.final_response is not None:
-        checks.append(Expectation(agent_response=t.final_response))
-    if t.rubrics:
-        raise fail("a reference turn has rubrics")
-    steps.extend(_dump_expectation(e) for e in [*checks, *t.expectations])
+    steps += [
+        {"agentTransfer": {"targetAgent": s.agent_transfer.target_agent}}
+        for s in t.steps
+        if s.agent_transfer is not None
+    ]
+    steps.extend(_dump_expectation(e) for e in t.expectations)
     out: dict[str, Any] = {"steps": steps}
     if span is not None:
         out["rootSpan"] = span
@@ -209,10 +177,6 @@ def _dump_scenario(s: Scenario) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if s.task is not None:
         out["task"] = s.task
-    if s.starting_prompt is not None:
-        out["startingPrompt"] = s.starting_prompt
-    if s.conversation_plan is not None:
-        out["conversationPlan"] = s.conversation_plan
     if s.user_facts:
         out["userFacts"] = [{"name": f.name, "value": f.value} for f in s.user_facts]
     if s.max_turns is not None:
@@ -225,23 +189,11 @@ def _dump_scenario(s: Scenario) -> dict[str, Any]:
         out["variableOverrides"] = s.variable_overrides
     if s.user_goal_behavior != UserGoalBehavior.USER_GOAL_SATISFIED:
         out["userGoalBehavior"] = s.user_goal_behavior.value
-    if s.initiator.value != "USER":
-        out["initiator"] = s.initiator.value
-    if isinstance(s.persona, Persona):
-        p = s.persona
-        out["persona"] = {
-            "name": p.id,
-            **({DISPLAY: p.display_name} if p.display_name else {}),
-            **({"description": p.description} if p.description else {}),
-            **({"personality": p.personality} if p.personality else {}),
-        }
-    elif s.persona is not None:
-        out["persona"] = s.persona
     return out
 
 
 def _dump_scenario_expectation(e: ScenarioExpectation) -> dict[str, Any]:
-    out: dict[str, Any] = {} if e.note is None else {"note": e.note}
+    out: dict[str, Any] = {}
     if e.tool_expectation is not None:
         te: dict[str, Any] = {"expectedToolCall": _dump_call(e.tool_expectation.expected_tool_call)}
         if e.tool_expectation.mock_tool_response is not None:

@@ -27,6 +27,9 @@ from typing import Any
 from assay.errors import InputError
 from assay.formats import _adk_content as c
 from assay.formats._common import Loc, check_unique_ids, validate
+from assay.formats._fit_adk import fit
+from assay.formats._golden import mirror, transfers
+from assay.formats._loss import refuse
 from assay.model.core import EvalCase, EvalSet, Persona, Scenario, Turn, UserInput
 
 NAME = "adk"
@@ -227,7 +230,15 @@ def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: 
     data["created_at"] = c.get_number(inv, loc, "creation_timestamp")
     data["latency_s"] = c.get_number(inv, loc, "duration")
     um.update({c.snake(k): v for k, v in c.unknown_keys(inv, _INVOCATION_KEYS).items()})
-    return validate(Turn, data, ext_loc, "assay turn fields")
+    turn = validate(Turn, data, ext_loc, "assay turn fields")
+    if turn.expectations and _said(turn) == mirror(turn.expectations):
+        # The native fields only mirror the expectations (see `_dump_invocation`).
+        turn.steps, turn.final_response = transfers(turn), None
+    return turn
+
+
+def _said(turn: Turn) -> tuple[list[Any], str | None]:
+    return [s for s in turn.steps if s.agent_transfer is None], turn.final_response
 
 
 def _load_scenario(
@@ -278,7 +289,14 @@ def _load_scenarios_file(obj: Mapping[str, Any], root: Loc) -> EvalSet:
 
 
 def dump(evalset: EvalSet) -> dict[str, Any]:
-    """The eval set as an ADK `*.evalset.json` object (snake_case)."""
+    """The eval set as an ADK `*.evalset.json` object (snake_case).
+
+    The set is fitted first (`assay.formats._fit_adk`); a set whose fit loses a field
+    is refused with `ConversionLossError`.
+    """
+    evalset, losses = fit(evalset)
+    if losses:
+        raise refuse(losses, "an ADK eval set")
     out: dict[str, Any] = {"eval_set_id": evalset.id}
     if evalset.name is not None:
         out["name"] = evalset.name
@@ -385,20 +403,25 @@ def _dump_invocation(
     if turn.id is not None:
         out["invocation_id"] = turn.id
     user = _adk_user(turn.user_input)
+    steps, final_text = turn.steps, turn.final_response
+    if turn.expectations and _said(turn) == ([], None):
+        # What ADK's evaluator can check of the expectations (kept whole under "assay").
+        mirrored, final_text = mirror(turn.expectations)
+        steps = transfers(turn) + mirrored
     out["user_content"] = c.pick(
         um.get("user_content"), c.render_user(user),
         lambda r: c.read_user_input(r, _NOWHERE) == user,
     )  # fmt: skip
     final = c.pick(
         um.get("final_response"),
-        None if turn.final_response is None else c.render_text(turn.final_response),
-        lambda r: c.read_final_text(r, _NOWHERE) == turn.final_response,
+        None if final_text is None else c.render_text(final_text),
+        lambda r: c.read_final_text(r, _NOWHERE) == final_text,
     )
     if final is not None:
         out["final_response"] = final
     out["intermediate_data"] = c.pick(
-        um.get("intermediate_data"), c.render_steps(turn.steps),
-        lambda r: c.read_steps(r, _NOWHERE) == turn.steps,
+        um.get("intermediate_data"), c.render_steps(steps),
+        lambda r: c.read_steps(r, _NOWHERE) == steps,
     )  # fmt: skip
     if turn.rubrics:
         out["rubrics"] = c.pick(
@@ -421,4 +444,4 @@ def _dump_invocation(
     return out
 
 
-__all__ = ["EXT", "NAME", "UNMAPPED", "detect", "dump", "load_data", "write"]
+__all__ = ["EXT", "NAME", "UNMAPPED", "detect", "dump", "fit", "load_data", "write"]

@@ -61,6 +61,7 @@ from assay.formats._ces_parts import (
 from assay.formats._ces_scrapi import is_scrapi, load_scrapi
 from assay.formats._ces_write import dump, write
 from assay.formats._common import Loc, check_unique_ids, read_structured
+from assay.formats._fit_ces import fit, is_synth
 from assay.model.core import EvalCase, EvalSet, Rubric
 
 NAME = "ces"
@@ -142,6 +143,19 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
         found = _export_resources(Path(file)) if file is not None else []
         if found or resources:
             evalset = link_expectations([evalset, *found])[0]
+    if resources:
+        # A resource a case links to is that case's rubric; only resources saying more
+        # than a rubric does (a name, tags) or linked by no case stay in the metadata.
+        linked = {(r.id, r.text) for case in evalset.cases for r in case.rubrics}
+        kept = [
+            r
+            for r in resources
+            if not (is_synth(r) and (r[DISPLAY], r["llmCriteria"]["prompt"]) in linked)
+        ]
+        if kept:
+            evalset.metadata[RESOURCES] = kept
+        else:
+            evalset.metadata.pop(RESOURCES, None)
     return evalset
 
 
@@ -161,8 +175,8 @@ def _evaluation(loc: Loc, data: Any) -> EvalCase:
         raise loc.error("the evaluation has no name or displayName", expected="a string name")
     loc = loc.case(case_id)
     meta: dict[str, Any] = {}
-    if isinstance(ev.get(DISPLAY), str):
-        meta[DISPLAY] = ev[DISPLAY]
+    if isinstance(ev.get(DISPLAY), str) and ev[DISPLAY] != case_id:
+        meta[DISPLAY] = ev[DISPLAY]  # the id is the name; the display name differs
     rubrics: list[Rubric] = []
     reference = scenario = None
     if "golden" in ev:
@@ -234,7 +248,8 @@ def link_expectations(evalsets: list[EvalSet]) -> list[EvalSet]:
     Resources come from every set's `evaluation_expectations` metadata (stand-alone
     EvaluationExpectation files, or the `evaluationExpectations` of a wrapper file). A
     reference matches a resource's displayName, its name, or the last segment of its
-    name; a match adds the rubric `{id: displayName, text: llmCriteria.prompt}` (once).
+    name; a match adds the rubric `{id: displayName, text: llmCriteria.prompt}` (once)
+    and leaves the case's list of unresolved references.
     """
     by_ref: dict[str, Rubric] = {}
     for es in evalsets:
@@ -250,11 +265,18 @@ def link_expectations(evalsets: list[EvalSet]) -> list[EvalSet]:
         es = es.model_copy(deep=True)
         for case in es.cases:
             have = {r.id for r in case.rubrics}
+            unresolved = []
             for ref in case.metadata.get(REFS, []):
                 found = by_ref.get(ref) or by_ref.get(ref.rsplit("/", 1)[-1])
-                if found is not None and found.id not in have:
+                if found is None:
+                    unresolved.append(ref)
+                elif found.id not in have:
                     case.rubrics.append(found.model_copy())
                     have.add(found.id)
+            if unresolved:
+                case.metadata[REFS] = unresolved
+            else:
+                case.metadata.pop(REFS, None)
         out.append(es)
     return out
 
@@ -286,6 +308,7 @@ __all__ = [
     "ROOT_SPANS",
     "detect",
     "dump",
+    "fit",
     "link_expectations",
     "load_data",
     "write",

@@ -1,0 +1,77 @@
+"""What a conversion drops: `Loss` records and the `Losses` collector of the `fit`s.
+
+Every format that can be written has a `fit(evalset) -> (fitted, losses)`: `fitted` is
+the set as the format holds it (translated where the format says the same thing in
+other words, e.g. ADK expected tool uses as CES tool-call expectations) and `losses`
+names every field the format has no place for. Writing a fitted set and reading it
+back gives the fitted set again; writing refuses a set whose fit loses anything.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from assay.errors import ConversionLossError
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A field of one case (or of the set, `case_id=None`) the target cannot hold.
+
+    `field` is the model path with `[]` for list items, e.g. `reference[].id`.
+    """
+
+    case_id: str | None
+    field: str
+
+
+@dataclass
+class Losses:
+    items: list[Loss] = field(default_factory=list)
+
+    def add(self, case_id: str | None, name: str) -> None:
+        self.items.append(Loss(case_id, name))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def by_field(losses: list[Loss]) -> list[tuple[str, int, int]]:
+    """`(field, occurrences, cases)` per field, most frequent first (set-level losses
+    count no case)."""
+    counts = Counter(loss.field for loss in losses)
+    cases: dict[str, set[str]] = {}
+    for loss in losses:
+        ids = cases.setdefault(loss.field, set())
+        if loss.case_id is not None:
+            ids.add(loss.case_id)
+    return [(name, n, len(cases[name])) for name, n in counts.most_common()]
+
+
+def by_case(losses: list[Loss]) -> list[tuple[str | None, list[tuple[str, int]]]]:
+    """Per case (in first-seen order), its lost fields with their counts."""
+    out: dict[str | None, Counter[str]] = {}
+    for loss in losses:
+        out.setdefault(loss.case_id, Counter())[loss.field] += 1
+    return [(case, list(counter.items())) for case, counter in out.items()]
+
+
+def describe(losses: list[Loss], target: str, limit: int = 20) -> str:
+    """One message naming each case and field (the first `limit` cases)."""
+    groups = by_case(losses)
+    parts = []
+    for case_id, fields in groups[:limit]:
+        where = "the set" if case_id is None else f"case {case_id!r}"
+        names = ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
+        parts.append(f"{where}: {names}")
+    more = f"; and {len(groups) - limit} more cases" if len(groups) > limit else ""
+    return f"{target} cannot hold these fields: {'; '.join(parts)}{more}"
+
+
+def refuse(losses: list[Loss], target: str) -> ConversionLossError:
+    return ConversionLossError(
+        describe(losses, target),
+        losses=[(loss.case_id, loss.field) for loss in losses],
+        expected=f"data {target} can hold; pass --lossy to convert anyway and drop them",
+    )
