@@ -72,9 +72,5 @@ def load_scrapi(root: Loc, data: Mapping[str, Any]) -> list[EvalCase]:
             )
         ]
         tags = [str(t) for t in cl.key("tags").expect_list(conv.get("tags") or [])]
-        cases.append(
-            EvalCase(
-                id=case_id, tags=tags, reference=turns, rubrics=rubrics
-            )
-        )
+        cases.append(EvalCase(id=case_id, tags=tags, reference=turns, rubrics=rubrics))
     return cases
