@@ -184,7 +184,8 @@ def test_convert_refuses_a_lossy_conversion_naming_case_and_field(tmp_path: Path
     lossy = runner.invoke(app, ["convert", str(source), str(target), "--to", "ces", "--lossy"])
     assert lossy.exit_code == 0, lossy.output
     assert "reference[].id: 1 (in 1 case)" in lossy.output
-    assert "created_at: 2 (in 1 case)" in lossy.output
+    assert "created_at: 1 (in 1 case)" in lossy.output
+    assert "the set's created_at: 1\n" in lossy.output
     assert target.exists()
 
 

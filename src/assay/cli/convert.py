@@ -64,5 +64,5 @@ def convert_command(
         if done.dropped:
             out.print(f"dropped ({to} cannot hold them):", soft_wrap=True)
             for name, n, cases in by_field(done.dropped):
-                where = f"{cases} case{'s' if cases != 1 else ''}" if cases else "the set"
-                out.print(f"  {name}: {n} (in {where})", soft_wrap=True, markup=False)
+                where = f" (in {cases} case{'s' if cases != 1 else ''})" if cases else ""
+                out.print(f"  {name}: {n}{where}", soft_wrap=True, markup=False)

@@ -38,12 +38,14 @@ class Losses:
 
 
 def by_field(losses: list[Loss]) -> list[tuple[str, int, int]]:
-    """`(field, occurrences, cases)` per field, most frequent first (set-level losses
-    count no case)."""
-    counts = Counter(loss.field for loss in losses)
+    """`(field, occurrences, cases)` per field, most frequent first; a set-level field
+    is named `the set's FIELD` and counts no case."""
+    counts: Counter[str] = Counter()
     cases: dict[str, set[str]] = {}
     for loss in losses:
-        ids = cases.setdefault(loss.field, set())
+        label = loss.field if loss.case_id is not None else f"the set's {loss.field}"
+        counts[label] += 1
+        ids = cases.setdefault(label, set())
         if loss.case_id is not None:
             ids.add(loss.case_id)
     return [(name, n, len(cases[name])) for name, n in counts.most_common()]
