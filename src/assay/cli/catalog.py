@@ -12,21 +12,23 @@ from assay.cli.common import (
 
 
 def metrics_command() -> None:
-    """List the registered metrics: name, what each needs, default threshold."""
+    """List the registered metrics: name, family, range, what each needs, default threshold."""
     with user_errors():
         from assay.metrics import get_metric_class, metric_names
 
         table = Table(title="Metrics", header_style="bold")
         table.add_column("name", no_wrap=True)
-        for column in ("family", "needs", "threshold", "description"):
+        for column in ("family", "range", "needs", "threshold", "description"):
             table.add_column(column, overflow="fold")
         for name in metric_names():
             cls = get_metric_class(name)
             threshold = "informational" if cls.informational else str(cls.default_threshold)
             if cls.default_threshold is None and not cls.informational:
                 threshold = "-"
+            low_high = cls.score_range
+            span = f"{low_high[0]:g}..{low_high[1]:g}" if low_high else "-"
             table.add_row(
-                name, cls.family, ", ".join(sorted(cls.needs)), threshold, cls.description
+                name, cls.family, span, ", ".join(sorted(cls.needs)), threshold, cls.description
             )
     stdout_console().print(table)
 

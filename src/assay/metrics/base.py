@@ -52,6 +52,8 @@ class Metric:
     informational: ClassVar[bool] = False
     #: the family whose output names the metric follows ("vertex", "databricks", "ces")
     family: ClassVar[str] = "vertex"
+    #: the (low, high) every score lies in when declared; `assay metrics` lists it
+    score_range: ClassVar[tuple[float, float] | None] = None
 
     def __init__(self, options: MetricOptions | None = None) -> None:
         self.options = options if options is not None else self.options_model()

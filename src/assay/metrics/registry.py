@@ -23,6 +23,9 @@ _BUILTIN_MODULES = (
     "assay.metrics.retrieval",
     "assay.metrics.golden",
     "assay.metrics.informational",
+    "assay.metrics.checks",
+    "assay.metrics.structured",
+    "assay.metrics.vertex_computation",
     "assay.metrics.judged",
 )
 _loaded = False
@@ -91,8 +94,12 @@ def build_metric(
     try:
         options = cls.options_model.model_validate(raw)
     except ValidationError as exc:
-        valid = sorted({f.alias or n for n, f in fields.items()} | set(fields))
-        by_alias = {f.alias: n for n, f in fields.items() if f.alias}
+        # A field named with a trailing underscore (`schema_`, which would shadow a
+        # pydantic attribute) is only ever written under its alias.
+        public = {n: f.alias if n.endswith("_") and f.alias else n for n, f in fields.items()}
+        valid = sorted({f.alias or n for n, f in fields.items()} | set(public.values()))
+        by_alias = {f.alias: public[n] for n, f in fields.items() if f.alias}
+        by_alias.update({n: a for n, a in public.items() if n != a})
         problems = "; ".join(
             f"{_error_location(err['loc'], err['type'], by_alias)}: {err['msg']}"
             for err in exc.errors()
@@ -124,6 +131,7 @@ def _raw_options(name: str, criterion: float | int | Mapping[str, Any] | None) -
 def _error_location(loc: tuple[int | str, ...], kind: str, by_alias: Mapping[str, str]) -> str:
     parts = [str(p) for p in loc]
     # A missing option is reported under its camelCase alias; name it as ADK writes it.
-    if kind == "missing" and len(parts) == 1 and parts[0] in by_alias:
+    renamed = bool(parts) and parts[0].endswith("_")
+    if parts and parts[0] in by_alias and (renamed or (kind == "missing" and len(parts) == 1)):
         parts[0] = by_alias[parts[0]]
     return ".".join(parts) or "(root)"

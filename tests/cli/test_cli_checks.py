@@ -1,0 +1,76 @@
+"""Deterministic check metrics end to end: test_config criteria, --metric, evaluate()."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import assay
+from assay.cli import app
+
+runner = CliRunner()
+
+ORDER = '{"order": 123, "status": "shipped"}'
+ROWS = [
+    {"id": "order", "prompt": "Where is my order?", "response": ORDER, "reference": ORDER},
+    {"id": "greet", "prompt": "Hi", "response": "Hello! How can I help?",
+     "reference": "Hello, how can I help?"},
+]  # fmt: skip
+
+
+def _rows(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
+    return path
+
+
+def test_criteria_with_options_from_test_config(tmp_path: Path) -> None:
+    data = _rows(tmp_path)
+    config = tmp_path / "test_config.json"
+    config.write_text(
+        json.dumps({"criteria": {"contains_any": {"values": ["order", "help"]},
+                                 "levenshtein": {"threshold": 0.7, "case_sensitive": False}}}),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["eval", str(data), "--no-store", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["summary"]["contains_any/mean"] == 1.0
+    assert 0.7 < report["summary"]["levenshtein/mean"] < 1.0
+
+
+def test_metric_flag_with_threshold_and_vertex_names(tmp_path: Path) -> None:
+    data = _rows(tmp_path)
+    flags = ["-m", "exact_match", "-m", "rouge_l=0.5", "-m", "is_json"]
+    result = runner.invoke(app, ["eval", str(data), "--no-store", *flags])
+    assert result.exit_code == 1, result.output  # "greet" is neither exact nor JSON
+    greet = next(line for line in result.output.splitlines() if " greet " in line)
+    assert "FAILED" in greet
+
+
+def test_bad_criterion_options_exit_2_naming_the_criterion(tmp_path: Path) -> None:
+    data = _rows(tmp_path)
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"criteria": {"regex_match": {"pattern": "(unclosed"}}}), "utf-8")
+    result = runner.invoke(app, ["eval", str(data), "--no-store", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "regex_match" in result.output and "invalid regular expression" in result.output
+    assert "Traceback" not in result.output
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"criteria": {"json_schema": {"schema": {"type": 5}}}}), "utf-8")
+    result = runner.invoke(app, ["eval", str(data), "--no-store", "--config", str(schema)])
+    assert result.exit_code == 2
+    assert "json_schema" in result.output and "invalid JSON schema" in result.output
+
+
+def test_evaluate_takes_check_metrics_with_options(tmp_path: Path) -> None:
+    result = assay.evaluate(
+        str(_rows(tmp_path)),
+        metrics={"json_schema": {"schema": {"type": "object", "required": ["order"]}},
+                 "starts_with": {"value": "hello", "case_sensitive": False}},
+    )  # fmt: skip
+    assert result.summary["json_schema/mean"] == 0.5
+    assert result.summary["starts_with/mean"] == 0.5
