@@ -230,7 +230,7 @@ def test_usage_errors_exit_2_with_a_message(tmp_path: Path, args: list[str], mes
 
 
 def test_unknown_metric_lists_the_valid_names(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["eval", str(_rows_file(tmp_path)), "-m", "rouge", "--no-store"])
+    result = runner.invoke(app, ["eval", str(_rows_file(tmp_path)), "-m", "rouge_x", "--no-store"])
     assert result.exit_code == 2
     for name in ("response_match_score", "tool_trajectory_avg_score", "trajectory_recall"):
         assert name in result.output

@@ -55,7 +55,7 @@ def _fold(text: str, case_sensitive: bool) -> str:
 
 class _Check(ResponseMetric):
     default_threshold: ClassVar[float | None] = 1.0
-    family: ClassVar[str] = "assay"
+    family: ClassVar[str] = "checks"
     score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
 
