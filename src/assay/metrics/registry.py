@@ -26,6 +26,7 @@ _BUILTIN_MODULES = (
     "assay.metrics.checks",
     "assay.metrics.structured",
     "assay.metrics.vertex_computation",
+    "assay.metrics.vertex_tools",
     "assay.metrics.judged",
 )
 _loaded = False
