@@ -27,6 +27,8 @@ _BUILTIN_MODULES = (
     "assay.metrics.structured",
     "assay.metrics.vertex_computation",
     "assay.metrics.vertex_tools",
+    "assay.metrics.budgets",
+    "assay.metrics.embedding",
     "assay.metrics.judged",
 )
 _loaded = False

@@ -58,6 +58,7 @@ from assay.testing.judge_dialects import (
     reply_body,
     route,
 )
+from assay.testing.standin_embeddings import embeddings_reply
 from assay.testing.standin_tools import BadScript, StandinToolCall
 
 __all__ = [
@@ -88,6 +89,7 @@ class JudgeServer:
         self._script: Script = script
         self._cursor = 0
         self._requests: list[StandinRequest] = []
+        self._embedding_requests: list[dict[str, Any]] = []
         self._errors: list[str] = []
         self._connections: set[socket.socket] = set()
         self._handler_threads: set[threading.Thread] = set()
@@ -247,6 +249,9 @@ class JudgeServer:
             return
         length = int(length_header)
         raw = handler.rfile.read(length) if length > 0 else b""
+        if dialect is None and path.endswith("/embeddings"):
+            self._embeddings(handler, raw)
+            return
         if dialect is None:
             self._send_json(handler, 404, {"error": {"message": f"no stand-in route {path}"}})
             return
@@ -275,6 +280,24 @@ class JudgeServer:
             handler.close_connection = True  # stopping: drop the call unanswered
             return
         self._answer(handler, request, reply)
+
+    def _embeddings(self, handler: _Handler, raw: bytes) -> None:
+        """OpenAI `/v1/embeddings`: deterministic vectors (see `standin_embeddings`)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        status, answer = embeddings_reply(body)
+        if status == 200:
+            with self._lock:
+                self._embedding_requests.append(body)
+        self._send_json(handler, status, answer)
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """The well-formed `/embeddings` request bodies received, in order."""
+        with self._lock:
+            return list(self._embedding_requests)
 
     def _wait(self, reply: StandinReply) -> bool:
         """Wait out the reply's delay and hold; False when the server is stopping."""
