@@ -171,7 +171,9 @@ def test_a_body_that_is_not_json_gets_400(server: JudgeServer) -> None:
 
 
 def test_unknown_paths_get_404(server: JudgeServer) -> None:
-    assert post(server, "/v1/embeddings", {"input": "x"}).status_code == 404
+    assert post(server, "/v1/audio/speech", {"input": "x"}).status_code == 404
+    # /embeddings is a route (deterministic vectors); a request without a model is a 400.
+    assert post(server, "/v1/embeddings", {"input": "x"}).status_code == 400
     assert _HTTP.get(server.base_url + "/v1/models").status_code == 404
 
 

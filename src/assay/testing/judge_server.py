@@ -8,6 +8,10 @@ form the SDKs build works:
 - Gemini generateContent: ``POST .../models/{model}:generateContent``
 - Anthropic messages: ``POST .../messages``
 
+and, for `embedding_similarity`, OpenAI embeddings (``POST .../embeddings``) with
+deterministic vectors (`assay.testing.standin_embeddings`), logged in
+`JudgeServer.embedding_requests`.
+
 Each well-formed request is normalised into a `StandinRequest` (messages as
 role/content pairs, the requested JSON schema, temperature, max tokens), logged, and
 answered with the `StandinReply` the script gives: text and/or tool calls with token
