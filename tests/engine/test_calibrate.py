@@ -315,24 +315,26 @@ def test_calibrate_end_to_end_against_the_stand_in_server(tmp_path: Path) -> Non
             assert ident in text
         assert "180 calls" in text
 
-        # The same calibration again: every reply comes from the store's cache. A kappa
-        # gate above the measured agreement makes it exit 1.
+        # The same calibration again: every parsed reply comes from the store's cache;
+        # the 2 items x 3 unparseable samples were not cached and are asked again. A
+        # kappa gate above the measured agreement makes it exit 1.
         again = runner.invoke(
             judge_app, calibrate_args(server, store, "--min-kappa", "0.9", "--out", str(out))
         )
         assert again.exit_code == 1, again.output
-        assert len(server.requests) == 180
+        assert len(server.requests) == 186
         cached = json.loads(out.read_text())
         assert cached["kappa"] == pytest.approx(46 / 58)
-        assert cached["judge_stats"]["judge/calls"] == 0
-        assert cached["judge_stats"]["judge/cache_hits"] == 180
+        assert cached["judge_stats"]["judge/calls"] == 6
+        assert cached["judge_stats"]["judge/cache_hits"] == 174
         passing = runner.invoke(judge_app, calibrate_args(server, store, "--min-kappa", "0.75"))
         assert passing.exit_code == 0, passing.output
 
         # --no-cache asks the judge again.
+        before = len(server.requests)
         fresh = runner.invoke(judge_app, calibrate_args(server, store, "--no-cache"))
         assert fresh.exit_code == 0, fresh.output
-        assert len(server.requests) == 360
+        assert len(server.requests) == before + 180
 
 
 @pytest.mark.usefixtures("openai_key")

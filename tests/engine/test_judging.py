@@ -193,7 +193,11 @@ def test_failing_judge_calls_leave_the_error_text_and_the_run_goes_on() -> None:
 def test_a_judge_attached_by_the_caller_is_kept() -> None:
     class Mine:
         async def generate(
-            self, messages: Sequence[Mapping[str, Any]], n: int, settings: Mapping[str, Any]
+            self,
+            messages: Sequence[Mapping[str, Any]],
+            n: int,
+            settings: Mapping[str, Any],
+            **_: Any,
         ) -> list[str]:
             return ["no"] * n
 

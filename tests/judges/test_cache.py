@@ -112,3 +112,97 @@ async def test_a_pool_on_a_store_reuses_replies_across_runs(store: Store) -> Non
         backend="openai", model="echo", prompt=prompt, sample=1, settings={"temperature": 0.0}
     )
     assert store.judge_cache.get(key) == "yes"
+
+
+class _ServedBackend(_EchoBackend):
+    """An echo backend at a named endpoint, replying with `reply`."""
+
+    def __init__(self, endpoint: str, reply: str = "yes") -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.reply = reply
+
+    async def complete(self, messages: Any, settings: GenerationSettings) -> BackendReply:
+        self.calls += 1
+        return BackendReply(self.reply)
+
+
+def _pool_judge(backend: Any, cache: MemoryReplyCache) -> Judge:
+    def factory(model: str, options: JudgeModelOptions | None, *, timeout_s: float) -> Any:
+        return backend
+
+    judge = JudgePool(cache=cache, backend_factory=factory).judge("openai:echo")
+    assert isinstance(judge, Judge)
+    return judge
+
+
+async def test_each_part_of_the_judge_identity_changes_the_key() -> None:
+    base: dict[str, Any] = {
+        "backend": "openai",
+        "model": "m",
+        "prompt": [{"role": "user", "content": "q"}],
+        "sample": 0,
+        "settings": {"temperature": 0.0},
+        "endpoint": "http://a/v1/",
+        "prompt_version": "correctness.v1",
+    }
+    variants = [
+        {"backend": "anthropic"},
+        {"model": "m2"},
+        {"prompt": [{"role": "user", "content": "q2"}]},
+        {"sample": 1},
+        {"settings": {"temperature": 0.5}},
+        {"endpoint": "http://b/v1/"},
+        {"prompt_version": "correctness.v2"},
+    ]
+    keys = {judge_cache_key(**base)} | {judge_cache_key(**{**base, **v}) for v in variants}
+    assert len(keys) == len(variants) + 1
+
+
+async def test_the_same_model_at_another_endpoint_is_asked_again() -> None:
+    cache = MemoryReplyCache()
+    prompt = [{"role": "user", "content": "q"}]
+    here, there = _ServedBackend("http://127.0.0.1:1/v1/"), _ServedBackend("http://10.0.0.1/v1/")
+    assert await _pool_judge(here, cache).generate(prompt, 1) == ["yes"]
+    assert await _pool_judge(here, cache).generate(prompt, 1) == ["yes"]
+    assert here.calls == 1
+    assert await _pool_judge(there, cache).generate(prompt, 1) == ["yes"]
+    assert there.calls == 1
+
+
+async def test_replies_the_caller_cannot_parse_are_not_cached_nor_read() -> None:
+    cache = MemoryReplyCache()
+    prompt = [{"role": "user", "content": "q"}]
+
+    def parses(text: str) -> bool:
+        return text == "yes"
+
+    broken = _ServedBackend("http://x/", reply="garbage")
+    judge = _pool_judge(broken, cache)
+    assert await judge.generate(prompt, 2, accept=parses) == ["garbage", "garbage"]
+    assert len(cache) == 0
+    # A reply cached before (e.g. by an older version) that no longer parses is a miss.
+    cache.put(judge.cache_key(prompt, 0, GenerationSettings()), backend="openai", model="echo",
+              reply="garbage")  # fmt: skip
+    fixed = _ServedBackend("http://x/", reply="yes")
+    judge = _pool_judge(fixed, cache)
+    assert await judge.generate(prompt, 2, accept=parses) == ["yes", "yes"]
+    assert fixed.calls == 2
+    assert await judge.generate(prompt, 2, accept=parses) == ["yes", "yes"]
+    assert fixed.calls == 2
+
+
+async def test_a_rendered_prompt_carries_its_version_into_the_key() -> None:
+    from assay.metrics.judged.asking import ask
+    from assay.metrics.judged.prompts import get_prompt
+
+    cache = MemoryReplyCache()
+    backend = _ServedBackend("http://x/")
+    judge = _pool_judge(backend, cache)
+    messages = get_prompt("correctness").render(
+        request="q", response="r", expected_kind="a reference answer", expected="e"
+    )
+    assert messages.prompt_version == "correctness.v1"
+    await ask(judge, messages, 1, {})
+    assert cache.get_many([judge.cache_key(messages, 0, GenerationSettings(), "correctness.v1")])
+    assert not cache.get_many([judge.cache_key(messages, 0, GenerationSettings())])

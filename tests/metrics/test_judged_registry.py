@@ -179,7 +179,11 @@ def test_deterministic_metrics_still_run_next_to_an_unjudged_one() -> None:
 
 class _FakeJudge:
     async def generate(
-        self, messages: Sequence[Mapping[str, Any]], n: int, settings: Mapping[str, Any]
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        n: int,
+        settings: Mapping[str, Any],
+        **_: Any,
     ) -> list[str]:
         return ["yes"] * n
 

@@ -18,9 +18,13 @@ import orjson
 
 from assay.errors import StoreError
 
-# Sorted keys: equal requests always hash the same. The options match the store's
-# canonical JSON, so keys written by earlier versions keep hitting.
+# Sorted keys: equal requests always hash the same (the options match the store's
+# canonical JSON).
 _CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+#: bumped when what goes into a key changes, so older entries are never read again
+KEY_VERSION = 2
 
 
 def judge_cache_key(
@@ -30,12 +34,21 @@ def judge_cache_key(
     prompt: Any,
     sample: int,
     settings: Mapping[str, Any],
+    endpoint: str = "",
+    prompt_version: str | None = None,
 ) -> str:
-    """A hex SHA-256 of the request; `prompt` is the rendered text or message list."""
+    """A hex SHA-256 of the request; `prompt` is the rendered text or message list.
+
+    `endpoint` is where the model is served (two servers with a model of the same name
+    are two judges); `prompt_version` the metric's prompt template id (`name.vN`).
+    """
     payload = {
+        "v": KEY_VERSION,
         "backend": backend,
+        "endpoint": endpoint,
         "model": model,
         "prompt": prompt,
+        "prompt_version": prompt_version,
         "sample": sample,
         "settings": dict(settings),
     }

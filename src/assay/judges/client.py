@@ -1,11 +1,14 @@
 """`Judge`: one backend wrapped with the cache, the adaptive limit, retries and a timeout.
 
 `Judge.generate(messages, n, settings)` is the `JudgeClient` the metrics call: `n`
-samples are `n` calls, each cached under (backend, model, messages, sample index,
-settings), so re-running unchanged work makes no call. Failed samples are dropped; when
-every sample fails the call raises `JudgeCallError` with the error text, and the metric
-reports no score with that text. `JudgePool` holds the judges of one run: one `Judge`
-per model string and options, one limiter per backend, one cache and one set of stats.
+samples are `n` calls, each cached under (backend, endpoint, model, messages, prompt
+version, sample index, settings), so re-running unchanged work makes no call. A metric
+passes `accept` (its reply parser as a yes/no): replies it cannot parse are neither
+cached nor taken from the cache, so a judge that is fixed is asked again. Failed samples
+are dropped; when every sample fails the call raises `JudgeCallError` with the error
+text, and the metric reports no score with that text. `JudgePool` holds the judges of one
+run: one `Judge` per model string and options, one limiter per backend, one cache and one
+set of stats.
 """
 
 from __future__ import annotations
@@ -79,14 +82,25 @@ class Judge:
         """`backend:model`, for messages."""
         return f"{self.backend.backend}:{self.backend.model}"
 
+    @property
+    def endpoint(self) -> str:
+        """Where the backend's model is served ("" for a backend that does not say)."""
+        return str(getattr(self.backend, "endpoint", "") or "")
+
     def cache_key(
-        self, messages: Sequence[Mapping[str, Any]], sample: int, settings: GenerationSettings
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        sample: int,
+        settings: GenerationSettings,
+        prompt_version: str | None = None,
     ) -> str:
         """The cache key of one sample of `messages` under `settings`."""
         return judge_cache_key(
             backend=self.backend.backend,
+            endpoint=self.endpoint,
             model=self.backend.model,
             prompt=[dict(m) for m in messages],
+            prompt_version=prompt_version,
             sample=sample,
             settings=settings.as_key(),
         )
@@ -96,17 +110,25 @@ class Judge:
         messages: Sequence[Mapping[str, Any]],
         n: int,
         settings: Mapping[str, Any] | GenerationSettings | None = None,
+        *,
+        accept: Callable[[str], bool] | None = None,
+        prompt_version: str | None = None,
     ) -> list[str]:
         """`n` sampled replies to `messages` (fewer if some samples failed for good).
 
-        Raises JudgeCallError when every sample failed, with the last error's text.
+        `accept` says whether the caller can use a reply: only accepted replies are
+        cached, and a cached reply it refuses counts as a miss. `prompt_version` (the
+        metric's template id) is part of the cache key. Raises JudgeCallError when
+        every sample failed, with the last error's text.
         """
         if n < 1:
             raise ConfigError(f"a judge needs at least 1 sample, got {n}")
         chosen = GenerationSettings.from_mapping(settings)
         prompt = [dict(m) for m in messages]
-        keys = [self.cache_key(prompt, i, chosen) for i in range(n)]
+        keys = [self.cache_key(prompt, i, chosen, prompt_version) for i in range(n)]
         cached = self.cache.get_many(keys) if self.use_cache else {}
+        if accept is not None:
+            cached = {key: reply for key, reply in cached.items() if accept(reply)}
         if cached:
             self.stats.record_cache_hits(self.backend.backend, len(cached))
         missing = [(i, key) for i, key in enumerate(keys) if key not in cached]
@@ -115,7 +137,14 @@ class Judge:
         }
         if missing:
             fresh = await asyncio.gather(*(self._sample(key, prompt, chosen) for _, key in missing))
-            outcomes.update((i, out) for (i, _), out in zip(missing, fresh, strict=True))
+            for (i, key), out in zip(missing, fresh, strict=True):
+                outcomes[i] = out
+                # A reply the metric cannot parse is not remembered: a judge that is
+                # fixed (or a flaky sample) gets asked again next time.
+                if isinstance(out, str) and (accept is None or accept(out)):
+                    self.cache.put(
+                        key, backend=self.backend.backend, model=self.backend.model, reply=out
+                    )
         replies = [out for _, out in sorted(outcomes.items()) if isinstance(out, str)]
         if replies:
             return replies
@@ -152,8 +181,6 @@ class Judge:
             if self._in_flight.get(key) is future:
                 del self._in_flight[key]
             future.set_result(outcome)
-        if isinstance(outcome, str):
-            self.cache.put(key, backend=name, model=self.backend.model, reply=outcome)
         return outcome
 
     async def _call(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:

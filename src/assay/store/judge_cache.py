@@ -1,15 +1,19 @@
 """Cache of judge replies, so re-running unchanged work makes no judge call (SPEC §5).
 
-A reply is stored under a hash of everything that determines it: backend, model,
-rendered prompt, sample index and generation settings (`judge_cache_key`).
+A reply is stored under a hash of everything that identifies the judge and the request:
+backend, endpoint (base URL, or a local model file with its size and mtime), model,
+rendered prompt, the metric's prompt version, sample index and generation settings
+(`judge_cache_key`). Only replies the metric could parse are stored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.errors import StoreError
@@ -17,6 +21,18 @@ from assay.judges.cache import judge_cache_key as judge_cache_key
 from assay.store._repository import Repository, database_errors
 from assay.store.schema import judge_cache
 from assay.store.types import utcnow
+
+
+@dataclass(frozen=True)
+class CacheGroup:
+    """The cached replies of one judge model: how many, their size, oldest and newest."""
+
+    backend: str
+    model: str
+    entries: int
+    size_bytes: int
+    oldest: datetime | None
+    newest: datetime | None
 
 
 class JudgeCache(Repository):
@@ -103,7 +119,34 @@ class JudgeCache(Repository):
             conn.execute(upsert, list(rows.values()))
 
     @database_errors
-    def clear(self) -> int:
-        """Delete every cached reply; returns how many there were."""
+    def stats(self) -> list[CacheGroup]:
+        """Entries and reply size (characters of the stored JSON) per backend and model."""
+        size = func.coalesce(func.sum(func.length(cast(judge_cache.c.reply, Text))), 0)
+        query = (
+            select(
+                judge_cache.c.backend,
+                judge_cache.c.model,
+                func.count(),
+                size,
+                func.min(judge_cache.c.created_at),
+                func.max(judge_cache.c.created_at),
+            )
+            .group_by(judge_cache.c.backend, judge_cache.c.model)
+            .order_by(judge_cache.c.backend, judge_cache.c.model)
+        )
+        with self._engine.connect() as conn:
+            return [
+                CacheGroup(backend, model, int(count), int(total), oldest, newest)
+                for backend, model, count, total, oldest, newest in conn.execute(query)
+            ]
+
+    @database_errors
+    def clear(self, *, backend: str | None = None, model: str | None = None) -> int:
+        """Delete cached replies (only `backend`'s / `model`'s when given); returns how many."""
+        stmt = judge_cache.delete()
+        if backend is not None:
+            stmt = stmt.where(judge_cache.c.backend == backend)
+        if model is not None:
+            stmt = stmt.where(judge_cache.c.model == model)
         with self._writer.begin() as conn:
-            return conn.execute(judge_cache.delete()).rowcount
+            return conn.execute(stmt).rowcount

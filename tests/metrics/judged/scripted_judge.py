@@ -57,7 +57,11 @@ class ScriptedJudge:
     _next: int = 0
 
     async def generate(
-        self, messages: Sequence[Mapping[str, Any]], n: int, settings: Mapping[str, Any]
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        n: int,
+        settings: Mapping[str, Any],
+        **_: Any,
     ) -> list[str]:
         rendered = [{str(k): str(v) for k, v in m.items()} for m in messages]
         self.calls.append(JudgeCall(rendered, n, dict(settings)))

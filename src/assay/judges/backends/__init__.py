@@ -200,12 +200,16 @@ class SDKBackend(ABC):
 
     backend: str
     model: str
+    #: where the model is served (part of the judge cache key: two servers serving a
+    #: model of the same name are two judges); subclasses set the URL their SDK resolved
+    endpoint: str
 
     def __init__(
         self, model: str, *, base_url: str | None, timeout_s: float, label: str | None = None
     ) -> None:
         self.model = model
         self.base_url = base_url
+        self.endpoint = base_url or ""
         self.timeout_s = timeout_s
         self._structured = StructuredOutput(label or f"{self.backend} judge {model}")
 

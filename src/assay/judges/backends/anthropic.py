@@ -74,6 +74,7 @@ class AnthropicBackend(SDKBackend):
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
+        self.endpoint = str(self._client.base_url)
 
     async def _request(
         self,

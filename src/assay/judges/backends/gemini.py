@@ -75,6 +75,16 @@ class GeminiBackend(SDKBackend):
                 " GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION for Vertex AI"
             ),
         )
+        # Vertex AI and the Gemini API serve different models under the same names; the
+        # project and location pick the Vertex endpoint.
+        self.endpoint = base_url or (
+            "vertex:{}/{}".format(
+                os.environ.get("GOOGLE_CLOUD_PROJECT", ""),
+                os.environ.get("GOOGLE_CLOUD_LOCATION", ""),
+            )
+            if vertex
+            else "gemini-api"
+        )
         http_options = genai_types.HttpOptions(
             base_url=base_url,
             timeout=max(1, round(timeout_s * 1000)),  # the SDK counts milliseconds

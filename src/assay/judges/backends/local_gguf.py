@@ -135,6 +135,9 @@ class LocalGGUFBackend:
         # The resolved path names the model in cache keys: the same file reached
         # through different relative paths shares its cached replies.
         self.model = str(self.path)
+        # A file replaced in place (a new quantisation, a re-download) is another judge.
+        stat = self.path.stat()
+        self.endpoint = f"file:{self.path}?size={stat.st_size}&mtime_ns={stat.st_mtime_ns}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self._lock = threading.Lock()  # guards _server and _load_error

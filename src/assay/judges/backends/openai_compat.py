@@ -68,6 +68,7 @@ class OpenAICompatBackend(SDKBackend):
             timeout_s=timeout_s,
             label=f"openai judge {model} at {self._client.base_url}",
         )
+        self.endpoint = str(self._client.base_url)
 
     async def _request(
         self,

@@ -42,6 +42,7 @@ from assay.metrics.judged.hallucinations import check_response, invocation_score
 from assay.metrics.judged.parsing import field
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.rubrics import (
+    parse_rubric_reply,
     pool_rubric_scores,
     render_rubrics,
     rubric_schema,
@@ -264,7 +265,13 @@ class _RubricBased(_AdkJudged):
                 " criterion's `rubrics`, or on the case or invocation with this type",
             )
         settings = settings_for(self.judge_options, rubric_schema(rubrics))
-        replies = await ask(judge, self.render(view, rubrics), self.num_samples, settings)
+        replies = await ask(
+            judge,
+            self.render(view, rubrics),
+            self.num_samples,
+            settings,
+            parse=lambda text: parse_rubric_reply(text, rubrics),
+        )
         if replies.error is not None:
             return Score(None, replies.error)
         return rubric_score(replies.texts, rubrics)

@@ -17,6 +17,7 @@ from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import mean
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.parsing import field, parse_choice, parse_json_object, parse_yes_no
+from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
 from assay.model.results import Score
 
@@ -49,10 +50,26 @@ async def ask(
     messages: Sequence[Mapping[str, Any]],
     n: int,
     settings: Mapping[str, Any],
+    *,
+    parse: Callable[[str], object] | None = None,
+    prompt_version: str | None = None,
 ) -> Replies:
-    """`n` samples of the judge's reply to `messages`; a failed call gives the error."""
+    """`n` samples of the judge's reply to `messages`; a failed call gives the error.
+
+    `parse` is the metric's reply parser (None meaning unparseable): the judge caches
+    only replies it parses. `prompt_version` is the prompt template's id, taken from
+    `messages` when they were rendered from a template (`RenderedPrompt`).
+    """
+    if prompt_version is None and isinstance(messages, RenderedPrompt):
+        prompt_version = messages.prompt_version
+
+    def accept(text: str) -> bool:
+        return parse is None or parse(text) is not None
+
     try:
-        texts = await judge.generate(messages, n, settings)
+        texts = await judge.generate(
+            messages, n, settings, accept=accept, prompt_version=prompt_version
+        )
     except Exception as exc:  # any judge failure leaves the score absent, with its text
         text = str(exc) or type(exc).__name__
         return Replies([], f"judge call failed: {text}")
@@ -128,11 +145,15 @@ async def binary_verdict(
     details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
     draws from the replies that agree with the outcome.
     """
-    replies = await ask(judge, messages, num_samples, settings_for(options, schema))
+
+    def parse(text: str) -> bool | None:
+        return _positive(field(parse_json_object(text), "verdict", "label", "rating"), labels)
+
+    replies = await ask(judge, messages, num_samples, settings_for(options, schema), parse=parse)
     if replies.error is not None:
         return Score(None, replies.error)
     objs = [parse_json_object(text) for text in replies.texts]
-    votes = [_positive(field(obj, "verdict", "label", "rating"), labels) for obj in objs]
+    votes = [parse(text) for text in replies.texts]
     vote = binary_vote(votes)
     details = vote_details(vote, len(votes))
     if vote.label is None:

@@ -18,7 +18,7 @@ prompt, reply parsing and voting.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -49,8 +49,17 @@ class JudgeClient(Protocol):
     """
 
     async def generate(
-        self, messages: Sequence[Mapping[str, Any]], n: int, settings: Mapping[str, Any]
-    ) -> list[str]: ...
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        n: int,
+        settings: Mapping[str, Any],
+        *,
+        accept: Callable[[str], bool] | None = None,
+        prompt_version: str | None = None,
+    ) -> list[str]:
+        """`n` replies; `accept` tells which replies the metric can parse (only those
+        may be cached), `prompt_version` is the metric's prompt template id."""
+        ...
 
 
 class JudgeSource(Protocol):

@@ -103,8 +103,13 @@ async def _ask_scored(
 ) -> tuple[list[tuple[int | None, str | None]], int] | str:
     """The parsed samples and how many came back, or the judge error."""
     schema = _score_schema(sorted(labels, reverse=True))
+    low, high = min(labels), max(labels)
     replies = await ask(
-        judge, messages, metric.num_samples, settings_for(metric.judge_options, schema)
+        judge,
+        messages,
+        metric.num_samples,
+        settings_for(metric.judge_options, schema),
+        parse=lambda text: parse_scored(text, low, high)[0],
     )
     if replies.error is not None:
         return replies.error

@@ -199,7 +199,13 @@ async def check_response(
 ) -> ResponseCheck:
     """Segment `response`, then label each sentence against `context`."""
     segmenter = get_prompt("hallucinations_segmenter").render(response=response)
-    seg = await ask(judge, segmenter, 1, settings_for(options, SEGMENTER_SCHEMA, temperature=0.0))
+    seg = await ask(
+        judge,
+        segmenter,
+        1,
+        settings_for(options, SEGMENTER_SCHEMA, temperature=0.0),
+        parse=parse_sentences,
+    )
     if seg.error is not None:
         return ResponseCheck(response, error=f"sentence segmentation: {seg.error}")
     sentences = parse_sentences(seg.texts[0])
@@ -212,7 +218,9 @@ async def check_response(
         context=context, sentences=numbered, count=len(sentences)
     )
     settings = settings_for(options, validator_schema(len(sentences)))
-    val = await ask(judge, validator, num_samples, settings)
+    val = await ask(
+        judge, validator, num_samples, settings, parse=lambda text: parse_labels(text, sentences)
+    )
     if val.error is not None:
         return ResponseCheck(response, error=f"sentence validation: {val.error}")
     parsed = [parse_labels(text, sentences) for text in val.texts]

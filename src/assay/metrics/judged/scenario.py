@@ -37,7 +37,12 @@ from assay.metrics.judged.asking import ask, settings_for
 from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
 from assay.metrics.judged.ces import HallucinationOptions
 from assay.metrics.judged.prompts import get_prompt
-from assay.metrics.judged.rubrics import render_rubrics, rubric_schema, vote_rubrics
+from assay.metrics.judged.rubrics import (
+    parse_rubric_reply,
+    render_rubrics,
+    rubric_schema,
+    vote_rubrics,
+)
 from assay.metrics.judged.scenario_checks import (
     ExpectationOutcome,
     GoalVerdict,
@@ -130,7 +135,13 @@ class ScenarioRubrics(ScenarioMetric):
             rubrics=render_rubrics(rubrics),
         )
         settings = settings_for(self.judge_options, rubric_schema(rubrics))
-        replies = await ask(judge, messages, self.num_samples, settings)
+        replies = await ask(
+            judge,
+            messages,
+            self.num_samples,
+            settings,
+            parse=lambda text: parse_rubric_reply(text, rubrics),
+        )
         if replies.error is not None:
             return self.make_result(None, [], explanation=replies.error)
         outcomes, unparseable = vote_rubrics(replies.texts, rubrics)

@@ -220,7 +220,13 @@ async def judge_user_goal(
         scenario=render_scenario(case.scenario), conversation=render_conversation(case, turns)
     )
     replies = await ask(
-        judge, messages, metric.num_samples, settings_for(metric.judge_options, _GOAL_SCHEMA)
+        judge,
+        messages,
+        metric.num_samples,
+        settings_for(metric.judge_options, _GOAL_SCHEMA),
+        parse=lambda text: parse_int_in(
+            get_field(parse_json_object(text), "score", "rating"), -1, 1
+        ),
     )
     if replies.error is not None:
         return GoalVerdict(None, None, replies.error, {})

@@ -96,7 +96,9 @@ def parse_rating(reply: str) -> tuple[bool | None, str | None]:
 async def ask_yes_no(metric: JudgedMetric, judge: JudgeClient, messages: Messages) -> YesNo:
     """Sample the judge `metric.num_samples` times and vote (tie = no)."""
     settings = settings_for(metric.judge_options, YES_NO_SCHEMA)
-    replies = await ask(judge, messages, metric.num_samples, settings)
+    replies = await ask(
+        judge, messages, metric.num_samples, settings, parse=lambda text: parse_rating(text)[0]
+    )
     if replies.error is not None:
         return YesNo(None, error=replies.error)
     parsed = [parse_rating(text) for text in replies.texts]

@@ -18,6 +18,15 @@ _SPLIT = "---user---"
 _NAME = re.compile(r"^(?P<name>[a-z0-9_]+)\.v(?P<version>\d+)\.txt$")
 
 
+class RenderedPrompt(list[dict[str, str]]):
+    """Chat messages rendered from a template, carrying the template's id (`name.vN`):
+    the judge puts it in its cache key, so replies to one version never answer another."""
+
+    def __init__(self, messages: list[dict[str, str]], prompt_version: str) -> None:
+        super().__init__(messages)
+        self.prompt_version = prompt_version
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
     name: str
@@ -29,12 +38,13 @@ class PromptTemplate:
     def id(self) -> str:
         return f"{self.name}.v{self.version}"
 
-    def render(self, **fields: Any) -> list[dict[str, str]]:
+    def render(self, **fields: Any) -> RenderedPrompt:
         """Chat messages for the judge: a system message and a user message."""
-        return [
+        messages = [
             {"role": "system", "content": self.system.format(**fields).strip()},
             {"role": "user", "content": self.user.format(**fields).strip()},
         ]
+        return RenderedPrompt(messages, self.id)
 
 
 @cache
