@@ -72,7 +72,11 @@ def create_resource(
     validate(ctx.store, app, spec, rid, clean)
     if ctx.store.resources.get(app, kind, rid) is not None:
         raise AlreadyExists(f"{spec.singular} apps/{app}/{kind}/{rid} already exists")
-    stored = ctx.store.resources.put(app, kind, rid, display_name=clean["displayName"], body=clean)
+    # Insert-only: of concurrent creates that all passed the check above, the store lets
+    # one win and answers the others ResourceConflictError (409 ALREADY_EXISTS).
+    stored = ctx.store.resources.create(
+        app, kind, rid, display_name=clean["displayName"], body=clean
+    )
     return _render(ctx, stored, full=False)
 
 

@@ -53,6 +53,42 @@ class ResourceRepository(Repository):
         return None if row is None else _resource(row)
 
     @database_errors
+    def create(
+        self,
+        app: str,
+        kind: str,
+        resource_id: str,
+        *,
+        display_name: str,
+        body: Mapping[str, Any],
+    ) -> Resource:
+        """Create the resource; ResourceConflictError if the id or display name is taken.
+
+        Insert-only: the primary key decides between concurrent creates of one id, so
+        exactly one succeeds and no acknowledged create is overwritten by another.
+        """
+        _check_kind(kind)
+        if not display_name:
+            raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
+        now = utcnow()
+        row = {
+            "app": app,
+            "kind": kind,
+            "id": resource_id,
+            "display_name": display_name,
+            "body": dict(body),
+            "etag": secrets.token_hex(8),
+            "create_time": now,
+            "update_time": now,
+        }
+        try:
+            with self._writer.begin() as conn:
+                conn.execute(insert(resources).values(**row))
+        except IntegrityError as exc:
+            raise self._conflict(app, kind, resource_id, display_name) from exc
+        return _resource_of(row)
+
+    @database_errors
     def put(
         self,
         app: str,
@@ -181,4 +217,17 @@ def _resource(row: Row[Any]) -> Resource:
         etag=row.etag,
         create_time=row.create_time,
         update_time=row.update_time,
+    )
+
+
+def _resource_of(row: Mapping[str, Any]) -> Resource:
+    return Resource(
+        app=row["app"],
+        kind=row["kind"],
+        id=row["id"],
+        display_name=row["display_name"],
+        body=dict(row["body"]),
+        etag=row["etag"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
     )
