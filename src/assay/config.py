@@ -194,6 +194,8 @@ def load_config(path: str | Path) -> EvalConfig:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{p}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: nested too deeply to read (not a config file?)") from None
     return parse_config(data, source=str(p))
 
 

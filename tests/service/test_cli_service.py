@@ -61,7 +61,9 @@ def test_keys_create_list_revoke(store_url: str) -> None:
     assert code == 2 and "no API key with id 'nope'" in err
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com"])
+@pytest.mark.parametrize(
+    "host", ["0.0.0.0", "192.168.1.10", "example.com", "127.evil.example", "127.0.0.1.nip.io"]
+)
 def test_serve_refuses_no_auth_off_loopback(store_url: str, host: str) -> None:
     code, _, err = _run("serve", "--no-auth", "--host", host, "--store", store_url)
     assert code == 2
@@ -140,3 +142,26 @@ def test_serve_without_auth_on_loopback(store_url: str) -> None:
         assert created.status_code == 200, created.text
     with Store.open(store_url) as store:
         assert [r.display_name for r in store.resources.list_resources("a", "personas")] == ["P"]
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.4.5", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("127.evil.example", False),
+        ("127.0.0.1.example", False),
+        ("1.2.3.4", False),
+        ("::", False),
+        ("0.0.0.0", False),
+        ("", False),
+    ],
+)
+def test_loopback_is_judged_by_the_parsed_address(host: str, loopback: bool) -> None:
+    from assay.service.auth import is_loopback
+
+    assert is_loopback(host) is loopback

@@ -46,6 +46,7 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         "resources",
         "judge_cache",
         "api_keys",
+        "store_secrets",
     }
 
 

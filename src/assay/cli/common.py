@@ -98,6 +98,12 @@ def user_errors() -> Iterator[None]:
     except AssayError as exc:
         stderr_console().print(Text(f"error: {exc}", style="bold red"), soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
+    except RecursionError:
+        # A value nested deeper than any parser or model walk allows (the parsers report
+        # their own; this is for anything deeper in the chain that recurses on input).
+        message = "error: the input is nested too deeply to process (thousands of levels)"
+        stderr_console().print(Text(message, style="bold red"), soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 EXIT_INTERRUPTED = 130

@@ -44,6 +44,8 @@ def _criterion(text: str | None) -> dict[str, Any] | None:
         raise ConfigError(
             f"--criterion is not valid JSON: {exc.msg} at column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise ConfigError("--criterion is nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ConfigError("--criterion must be a JSON object of the metric's options")
     return value

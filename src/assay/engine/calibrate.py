@@ -101,6 +101,10 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise InputError(
                 f"not valid JSON: {exc.msg} at column {exc.colno}", file=file, path=f"line {lineno}"
             ) from None
+        except RecursionError:
+            raise InputError(
+                "nested too deeply to read", file=file, path=f"line {lineno}"
+            ) from None
         if not isinstance(obj, Mapping):
             raise InputError(
                 f"got {type_name(obj)}", file=file, path=f"line {lineno}", expected="a JSON object"

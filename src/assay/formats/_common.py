@@ -53,6 +53,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# Python's parsers recurse once per level of nesting: a hostile file nested thousands
+# deep would end in a RecursionError traceback instead of a message.
+NESTED_TOO_DEEP = (
+    "nested too deeply to read (thousands of levels of arrays or objects); "
+    "an eval set is never that deep: check that the file is the one meant"
+)
+
+
 def parse_json(text: str, file: str) -> Any:
     try:
         with gc_paused():
@@ -61,6 +69,8 @@ def parse_json(text: str, file: str) -> Any:
         raise InputError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", file=file
         ) from None
+    except RecursionError:
+        raise InputError(NESTED_TOO_DEEP, file=file) from None
 
 
 # The C scanner behind `json.loads`, called directly: around it `json.loads` makes
@@ -126,6 +136,8 @@ def _loads_line(line: str, lineno: int, file: str) -> Any:
         raise InputError(
             f"not valid JSON: {exc.msg} at column {exc.colno}", file=file, path=f"line {lineno}"
         ) from None
+    except RecursionError:
+        raise InputError(NESTED_TOO_DEEP, file=file, path=f"line {lineno}") from None
 
 
 def parse_yaml(text: str, file: str) -> Any:
@@ -140,6 +152,8 @@ def parse_yaml(text: str, file: str) -> Any:
         ) from None
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", file=file) from None
+    except RecursionError:
+        raise InputError(NESTED_TOO_DEEP, file=file) from None
 
 
 def parse_csv(text: str, file: str) -> list[dict[str, Any]]:

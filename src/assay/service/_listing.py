@@ -1,8 +1,10 @@
 """List requests: page sizes, opaque page tokens and the `filter` expression.
 
-A page token encodes the offset of the next item and a hash of what was listed (app,
-collection, filter), so a token is refused with INVALID_ARGUMENT when it is corrupt or
-used with a different request, instead of silently paging through other results.
+A page token holds where the next page starts (an offset, or the last item's key) and
+a hash of what was listed (app, collection, filter), signed with an HMAC whose key is
+kept in the store (`store.secrets`). So a client cannot forge one to read from any
+offset, and a token that is corrupt, altered, or used with a different request is
+refused with INVALID_ARGUMENT instead of silently paging through other results.
 
 Filters are terms joined by AND, each `field:"value"` (or `field="value"`):
 `tags:"smoke"`, `dataset:"ID or name"`, `displayName:"..."`.
@@ -13,15 +15,22 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from assay.service.errors import InvalidArgument
+from assay.store import Store
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+# Name of the store secret that signs page tokens, and the signature's length (128 bits).
+TOKEN_SECRET = "page-tokens"
+SIGNATURE_BYTES = 16
+MAX_TOKEN_CHARS = 1024
 
 _TERM = re.compile(r'\s*([A-Za-z]+)\s*[:=]\s*(?:"((?:[^"\\]|\\.)*)"|([^\s"]+))\s*')
 _AND = re.compile(r"\s+AND\s+")
@@ -63,22 +72,59 @@ def _query_hash(*scope: str) -> str:
     return hashlib.sha256("\x1f".join(scope).encode()).hexdigest()[:16]
 
 
-def encode_token(offset: int, *scope: str) -> str:
-    raw = json.dumps({"o": offset, "q": _query_hash(*scope)}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(token: str | None, *scope: str) -> int:
-    """The offset a token from `encode_token(..., *scope)` holds (0 without a token)."""
+def _signature(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).digest()[:SIGNATURE_BYTES]
+
+
+def encode_token(key: bytes, cursor: Mapping[str, int | str], *scope: str) -> str:
+    """An opaque page token holding `cursor` (where the next page starts), bound to the
+    list request `scope` and signed with `key` (the store's page-token secret)."""
+    payload = json.dumps({**cursor, "q": _query_hash(*scope)}, separators=(",", ":")).encode()
+    return f"{_b64(payload)}.{_b64(_signature(key, payload))}"
+
+
+def decode_token(key: bytes, token: str | None, *scope: str) -> dict[str, Any] | None:
+    """The cursor of a token from `encode_token(key, ..., *scope)`; None without a token.
+
+    A token that is malformed, was not signed with `key` (forged or changed) or belongs
+    to another list request is INVALID_ARGUMENT naming pageToken.
+    """
     if not token:
-        return 0
+        return None
+    payload, dot, signature = token.partition(".")
     try:
-        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        offset, query = data["o"], data["q"]
-    except (ValueError, binascii.Error, TypeError, KeyError):
-        raise InvalidArgument.field("pageToken", "not a page token this service issued") from None
-    if not isinstance(offset, int) or offset < 0 or query != _query_hash(*scope):
+        if not dot or len(token) > MAX_TOKEN_CHARS or not token.isascii():
+            raise ValueError("not a token")
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        given = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+        if not hmac.compare_digest(given, _signature(key, raw)):
+            raise ValueError("bad signature")
+        data = json.loads(raw)
+    except (ValueError, binascii.Error):
         raise InvalidArgument.field(
-            "pageToken", "the token belongs to a different list request (app, collection or filter)"
+            "pageToken", "not a page token this service issued (pass nextPageToken unchanged)"
+        ) from None
+    if not isinstance(data, dict) or data.pop("q", None) != _query_hash(*scope):
+        raise InvalidArgument.field(
+            "pageToken",
+            "the token belongs to a different list request (app, collection or filter); "
+            "page with the same request that returned it",
         )
+    return data
+
+
+def token_key(store: Store) -> bytes:
+    """The key signing this store's page tokens (shared by every server over it)."""
+    return store.secrets.get(TOKEN_SECRET)
+
+
+def offset_of(cursor: Mapping[str, Any] | None) -> int:
+    """The offset a resource-list token holds (0 on the first page)."""
+    offset = 0 if cursor is None else cursor.get("o")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidArgument.field("pageToken", "the token holds no page offset")
     return offset

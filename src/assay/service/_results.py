@@ -17,10 +17,12 @@ from typing import Any
 from assay.formats._ces_write import _dump_call, _dump_expectation
 from assay.model.core import Expectation, ToolCall, Turn
 from assay.model.error_types import ErrorType
-from assay.service.errors import InvalidArgument
+from assay.service.errors import InvalidArgument, NotFound
 from assay.store.eval_results import SERVICE_KEY, Progress, ResultRow
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
+
+MAX_RUN_INDEX = 2**31 - 1
 
 PASS, FAIL, UNSPECIFIED = "PASS", "FAIL", "OUTCOME_UNSPECIFIED"
 
@@ -55,8 +57,12 @@ def result_id(run_id: str, run_index: int) -> str:
 def parse_result_id(rid: str) -> tuple[str, int]:
     """(run id, run index) of a result id; INVALID_ARGUMENT if it is not one."""
     run_id, sep, index = rid.rpartition("-")
-    if not sep or not run_id or not index.isdigit():
+    # isdigit alone also takes digits of other scripts ("²"), which int() refuses.
+    if not sep or not run_id or not (index.isascii() and index.isdigit()):
         raise InvalidArgument.field("name", f"{rid!r} is not a result id ({{run id}}-{{index}})")
+    if len(index) > 10 or int(index) > MAX_RUN_INDEX:
+        # No run has that many runs of a case (the store's run index is a 32-bit integer).
+        raise NotFound(f"no evaluation result {rid!r}")
     return run_id, int(index)
 
 

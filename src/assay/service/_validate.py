@@ -18,6 +18,7 @@ from assay.service.names import parse_kind_name
 from assay.store import Store
 
 MAX_DISPLAY_NAME = 512
+INT32_MAX = 2**31 - 1
 _SPEECH_CONFIG = {"speakingRate": (int, float), "environment": (str,), "voiceId": (str,)}
 
 
@@ -57,6 +58,14 @@ def _evaluation(resource_id: str, body: Mapping[str, Any]) -> None:
         raise InvalidArgument.field(
             "golden", f"an evaluation needs exactly one of golden or scenario (got {found})"
         )
+    scenario = body.get("scenario")
+    if isinstance(scenario, Mapping) and "maxTurns" in scenario:
+        turns = scenario["maxTurns"]
+        # CES declares maxTurns an int32; a run of zero or fewer turns is no run.
+        if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= INT32_MAX:
+            raise InvalidArgument.field(
+                "scenario.maxTurns", f"expected an integer from 1 to {INT32_MAX}, got {turns!r}"
+            )
     # Raises InputError with the JSON path; the error handler maps it to a field violation.
     to_case(body["displayName"], body)
 

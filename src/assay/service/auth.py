@@ -7,6 +7,8 @@ and its viewers stay public so a client can discover the API before having a key
 
 from __future__ import annotations
 
+import ipaddress
+
 import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -23,12 +25,23 @@ from assay.service.errors import (
 from assay.store import Store
 
 PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def is_loopback(host: str) -> bool:
-    """Whether binding `host` keeps the server reachable from this machine only."""
-    return host.strip("[]").lower() in LOOPBACK_HOSTS or host.startswith("127.")
+    """Whether binding `host` keeps the server reachable from this machine only.
+
+    The address is parsed, not matched by prefix: `127.evil.example` is a host name that
+    can resolve anywhere. `localhost` is the one name taken (it is loopback by RFC 6761).
+    """
+    text = host.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if text.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
 
 
 async def _answer(error: ServiceError, scope: Scope, receive: Receive, send: Send) -> None:

@@ -22,7 +22,15 @@ from assay.service._fields import (
     parse_mask,
     writable_part,
 )
-from assay.service._listing import decode_token, encode_token, page_size_of, parse_filter
+from assay.service._listing import (
+    decode_token,
+    encode_token,
+    offset_of,
+    page_size_of,
+    parse_filter,
+    token_key,
+)
+from assay.service._storable import check_storable
 from assay.service._validate import is_invalid, known_names, validate
 from assay.service.context import ServiceContext
 from assay.service.errors import (
@@ -68,6 +76,7 @@ def create_resource(
     spec = SPECS[check_kind(kind)]
     check_app(app)
     rid = new_id() if resource_id is None else check_id(resource_id, f"{spec.singular}Id")
+    check_storable(body, "")
     clean = writable_part(spec, body, field=spec.singular)
     validate(ctx.store, app, spec, rid, clean)
     if ctx.store.resources.get(app, kind, rid) is not None:
@@ -106,7 +115,8 @@ def list_resources(
     terms = parse_filter(filter, _FILTER_FIELDS[kind])
     size = page_size_of(page_size)
     scope = (app, kind, filter or "")
-    offset = decode_token(page_token, *scope)
+    key = token_key(ctx.store)
+    offset = offset_of(decode_token(key, page_token, *scope))
     memberships = _memberships(ctx, app) if kind == EVALUATIONS.kind else {}
     if terms:
         matching = [
@@ -124,7 +134,7 @@ def list_resources(
         kind: [_render(ctx, res, full=full, memberships=memberships, known=known) for res in page]
     }
     if more:
-        answer["nextPageToken"] = encode_token(offset + size, *scope)
+        answer["nextPageToken"] = encode_token(key, {"o": offset + size}, *scope)
     return answer
 
 
@@ -134,6 +144,7 @@ def update_resource(
     """Apply the `update_mask` fields of `body`; a stale `body.etag` is ABORTED."""
     parsed = _resource_name(name, "updated")
     spec = SPECS[parsed.kind]
+    check_storable(body, "")
     paths = parse_mask(spec, update_mask)
     patch = writable_part(spec, body, field=spec.singular)
     etag = body.get("etag") if isinstance(body, Mapping) else None

@@ -26,6 +26,8 @@ from assay.service._executor import (
     run_plan,
     total_runs,
 )
+from assay.service._listing import decode_token, encode_token, page_size_of, token_key
+from assay.service._storable import check_storable
 from assay.service.aggregate import Aggregator
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, RUNS, check_app, check_id, parse_kind_name, parse_name
@@ -36,6 +38,8 @@ from assay.store.runs import RunInfo
 if TYPE_CHECKING:
     from assay.service.context import ServiceContext
 
+# Runs per evaluation: each is a full agent conversation, so more is a mistake, not a plan.
+MAX_RUN_COUNT = 1000
 OPERATION_TYPE = "type.googleapis.com/google.cloud.ces.v1beta.RunEvaluationOperationMetadata"
 GOLDEN_METRICS = (
     "parameter_correctness_score",
@@ -61,7 +65,6 @@ REQUEST_FIELDS = (
     "judgeModel",
     "userModel",
 )
-MAX_PAGE_SIZE = 1000
 
 
 @dataclass
@@ -161,9 +164,13 @@ def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -
     tool_behavior = _enum(behaviour, "toolCallBehaviour", ToolBehavior.parse, "REAL")
     run_count = request.get("runCount")
     if run_count is not None and (
-        isinstance(run_count, bool) or not isinstance(run_count, int) or run_count < 1
+        isinstance(run_count, bool)
+        or not isinstance(run_count, int)
+        or not 1 <= run_count <= MAX_RUN_COUNT
     ):
-        raise InvalidArgument.field("runCount", f"expected a positive integer, got {run_count!r}")
+        raise InvalidArgument.field(
+            "runCount", f"expected an integer from 1 to {MAX_RUN_COUNT}, got {run_count!r}"
+        )
     for field in ("displayName", "appVersion", "judgeModel", "userModel"):
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
@@ -212,6 +219,7 @@ def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[st
     check_app(app)
     if not isinstance(request, Mapping):
         raise InvalidArgument("the request body must be a JSON object")
+    check_storable(request, "")
     if ctx.agent is None:
         raise FailedPrecondition(
             "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"
@@ -270,10 +278,11 @@ def get_run(ctx: ServiceContext, name: str) -> dict[str, Any]:
     return render_run(ctx, app, run)
 
 
-def _page_size(page_size: int) -> int:
-    if page_size < 0:
-        raise InvalidArgument.field("pageSize", "must not be negative")
-    return min(page_size or 50, MAX_PAGE_SIZE)
+def _cursor(cursor: dict[str, Any] | None, field: str, kind: type) -> Any:
+    value = None if cursor is None else cursor.get(field)
+    if cursor is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+        raise InvalidArgument.field("pageToken", "the token holds no position in this list")
+    return value
 
 
 def list_runs(
@@ -281,12 +290,13 @@ def list_runs(
 ) -> dict[str, Any]:
     """Return `{"evaluationRuns": [...], "nextPageToken": ...}` for `app`, newest first."""
     check_app(app)
-    size = _page_size(page_size)
-    before = check_id(page_token, "pageToken") if page_token else None
+    size = page_size_of(page_size)
+    key, scope = token_key(ctx.store), (app, RUNS)
+    before = _cursor(decode_token(key, page_token, *scope), "b", str)
     found = state_of(ctx).results.runs_page(app, limit=size + 1, before=before)
     out: dict[str, Any] = {"evaluationRuns": [render_run(ctx, app, r) for r in found[:size]]}
     if len(found) > size:
-        out["nextPageToken"] = found[size - 1].id
+        out["nextPageToken"] = encode_token(key, {"b": found[size - 1].id}, *scope)
     return out
 
 
@@ -353,12 +363,9 @@ def list_results(
 ) -> dict[str, Any]:
     """Return `{"evaluationResults": [...], "nextPageToken": ...}`, newest first."""
     parsed = parse_kind_name(evaluation, "evaluations", field="parent")
-    size = _page_size(page_size)
-    before = None
-    if page_token:
-        if not page_token.isdigit():
-            raise InvalidArgument.field("pageToken", "not a token this server gave")
-        before = int(page_token)
+    size = page_size_of(page_size)
+    key, scope = token_key(ctx.store), (str(parsed), RESULTS, filter or "")
+    before = _cursor(decode_token(key, page_token, *scope), "r", int)
     run_id = _run_filter(parsed.app, filter) if filter else None
     state = state_of(ctx)
     rows = state.results.results(
@@ -369,5 +376,5 @@ def list_results(
         rendered.append(_results.render_result(parsed.app, row, state.aggregator.run(row.run_id)))
     out: dict[str, Any] = {"evaluationResults": rendered}
     if len(rows) > size:
-        out["nextPageToken"] = str(rows[size - 1].row_id)
+        out["nextPageToken"] = encode_token(key, {"r": rows[size - 1].row_id}, *scope)
     return out

@@ -9,6 +9,7 @@
 - `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
   generation settings.
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
+- `store_secrets`: random keys the services keep per store (the page-token signing key).
 
 Changing anything here needs a new migration under `migrations/versions/`;
 tests/store/test_migrations.py fails until the two agree.
@@ -157,4 +158,13 @@ api_keys = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime),
     Column("last_used_at", UTCDateTime),
+)
+
+store_secrets = Table(
+    "store_secrets",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    # hex of random bytes; created once per store and never changed
+    Column("value", String(128), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )

@@ -15,6 +15,7 @@ from assay.store.judge_cache import JudgeCache
 from assay.store.resources import ResourceRepository
 from assay.store.runs import CaseKey, RunInfo, RunRepository
 from assay.store.schema import DEFAULT_APP, RunStatus
+from assay.store.secrets import SecretRepository
 
 
 class Store:
@@ -35,6 +36,8 @@ class Store:
         """Judge replies by request hash."""
         self.api_keys = ApiKeyRepository(engine, url)
         """API keys of the REST service."""
+        self.secrets = SecretRepository(engine, url)
+        """Per-store secrets of the services (e.g. the page-token signing key)."""
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
