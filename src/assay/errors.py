@@ -19,6 +19,21 @@ class AssayError(Exception):
     exit_code = 2
 
 
+class AssayWarning(UserWarning):
+    """Something assay accepted but wants the user to know (ignored config keys, …).
+
+    The CLI prints each as one `warning:` line on stderr; in Python they are ordinary
+    warnings (`warnings.simplefilter("error", AssayWarning)` turns them into errors).
+    """
+
+
+def warn(message: str) -> None:
+    """Issue an `AssayWarning` attributed to the caller's caller."""
+    import warnings
+
+    warnings.warn(message, AssayWarning, stacklevel=3)
+
+
 class InputError(AssayError):
     """A data file (eval set, dataset, trace) could not be loaded.
 

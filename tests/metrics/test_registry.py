@@ -215,3 +215,21 @@ def test_register_rejects_a_second_class_under_a_taken_name(
     with pytest.raises(ConfigError, match="'response_match_score' is registered twice"):
         register(Impostor)
     assert scratch_registry["response_match_score"] is not Impostor
+
+
+def test_foreign_criterion_key_is_ignored_with_one_warning() -> None:
+    # Seen in a public project's test_config.json; ADK's BaseCriterion allows extra keys.
+    from assay.errors import AssayWarning
+
+    with pytest.warns(AssayWarning, match=r"final_response_match_v2.*'criteria'") as caught:
+        metric = build_metric(
+            "final_response_match_v2", {"threshold": 0.5, "criteria": "Semantic Similarity"}
+        )
+    assert len(caught) == 1
+    assert metric.threshold == 0.5
+
+
+def test_misspelt_option_is_still_refused_not_ignored() -> None:
+    # "treshold" is close to "threshold": ignoring it would silently keep the default.
+    with pytest.raises(ConfigError, match="treshold"):
+        build_metric("response_match_score", {"treshold": 0.5})

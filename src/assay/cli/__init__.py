@@ -23,6 +23,7 @@ from assay.cli.common import (
     command_app,
     parse_mapping,
     parse_metric_flags,
+    show_assay_warnings,
 )
 from assay.cli.convert import convert_command
 from assay.cli.eval import eval_command
@@ -73,6 +74,7 @@ app.add_typer(keys_app, name="keys")
 
 def main() -> None:
     """Console-script entry point."""
+    show_assay_warnings()
     app()
 
 

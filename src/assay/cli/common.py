@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from assay.errors import AssayError, ConfigError, InputError, UnknownFormatError
+from assay.errors import AssayError, AssayWarning, ConfigError, InputError, UnknownFormatError
 
 if TYPE_CHECKING:
     from assay.model.core import EvalSet
@@ -192,3 +192,22 @@ def gc_paused(pause: bool) -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def show_assay_warnings() -> None:
+    """Print assay's warnings as one yellow `warning:` line each, without file and line.
+
+    Other libraries' warnings keep Python's default display.
+    """
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
+        if issubclass(category, AssayWarning):
+            stderr_console().print(Text(f"warning: {message}", style="yellow"), soft_wrap=True)
+        else:
+            default(message, category, *args, **kw)  # type: ignore[arg-type]
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", AssayWarning)

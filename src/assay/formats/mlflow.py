@@ -25,6 +25,10 @@ message.content` (its `usage` becomes the turn's token usage; the object is kept
 metadata `mlflow:response` and written back with the text updated). Expected fields
 go to the case fields of the same name; other columns to `EvalCase.metadata`.
 
+MLflow's classic columns (`query` / `question` / `inputs`, `ground_truth` / `targets`,
+`predictions`, `context`, list cells as Python literals) are recognised and renamed:
+see `assay.formats._mlflow_classic`.
+
 Column mapping: see `assay.formats.mapping`.
 """
 
@@ -39,6 +43,7 @@ from assay.formats._build import eval_case, eval_set, retrieval_step, turn
 from assay.formats._columns import (
     EXPECTED_FIELDS,
     add_metadata,
+    columns_of,
     dump_chunks,
     dump_expected,
     parse_chunks,
@@ -49,6 +54,7 @@ from assay.formats._columns import (
 )
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._mlflow_chat import conversation, response_of, with_text
+from assay.formats._mlflow_classic import classic_rows, is_classic
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
 from assay.model.core import EvalCase, EvalSet, Step, Turn
 
@@ -98,6 +104,8 @@ def detect(path: Path | None, data: Any) -> bool:
             return not keys & _FOREIGN
     else:
         return False
+    if is_classic(keys, data if isinstance(data, list) else []):
+        return True
     return bool(keys & _MARKERS) and not keys & _FOREIGN
 
 
@@ -109,6 +117,8 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     rows = clean_rows(rows_of(data, file, "MLflow"), file)
     if mapping:
         rows = apply_mapping(rows, mapping, file=file, known=_FLAT | _V3)
+    elif is_classic(set(columns_of(rows)), rows):
+        rows = classic_rows(rows, file=file)
     with gc_paused():
         cases = []
         for i, row in enumerate(rows):

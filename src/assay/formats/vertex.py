@@ -25,6 +25,11 @@ reference data, or when it holds nothing recorded (so the prompt has a turn to d
 agent); the actual turn exists when the row holds a response, predicted trajectory,
 latency or failure (recorded results, scored without running an agent).
 
+A saved Vertex `EvalResult` (`{summary_metrics, metrics_table | pointwise_metrics}`)
+loads as recorded rows: the table's rows as above (their `{metric}/score` and
+`{metric}/explanation` columns are kept in metadata, Vertex's original numbers, and
+written back), the other keys in the set metadata as `vertex:{key}`.
+
 `{eval_set_id?, name?, description?, eval_cases: [...]}` (the Gen AI SDK dataset, and
 ADK-like hybrids) holds the same row shape per case, plus `rubric_groups {name:
 {rubrics: [{rubric_id, content.property.description, type?}]}}`; rubric types other
@@ -113,8 +118,24 @@ def _row_keys(rows: list[Any]) -> set[str] | None:
     return {k for r in sample for k in r}
 
 
+def saved_result_table(data: Mapping[str, Any]) -> str | None:
+    """The key of the row table of a saved Vertex `EvalResult`, or None if `data` is not one.
+
+    `EvalResult` (Vertex SDK) holds `summary_metrics` and its per-row table as
+    `metrics_table` (pandas rows) or `pointwise_metrics`; both are saved as JSON by users.
+    """
+    if not isinstance(data.get("summary_metrics"), Mapping):
+        return None
+    for key in ("metrics_table", "pointwise_metrics"):
+        if isinstance(data.get(key), list):
+            return key
+    return None
+
+
 def detect(path: Path | None, data: Any) -> bool:
     if isinstance(data, Mapping):
+        if saved_result_table(data) is not None:
+            return True
         cases = data.get("eval_cases")
         if isinstance(cases, list):
             # ADK eval sets share the envelope, but their cases hold `conversation`.
@@ -145,7 +166,13 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     name = description = None
     set_meta: dict[str, Any] = {}
     base = "$"
-    if isinstance(data, Mapping) and "eval_cases" in data:
+    if isinstance(data, Mapping) and (table := saved_result_table(data)) is not None:
+        # A saved Vertex `EvalResult`: its table rows are recorded rows whose
+        # `{metric}/score` columns stay in metadata as Vertex's own numbers.
+        base = f"$.{table}"
+        rows = data[table]
+        set_meta = {f"vertex:{k}": v for k, v in data.items() if k != table}
+    elif isinstance(data, Mapping) and "eval_cases" in data:
         base = "$.eval_cases"
         rows = data["eval_cases"]
         if not isinstance(rows, list):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, warn
 from assay.metrics.base import Metric
 
 _M = TypeVar("_M", bound=type[Metric])
@@ -94,6 +95,7 @@ def build_metric(
         return metric
     cls = _REGISTRY[name]
     fields = cls.options_model.model_fields
+    raw = _drop_foreign_keys(name, raw, fields)
     try:
         options = cls.options_model.model_validate(raw)
     except ValidationError as exc:
@@ -111,6 +113,32 @@ def build_metric(
             f"bad options for metric {name!r}: {problems}. Valid options: {', '.join(valid)}"
         ) from None
     return cls(options)
+
+
+def _drop_foreign_keys(name: str, raw: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Ignore (with one warning) criterion keys the metric does not define, as ADK does.
+
+    ADK's `BaseCriterion` allows extra keys, and public configs carry some (e.g.
+    `"criteria": "Semantic Similarity"` on `final_response_match_v2`). A key that looks
+    like a misspelt option (`treshold`) is kept, so validation refuses it and names
+    the valid options, instead of the misspelling silently leaving the default in force.
+    """
+    valid = {n for n in fields} | {f.alias for f in fields.values() if f.alias}
+    if not valid:
+        return raw
+    foreign = [
+        key
+        for key in raw
+        if key not in valid and not difflib.get_close_matches(key, valid, n=1, cutoff=0.75)
+    ]
+    if not foreign:
+        return raw
+    listed = ", ".join(repr(k) for k in foreign)
+    warn(
+        f"metric {name!r}: ignoring criterion key{'s' if len(foreign) > 1 else ''} {listed}"
+        f" (not an option of this metric; valid options: {', '.join(sorted(valid))})"
+    )
+    return {k: v for k, v in raw.items() if k not in foreign}
 
 
 def _raw_options(name: str, criterion: float | int | Mapping[str, Any] | None) -> dict[str, Any]:
