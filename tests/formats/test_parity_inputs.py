@@ -95,7 +95,7 @@ def test_malformed_literal_cell_deep_in_a_csv_names_row_and_field(tmp_path: Path
 
 def test_literal_cells_are_never_evaluated_as_code(tmp_path: Path) -> None:
     path = tmp_path / "evil.csv"
-    path.write_text('question,ground_truth\n"q","[__import__(\'os\').system(\'false\')]"\n')
+    path.write_text("question,ground_truth\n\"q\",\"[__import__('os').system('false')]\"\n")
     with pytest.raises(InputError, match="neither JSON nor a Python literal"):
         formats.load(path)
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.errors import InputError
-from assay.formats._columns import columns_of
+from assay.formats._columns import EXPECTED_FIELDS, columns_of
 
 _REQUEST = ("inputs", "query", "question", "questions")
 _EXPECTED = ("ground_truth", "targets")
@@ -48,6 +48,7 @@ _CANONICAL = frozenset(
         "expected_tool_use",
         "outputs",
         "expectations",
+        *EXPECTED_FIELDS,
     }
 )
 
