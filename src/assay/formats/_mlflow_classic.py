@@ -57,6 +57,10 @@ def is_classic(keys: set[str], rows: list[Any]) -> bool:
     """True when the columns are MLflow classic ones (a request column, nothing canonical)."""
     if keys & _CANONICAL or not keys & set(_REQUEST):
         return False
+    # A request column alone (`question`, `answer`, …) is too weak a sign: classic rows
+    # also name what they are scored against or with.
+    if not keys & {*_EXPECTED, *_PREDICTED, *_CONTEXT}:
+        return False
     # MLflow 3 rows hold `inputs` as an object; classic rows hold a string.
     return not ("inputs" in keys and any(isinstance(r.get("inputs"), Mapping) for r in rows[:20]))
 
