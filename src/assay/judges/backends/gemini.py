@@ -40,6 +40,15 @@ try:
     _TRANSPORT += (httpx2.TransportError,)
 except ImportError:
     pass
+try:
+    # With aiohttp installed (google-cloud-aiplatform's evaluation extra brings it), the
+    # SDK's async calls go through aiohttp, whose errors are neither httpx's nor OSError.
+    import aiohttp
+
+    _TIMEOUTS += (TimeoutError, aiohttp.ServerTimeoutError)
+    _TRANSPORT += (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
+except ImportError:
+    pass
 
 
 def _env_flag(name: str) -> bool:
