@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from assay.errors import AgentError, AssayError, ConfigError, InputError, StoreError
 from assay.store.exceptions import (
@@ -53,9 +54,11 @@ class ServiceError(Exception):
             }
         }
 
-    def response(self) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if self.http_status == 401 else None
-        return JSONResponse(self.payload(), status_code=self.http_status, headers=headers)
+    def response(self, headers: Mapping[str, str] | None = None) -> JSONResponse:
+        sent = dict(headers or {})
+        if self.http_status == 401:
+            sent["WWW-Authenticate"] = "Bearer"
+        return JSONResponse(self.payload(), status_code=self.http_status, headers=sent or None)
 
 
 class InvalidArgument(ServiceError):
@@ -163,17 +166,48 @@ _BY_HTTP_STATUS: dict[int, type[ServiceError]] = {
 }
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers on this request's path."""
+    # Asked of each method in turn: only a full match says a route takes it (routers
+    # nest, and a partial match does not tell which of their routes matched).
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     cls = _BY_HTTP_STATUS.get(exc.status_code)
+    # Starlette's headers say what the status needs (Allow on 405): keep them. Its Allow
+    # names the methods of the first route matching the path only; a path served by
+    # several routes (GET and POST of a collection) allows all of theirs.
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers.pop("allow", None)
+        headers["Allow"] = ", ".join(allowed_methods(request)) or headers.get("Allow", "")
     if cls is None:
-        error = ServiceError(str(exc.detail))
+        error = ServiceError(_http_message(exc, headers))
         error.http_status, error.code = exc.status_code, _status_name(exc.status_code)
-        return error.response()
+        return error.response(headers)
     message = str(exc.detail)
     if exc.status_code == 404:
         message = "no such path; the API lives under /v1 (see /docs)"
-    return cls(message).response()
+    return cls(message).response(headers)
+
+
+def _http_message(exc: StarletteHTTPException, headers: Mapping[str, str] | None) -> str:
+    allowed = (headers or {}).get("Allow") or (headers or {}).get("allow")
+    if exc.status_code == 405 and allowed:
+        return f"method not allowed on this path; it accepts {allowed}"
+    return str(exc.detail)
 
 
 def _status_name(http_status: int) -> str:

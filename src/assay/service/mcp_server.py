@@ -26,6 +26,7 @@ from mcp.server.streamable_http_manager import (
 )
 from starlette.routing import Route
 
+from assay.service._mcp_arguments import ArgumentsChecker
 from assay.service._mcp_tools import TOOLS, ToolSpec
 from assay.service.context import ServiceContext
 from assay.service.errors import from_exception
@@ -36,6 +37,9 @@ INSTRUCTIONS = (
     "Manage and run agent evaluations (CES-compatible): evaluations, evaluation datasets, "
     "personas, evaluation runs and results. Collections are addressed as apps/{app}."
 )
+
+# Arguments are checked against the schema each tool declares, before it runs.
+_CHECKERS = {name: ArgumentsChecker(spec.input_schema) for name, spec in TOOLS.items()}
 
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
@@ -71,6 +75,7 @@ def call_tool(ctx: ServiceContext, name: str, arguments: dict[str, Any]) -> type
     if spec is None:
         return _error("NOT_FOUND", f"no tool {name!r}; list_tools shows the tools")
     try:
+        _CHECKERS[name].check(arguments)
         return _result(spec.handler(ctx, arguments))
     except Exception as exc:  # every failure is the tool's error, never the session's
         error = from_exception(exc)
@@ -110,7 +115,11 @@ def install(app: FastAPI, ctx: ServiceContext) -> contextlib.AbstractAsyncContex
         max_request_body_size=ctx.max_body_bytes,
     )
     app.router.routes.append(
-        Route(PATH, endpoint=StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"])
+        # POST only. The streamable-HTTP spec lets GET open a stream for messages the
+        # server starts on its own, or answer 405: a stateless server never starts any,
+        # so a GET stream would stay open forever with nothing on it. DELETE ends a
+        # session, and there are none. Both are 405 with `Allow: POST`.
+        Route(PATH, endpoint=StreamableHTTPASGIApp(manager), methods=["POST"])
     )
 
     @contextlib.asynccontextmanager
