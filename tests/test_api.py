@@ -14,6 +14,7 @@ import assay
 from assay import formats
 from assay.errors import AssayError, ConfigError, InputError
 from assay.metrics import build_metric
+from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.model.results import EvalResult, Status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,7 +74,8 @@ def test_evaluate_dataframe_default_metrics() -> None:
 def test_evaluate_with_config_dict_and_metric_objects() -> None:
     config = {"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "ignore_args": True}}}
     result = assay.evaluate(ROWS, config=config)
-    assert result.metrics == ["tool_trajectory_avg_score"]
+    # As google-adk does for an eval config: its criteria, then the efficiency metrics.
+    assert result.metrics == ["tool_trajectory_avg_score", *EFFICIENCY_METRICS]
     metric = build_metric("trajectory_single_tool_use", {"tool_name": "get_temperature"})
     result = assay.evaluate(ROWS, metrics=[metric, "trajectory_precision"])
     assert result.metrics == ["trajectory_single_tool_use", "trajectory_precision"]
@@ -99,11 +101,13 @@ def test_evaluate_eval_set_path_and_agent_callable() -> None:
     by_path = assay.evaluate(str(EXAMPLE), agent="examples.home_automation.agent:root_agent")
     failing = {c.case_id for c in by_path.cases if c.status is not Status.PASSED}
     assert "two_devices_off" in failing
-    # The path found test_config.json beside the eval set (three criteria).
+    # The path found test_config.json beside the eval set (three criteria, then ADK's
+    # informational efficiency metrics, which every eval of an ADK config reports).
     assert by_path.metrics == [
         "tool_trajectory_avg_score",
         "response_match_score",
         "trajectory_recall",
+        *EFFICIENCY_METRICS,
     ]
     assert by_object.metrics == ["tool_trajectory_avg_score"]
     assert "latency_in_seconds" in by_object.rows[0]

@@ -8,7 +8,9 @@ ordered steps. Thought parts are not responses and are skipped. On top of ADK's 
 steps also record `actions.transfer_to_agent` (an `agent_transfer` step after the
 `transfer_to_agent` call and response, which stay tool steps as ADK's trajectories keep
 them) and `actions.state_delta` (a `variables_update` step). Token usage sums the
-events' `usage_metadata` (prompt → input, candidates → output).
+events' `usage_metadata` per token type as ADK's `token_usage_v1` does (input = prompt +
+tool-use prompt, output = candidates + thoughts), and events with usage or a model
+version count as model calls (`inference_call_count_v1`).
 
 assay → ADK builds the events a seeded session holds: for each earlier Turn the user's
 message, then its steps and final response authored by the agent that produced them, so
@@ -57,6 +59,26 @@ def _is_final_with_text(event: Event) -> bool:
     return event.is_final_response() and bool(_texts(event.content))
 
 
+# Turn `Usage` fields <- genai usage metadata attributes (ADK's token types).
+_USAGE_COUNTS = {
+    "prompt_tokens": "prompt_token_count",
+    "tool_use_tokens": "tool_use_prompt_token_count",
+    "cached_tokens": "cached_content_token_count",
+    "candidates_tokens": "candidates_token_count",
+    "reasoning_tokens": "thoughts_token_count",
+}
+
+
+def _usage(counts: dict[str, int | None]) -> Usage | None:
+    """The invocation's usage as ADK sums it: input = prompt + tool-use prompt tokens,
+    output = candidates + thoughts; None when no model call reported any count."""
+    if all(v is None for v in counts.values()):
+        return None
+    inputs = (counts["prompt_tokens"] or 0) + (counts["tool_use_tokens"] or 0)
+    outputs = (counts["candidates_tokens"] or 0) + (counts["reasoning_tokens"] or 0)
+    return Usage(input_tokens=inputs, output_tokens=outputs, **counts)
+
+
 def events_to_turn(
     events: Sequence[Event],
     user_input: UserInput,
@@ -71,13 +93,18 @@ def events_to_turn(
     agent_events = [e for e in events if not e.partial and e.author != USER_AUTHOR]
     final = next((e for e in reversed(agent_events) if _is_final_with_text(e)), None)
     steps: list[Step] = []
-    input_tokens = output_tokens = 0
+    counts: dict[str, int | None] = dict.fromkeys(_USAGE_COUNTS)
+    model_calls = 0
     errors: list[str] = []
     for event in agent_events:
         usage = event.usage_metadata
+        if usage is not None or event.model_version is not None:
+            model_calls += 1  # what ADK's inference_call_count_v1 counts
         if usage is not None:
-            input_tokens += usage.prompt_token_count or 0
-            output_tokens += usage.candidates_token_count or 0
+            for field, attr in _USAGE_COUNTS.items():
+                value = getattr(usage, attr, None)
+                if value is not None:
+                    counts[field] = (counts[field] or 0) + value
         if event.error_code or event.error_message:
             errors.append(f"{event.author}: {event.error_code or 'error'}: {event.error_message}")
         steps.extend(_event_steps(event, is_final=event is final, latencies=latencies or {}))
@@ -86,9 +113,8 @@ def events_to_turn(
         steps=steps,
         final_response="\n".join(_texts(final.content)) if final is not None else None,
         latency_s=latency_s,
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens)
-        if input_tokens or output_tokens
-        else None,
+        usage=_usage(counts),
+        model_calls=model_calls,
         error="; ".join(errors) or None,
     )
 

@@ -101,13 +101,51 @@ def instrumented_copy(root: BaseAgent) -> BaseAgent:
     return clone
 
 
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(end - start for start, end in intervals)
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    return sum(
+        max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in _merged(a) for s2, e2 in _merged(b)
+    )
+
+
 class AssayPlugin(BasePlugin):
-    """Per-session observer: tool call timings and default retry options."""
+    """Per-session observer: tool call and model call timings, default retry options."""
 
     def __init__(self) -> None:
         super().__init__(name="assay")
         self._started: dict[str, float] = {}
         self.latencies: dict[str, float] = {}
+        self._tool_spans: list[tuple[float, float]] = []
+        self._model_open: dict[str, float] = {}
+        self._model_spans: list[tuple[float, float]] = []
+
+    def take_timings(self) -> tuple[float, float]:
+        """(model seconds, tool seconds) since the last call, as ADK splits a turn.
+
+        Model time is the union of the model calls' intervals (concurrent calls counted
+        once); tool time is the union of the tools' intervals less the model time inside
+        them (an AgentTool awaits a model), so the two never double count.
+        """
+        now = time.perf_counter()
+        model = self._model_spans + [(s, now) for s in self._model_open.values()]
+        tools = _merged(self._tool_spans)
+        model_s = _length(_merged(model))
+        tool_s = max(_length(tools) - _overlap(tools, model), 0.0)
+        self._tool_spans, self._model_spans, self._model_open = [], [], {}
+        return round(model_s, 6), round(tool_s, 6)
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -115,6 +153,19 @@ class AssayPlugin(BasePlugin):
         config = llm_request.config
         config.http_options = config.http_options or types.HttpOptions()
         config.http_options.retry_options = config.http_options.retry_options or _RETRY_OPTIONS
+        self._model_open[callback_context.agent_name] = time.perf_counter()
+        return None
+
+    async def after_model_callback(
+        self, *, callback_context: CallbackContext, llm_response: LlmResponse
+    ) -> LlmResponse | None:
+        # Streaming calls answer in several responses: the call ends at its last one.
+        started = self._model_open.pop(callback_context.agent_name, None)
+        if started is not None:
+            self._model_spans.append((started, time.perf_counter()))
+        elif self._model_spans:
+            last_start, _ = self._model_spans[-1]
+            self._model_spans[-1] = (last_start, time.perf_counter())
         return None
 
     async def before_tool_callback(
@@ -134,7 +185,9 @@ class AssayPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         started = self._started.pop(tool_context.function_call_id or "", None)
         if started is not None and tool_context.function_call_id:
-            self.latencies[tool_context.function_call_id] = time.perf_counter() - started
+            ended = time.perf_counter()
+            self.latencies[tool_context.function_call_id] = ended - started
+            self._tool_spans.append((started, ended))
         return None
 
 

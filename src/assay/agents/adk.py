@@ -205,6 +205,7 @@ class AdkSession:
         await self._seed(message)
         events = []
         token = CURRENT_HOOK.set(self._options.tools)
+        self._plugin.take_timings()  # seeding and earlier turns are not this turn's
         started = time.perf_counter()
         try:
             async for event in self._runner.run_async(
@@ -223,9 +224,11 @@ class AdkSession:
         finally:
             CURRENT_HOOK.reset(token)
         elapsed = time.perf_counter() - started
+        model_s, tool_s = self._plugin.take_timings()
         turn = events_to_turn(
             events, user_input, latencies=self._plugin.latencies, latency_s=elapsed
         )
+        turn.model_latency_s, turn.tool_latency_s = model_s, tool_s
         if any(e.error_code in ("429", "RESOURCE_EXHAUSTED") for e in events):
             raise QuotaExhaustedError(f"{where}: the model answered 429: {turn.error}")
         return turn

@@ -9,6 +9,7 @@ from typing import Any
 from assay.config import DEFAULT_CRITERIA, EvalConfig
 from assay.errors import ConfigError
 from assay.metrics.base import Metric
+from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.metrics.registry import build_metric
 
 
@@ -38,6 +39,10 @@ def build_metrics(
     wanted: dict[str, Any]
     if names is None:
         wanted = dict(criteria_source)
+        if config is not None and config.source is not None:
+            # As google-adk does for every eval of an ADK config: the informational
+            # efficiency metrics, unless the config names them itself.
+            wanted.update({n: None for n in EFFICIENCY_METRICS if n not in wanted})
     elif isinstance(names, Mapping):
         wanted = {n: (c if c is not None else criteria_source.get(n)) for n, c in names.items()}
     else:

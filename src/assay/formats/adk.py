@@ -26,6 +26,7 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.formats import _adk_content as c
+from assay.formats._adk_usage import events_cost
 from assay.formats._common import Loc, check_unique_ids, validate
 from assay.formats._fit_adk import fit
 from assay.formats._golden import mirror, transfers
@@ -45,7 +46,7 @@ _CASE_KEYS = frozenset(
 )  # fmt: skip
 _INVOCATION_KEYS = frozenset(
     {"invocation_id", "user_content", "final_response", "intermediate_data", "rubrics",
-     "creation_timestamp", "duration"}
+     "creation_timestamp", "duration", "model_duration", "tool_duration"}
 )  # fmt: skip
 _SCENARIO_KEYS = frozenset({"starting_prompt", "conversation_plan", "user_persona"})
 _VERTEX_KEYS = frozenset(
@@ -61,7 +62,7 @@ _SCENARIO_EXT = frozenset(
     {"task", "user_facts", "max_turns", "rubrics", "expectations", "variable_overrides",
      "user_goal_behavior", "initiator"}
 )  # fmt: skip
-_TURN_EXT = frozenset({"expectations", "error", "usage"})
+_TURN_EXT = frozenset({"expectations", "error", "usage", "model_calls"})
 _USER_EXT = frozenset({"dtmf", "event", "variables"})
 _EXT_KEYS = _CASE_EXT | {"reference", "scenario", "turns", "metadata"}
 _NOWHERE = Loc(None, f"$.{UNMAPPED}")
@@ -222,6 +223,13 @@ def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: 
     if steps is not None:
         data["steps"] = read = c.read_steps(steps, dl)
         c.keep_if_lossy(um, "intermediate_data", steps, c.render_steps(read))
+        calls, usage = events_cost(steps, dl)
+        # As ADK's inference_call_count_v1: events present -> a count, 0 included
+        # (unless the file says the count was not recorded: see `_dump_invocation`).
+        if calls is not None and "model_calls" not in data:
+            data["model_calls"] = calls
+        if usage is not None and "usage" not in data:
+            data["usage"] = usage
     rubrics, rl = c.get_field(inv, loc, "rubrics")
     if rubrics is not None:
         data["rubrics"] = parsed = c.read_rubrics(rubrics, rl)
@@ -229,6 +237,8 @@ def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: 
     data["id"] = c.get_str(inv, loc, "invocation_id") or None
     data["created_at"] = c.get_number(inv, loc, "creation_timestamp")
     data["latency_s"] = c.get_number(inv, loc, "duration")
+    data["model_latency_s"] = c.get_number(inv, loc, "model_duration")
+    data["tool_latency_s"] = c.get_number(inv, loc, "tool_duration")
     um.update({c.snake(k): v for k, v in c.unknown_keys(inv, _INVOCATION_KEYS).items()})
     turn = validate(Turn, data, ext_loc, "assay turn fields")
     if turn.expectations and _said(turn) == mirror(turn.expectations):
@@ -432,6 +442,10 @@ def _dump_invocation(
         out["creation_timestamp"] = turn.created_at
     if turn.latency_s is not None:
         out["duration"] = turn.latency_s
+    if turn.model_latency_s is not None:
+        out["model_duration"] = turn.model_latency_s
+    if turn.tool_latency_s is not None:
+        out["tool_duration"] = turn.tool_latency_s
     out.update({k: v for k, v in um.items() if k not in _INVOCATION_KEYS})
     extra = turn.model_dump(mode="json", include=set(_TURN_EXT), exclude_defaults=True)
     user_extra = turn.user_input.model_dump(
@@ -439,6 +453,10 @@ def _dump_invocation(
     )
     if user_extra:
         extra["user_input"] = user_extra
+    written = out["intermediate_data"]
+    if turn.model_calls is None and isinstance(written, dict) and "invocation_events" in written:
+        # Events imply a model call count when read back; say there was none recorded.
+        extra["model_calls"] = None
     if extra:
         turns_ext[index] = extra
     return out

@@ -24,6 +24,7 @@ _BUILTIN_MODULES = (
     "assay.metrics.retrieval",
     "assay.metrics.golden",
     "assay.metrics.informational",
+    "assay.metrics.efficiency",
     "assay.metrics.checks",
     "assay.metrics.structured",
     "assay.metrics.vertex_computation",

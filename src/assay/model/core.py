@@ -119,8 +119,20 @@ class UserInput(_Model):
 
 
 class Usage(_Model):
+    """Tokens one invocation's model calls spent, summed over the calls.
+
+    `input_tokens` and `output_tokens` are always set. The breakdown (what Gemini and
+    ADK report, `None` when no call reported it) nests: input = prompt + tool-use
+    prompt tokens, with cached tokens a subset; output = candidates + reasoning tokens.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    prompt_tokens: int | None = None
+    tool_use_tokens: int | None = None
+    cached_tokens: int | None = None
+    candidates_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 class RubricType(StrEnum):
@@ -154,6 +166,12 @@ class Turn(_Model):
     steps: list[Step] = Field(default_factory=list)
     final_response: str | None = None
     latency_s: float | None = None
+    #: of `latency_s`, seconds with a model call in flight / inside tools (ADK's
+    #: `model_duration`, `tool_duration`); None when not measured
+    model_latency_s: float | None = None
+    tool_latency_s: float | None = None
+    #: model (inference) calls the invocation made; None when not recorded
+    model_calls: int | None = None
     usage: Usage | None = None
     error: str | None = None
     expectations: list[Expectation] = Field(default_factory=list)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from assay.metrics.efficiency import is_efficiency
 from assay.model.results import CaseResult, EvalResult, MetricResult, Status
 
 #: above this many case runs the table shows a per-metric summary and failing cases only
@@ -242,7 +243,9 @@ def render_results(
     When the metric columns do not fit the console's width they move into a per-metric
     summary, and the case table keeps the status and the failed metrics (never cropped).
     """
-    metrics = metric_order(result)
+    # ADK's efficiency metrics come with every ADK-config eval: one line, not four columns.
+    efficiency = [m for m in metric_order(result) if is_efficiency(m)]
+    metrics = [m for m in metric_order(result) if not is_efficiency(m)]
     runs = run_count(result)
     cases = result.cases
     note = shared_note(cases)
@@ -269,6 +272,8 @@ def render_results(
         console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
     if note is not None:
         console.print(Text(f"note (every case): {note}", style="dim"), soft_wrap=True)
+    if efficiency:
+        console.print(efficiency_line(result, efficiency), soft_wrap=True)
     render_reasons(result.cases, console)
     console.print(summary_text(result))
     if needs_agent_hint(result):
@@ -279,6 +284,29 @@ def render_results(
                 style="yellow",
             )
         )
+
+
+_EFFICIENCY_LABELS = {
+    "tool_call_count_v1": ("tool calls", ""),
+    "inference_call_count_v1": ("model calls", ""),
+    "token_usage_v1": ("tokens", ""),
+    "invocation_duration_v1": ("duration", " s"),
+}
+
+
+def efficiency_line(result: EvalResult, names: Sequence[str]) -> Text:
+    """`Efficiency per invocation: tool calls 1.2 · model calls n/a · …` (case means averaged)."""
+    parts = []
+    for name in names:
+        label, unit = _EFFICIENCY_LABELS.get(name, (name, ""))
+        scores = [
+            score
+            for c in result.cases
+            if name in c.metrics and (score := c.metrics[name].score) is not None
+        ]
+        value = f"{sum(scores) / len(scores):,.2f}{unit}" if scores else "n/a"
+        parts.append(f"{label} {value}")
+    return Text("Efficiency per invocation (informational): " + " · ".join(parts), style="dim")
 
 
 def render_reasons(
