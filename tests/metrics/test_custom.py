@@ -328,7 +328,8 @@ def test_realworld_style_config_file_with_custom_metric(user_module: Any, tmp_pa
     )
     from assay.config import load_config
 
-    (metric,) = build_metrics(load_config(path))
+    # The config's one criterion (ADK's efficiency metrics are appended after it).
+    metric = build_metrics(load_config(path))[0]
     result = metric.score_case(_row_case(), [_actual()], [None])
     assert (result.score, result.status) == (11.0, Status.FAILED)
 
