@@ -38,6 +38,13 @@ def serve_command(
         int, typer.Option("--max-body-bytes", help="Largest request body accepted.")
     ] = 4_000_000,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    run_lease: Annotated[
+        float,
+        typer.Option(
+            "--run-lease",
+            help="Seconds without a heartbeat after which another server takes over a run.",
+        ),
+    ] = 120.0,
 ) -> None:
     """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
     err = stderr_console()
@@ -62,6 +69,8 @@ def serve_command(
             )
         if max_body_bytes <= 0:
             raise ConfigError(f"--max-body-bytes must be positive (got {max_body_bytes})")
+        if not 1.0 <= run_lease <= 86_400.0:
+            raise ConfigError(f"--run-lease must be from 1 to 86400 seconds (got {run_lease})")
         db = Store.open(store)
         try:
             loaded = None
@@ -79,7 +88,13 @@ def serve_command(
                     ),
                     soft_wrap=True,
                 )
-            app = create_app(db, auth=not no_auth, agent=loaded, max_body_bytes=max_body_bytes)
+            app = create_app(
+                db,
+                auth=not no_auth,
+                agent=loaded,
+                max_body_bytes=max_body_bytes,
+                run_lease_s=run_lease,
+            )
         except BaseException:
             db.close()
             raise

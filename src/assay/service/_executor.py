@@ -73,17 +73,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def owner_alive(run: RunInfo) -> bool:
-    """Whether the process that owns an unfinished run may still be executing it."""
+def owner_alive(run: RunInfo, lease_s: float = LEASE_S) -> bool:
+    """Whether the process that owns an unfinished run may still be executing it.
+
+    Only a heartbeat within the lease proves an owner alive, wherever it runs: a live
+    process id on this host does not (after a crash the id may belong to another
+    process by now). A dead process id on this host or an executor of this process that
+    has stopped prove it gone at once, without waiting for the lease to run out.
+    """
     if run.status != RunStatus.RUNNING.value:
         return False  # INTERRUPTED: its owner stopped and handed it back
     owner = run.config.get(SERVICE_KEY, {}).get("owner") or {}
     if owner.get("host") == socket.gethostname():
-        if owner.get("pid") == os.getpid():
-            return owner.get("instance") in _LIVE
-        return isinstance(owner.get("pid"), int) and _pid_alive(owner["pid"])
+        pid = owner.get("pid")
+        if pid == os.getpid() and owner.get("instance") not in _LIVE:
+            return False
+        if isinstance(pid, int) and pid != os.getpid() and not _pid_alive(pid):
+            return False
     seen = run.updated_at or run.created_at
-    return utcnow() - seen < timedelta(seconds=LEASE_S)
+    return utcnow() - seen < timedelta(seconds=lease_s)
 
 
 def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
@@ -162,8 +170,16 @@ class RunExecutor:
         ctx: ServiceContext,
         results: EvaluationResults,
         on_stored: Callable[[str, list[str]], None],
+        *,
+        lease_s: float = LEASE_S,
     ) -> None:
         self.ctx = ctx
+        self.lease_s = lease_s
+        # Heartbeats (and looks for orphans) several times per lease, so one late beat
+        # never costs the run.
+        self.heartbeat_s = min(HEARTBEAT_S, lease_s / 4)
+        # Runs another server took over while this one was executing them.
+        self._lost: set[str] = set()
         self.results = results
         self._on_stored = on_stored
         self.instance = uuid.uuid4().hex
@@ -214,7 +230,7 @@ class RunExecutor:
 
     def _resume_orphans(self) -> None:
         for run in self.results.unfinished_service_runs():
-            if owner_alive(run):
+            if run.id in self._tasks or owner_alive(run, self.lease_s):
                 continue
             config = dict(run.config)
             config[SERVICE_KEY] = {**config[SERVICE_KEY], "owner": self.owner()}
@@ -235,11 +251,29 @@ class RunExecutor:
         self.active.pop(run_id, None)
 
     async def _heartbeat(self) -> None:
+        """Keep this server's runs alive, give up runs taken over, adopt orphans.
+
+        Orphans are looked for on every beat, not only at start-up: a run whose server
+        died while this one was already up is resumed within a lease.
+        """
         while True:
-            await asyncio.sleep(HEARTBEAT_S)
-            for run_id in list(self._tasks):
-                with contextlib.suppress(AssayError):
-                    await asyncio.to_thread(self.results.heartbeat, run_id)
+            await asyncio.sleep(self.heartbeat_s)
+            for run_id, task in list(self._tasks.items()):
+                try:
+                    ours = await asyncio.to_thread(self.results.heartbeat, run_id, self.instance)
+                except AssayError as exc:
+                    logger.warning("heartbeat of evaluation run %s failed: %s", run_id, exc)
+                    continue
+                if not ours and not task.done():
+                    # Silent longer than the lease (e.g. the database was away): another
+                    # server owns the run now. Stop without touching its state.
+                    logger.warning("evaluation run %s was taken over by another server", run_id)
+                    self._lost.add(run_id)
+                    task.cancel()
+            try:
+                await asyncio.to_thread(self._resume_orphans)
+            except AssayError as exc:
+                logger.warning("looking for orphaned evaluation runs failed: %s", exc)
 
     async def _execute(self, run_id: str) -> None:
         store = self.ctx.store
@@ -270,6 +304,11 @@ class RunExecutor:
                 judges=JudgeRunOptions(model=svc.get("judgeModel"), store=store),
             )
         except asyncio.CancelledError:
+            if run_id in self._lost:
+                self._lost.discard(run_id)
+                if recorder is not None:
+                    await asyncio.to_thread(recorder.close)
+                raise
             # Shutting down: keep what finished, hand the rest to the next server.
             await asyncio.to_thread(_interrupt, store, run_id, recorder)
             raise

@@ -30,13 +30,17 @@ def create_app(
     auth: bool = True,
     agent: Agent | None = None,
     max_body_bytes: int = 4_000_000,
+    run_lease_s: float = 120.0,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
     `auth=False` accepts requests without a key (callers must only allow that on a
-    loopback address; `assay serve` does).
+    loopback address; `assay serve` does). A run whose server has not sent a heartbeat
+    for `run_lease_s` seconds is taken over and resumed by this one.
     """
-    ctx = ServiceContext(store=store, agent=agent, max_body_bytes=max_body_bytes)
+    ctx = ServiceContext(
+        store=store, agent=agent, max_body_bytes=max_body_bytes, run_lease_s=run_lease_s
+    )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 
     @contextlib.asynccontextmanager

@@ -24,6 +24,8 @@ class ServiceContext:
     agent: Agent | None = None
     decorators: list[Decorator] = field(default_factory=list)
     max_body_bytes: int = 4_000_000
+    # A run whose heartbeat is older than this is taken over by any server over the store.
+    run_lease_s: float = 120.0
 
 
 def get_ctx(request: Request) -> ServiceContext:

@@ -83,7 +83,8 @@ def attach(ctx: ServiceContext) -> RunsState:
     """Create the runs side of `ctx` (once per app; `runs_api.install` calls it)."""
     results = EvaluationResults(ctx.store.engine, ctx.store.url)
     aggregator = Aggregator(results, ctx.store.get_run)
-    state = RunsState(RunExecutor(ctx, results, aggregator.touched), results, aggregator)
+    executor = RunExecutor(ctx, results, aggregator.touched, lease_s=ctx.run_lease_s)
+    state = RunsState(executor, results, aggregator)
     key = id(ctx)
     _STATES[key] = state
     weakref.finalize(ctx, _STATES.pop, key, None)

@@ -220,11 +220,20 @@ class EvaluationResults(Repository):
         return changed.rowcount == 1
 
     @database_errors
-    def heartbeat(self, run_id: str) -> None:
-        """Mark a running run as alive (its update time)."""
+    def heartbeat(self, run_id: str, instance: str) -> bool:
+        """Mark a running run as alive (its update time) if executor `instance` owns it.
+
+        False when the run is no longer this owner's: another server took it over (or
+        it was deleted or finished), so the caller must stop executing it.
+        """
         with self._writer.begin() as conn:
-            conn.execute(
-                update(runs)
-                .where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING.value)
-                .values(updated_at=utcnow())
-            )
+            row = conn.execute(
+                select(runs.c.config).where(
+                    runs.c.id == run_id, runs.c.status == RunStatus.RUNNING.value
+                )
+            ).first()
+            owner = (row.config.get(SERVICE_KEY) or {}).get("owner") or {} if row else {}
+            if owner.get("instance") != instance:
+                return False
+            conn.execute(update(runs).where(runs.c.id == run_id).values(updated_at=utcnow()))
+        return True
