@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, warn
 
 if TYPE_CHECKING:
     from assay.model.core import EvalSet
@@ -139,6 +139,8 @@ class EvalConfig(BaseModel):
     )
     user_simulator_config: dict[str, Any] | None = None
     custom_metrics: dict[str, CustomMetricConfig] | None = None
+    #: ADK's Live (bidirectional streaming) settings: accepted, kept, not used by assay
+    live_model_config: dict[str, Any] | None = None
     source: str | None = Field(default=None, exclude=True)
 
     def dump(self) -> dict[str, Any]:
@@ -176,7 +178,31 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
             "custom_metrics?}"
         ) from None
     cfg.source = source
+    _warn_unused(cfg, where)
     return cfg
+
+
+# The `user_simulator_config` keys assay's simulated user reads (snake or camel case).
+_SIMULATOR_KEYS_USED = frozenset({"type", "model", "max_allowed_invocations"})
+
+
+def _warn_unused(cfg: EvalConfig, where: str) -> None:
+    """One warning per part of an ADK config that assay accepts but does not act on."""
+    if cfg.live_model_config is not None:
+        warn(
+            f"{where}: live_model_config is accepted and kept, but assay runs agents without"
+            " ADK's Live (streaming) API, so it has no effect"
+        )
+    unused = sorted(
+        key
+        for key in (cfg.user_simulator_config or {})
+        if to_snake(key) not in _SIMULATOR_KEYS_USED
+    )
+    if unused:
+        warn(
+            f"{where}: user_simulator_config {', '.join(unused)} accepted but not used by"
+            " assay's simulated user (it reads type, model, max_allowed_invocations)"
+        )
 
 
 def _json_type(value: Any) -> str:

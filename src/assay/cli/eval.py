@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic.alias_generators import to_snake
 from rich.console import Console
 from rich.text import Text
 
@@ -252,7 +253,9 @@ def _simulator_options(
     cfg: EvalConfig | None,
 ) -> SimulatorOptions | None:
     """The simulated user from the flags, else from the config's `user_simulator_config`."""
-    from_config = (cfg.user_simulator_config if cfg is not None else None) or {}
+    raw = (cfg.user_simulator_config if cfg is not None else None) or {}
+    # ADK configs spell keys in either case (`maxAllowedInvocations`).
+    from_config = {to_snake(k): v for k, v in raw.items()}
     model = user_model or from_config.get("model")
     if model is None and persona_file is None and stop_signal is None and max_turns is None:
         return None

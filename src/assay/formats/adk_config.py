@@ -73,6 +73,8 @@ def dump_config(cfg: EvalConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"criteria": {name: _criterion(v) for name, v in cfg.criteria.items()}}
     if cfg.user_simulator_config is not None:
         out["user_simulator_config"] = _snake_all(cfg.user_simulator_config)
+    if cfg.live_model_config is not None:
+        out["live_model_config"] = _snake_all(cfg.live_model_config)
     if cfg.custom_metrics is not None:
         out["custom_metrics"] = {
             name: _snake_all(metric.model_dump(exclude_none=True))
