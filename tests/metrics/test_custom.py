@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import sys
 from collections.abc import Iterator
@@ -355,3 +356,68 @@ def test_adk_signature_without_google_adk_is_a_config_error(
 
     with pytest.raises(ConfigError, match=r"need google-adk: pip install 'assay\[adk\]'"):
         custom_metric_factories(parse_config({}), [CustomMetric("adk_style", adk_style)])
+
+
+def test_custom_metric_code_beside_the_config_is_found_without_pythonpath(
+    tmp_path: Path,
+) -> None:
+    # ADK puts the eval file's folder on sys.path; so does assay (no PYTHONPATH needed).
+    from assay.config import load_config
+    from assay.engine import build_metrics
+
+    folder = tmp_path / "evals"
+    folder.mkdir()
+    (folder / "beside_metrics_pkg_x1.py").write_text(
+        "def words(row):\n    return {'words': float(len(row['response'].split()))}\n"
+    )
+    config = folder / "test_config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "criteria": {"words": 1.0},
+                "custom_metrics": {
+                    "words": {"code_config": {"name": "beside_metrics_pkg_x1.words"}}
+                },
+            }
+        )
+    )
+    metrics = build_metrics(load_config(config))
+    assert metrics[0].name == "words"
+
+
+def test_declared_but_unused_custom_metric_code_is_never_imported(tmp_path: Path) -> None:
+    # A config can be read, converted and used for its other criteria away from its repo.
+    from assay.config import load_config
+    from assay.engine import build_metrics
+
+    config = tmp_path / "test_config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "criteria": {"response_match_score": 0.5},
+                "custom_metrics": {"gone": {"code_config": {"name": "no_such_pkg_q.mod.fn"}}},
+            }
+        )
+    )
+    names = [m.name for m in build_metrics(load_config(config))]
+    assert names[0] == "response_match_score" and "gone" not in names
+
+
+def test_unimportable_custom_metric_names_path_and_folders_tried(tmp_path: Path) -> None:
+    from assay.config import load_config
+    from assay.engine import build_metrics
+
+    config = tmp_path / "test_config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "criteria": {"gone": 0.5},
+                "custom_metrics": {"gone": {"code_config": {"name": "no_such_pkg_q.mod.fn"}}},
+            }
+        )
+    )
+    with pytest.raises(ConfigError) as info:
+        build_metrics(load_config(config))
+    message = str(info.value)
+    assert "custom_metrics.gone.code_config.name 'no_such_pkg_q.mod.fn'" in message
+    assert str(tmp_path.resolve()) in message

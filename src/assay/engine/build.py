@@ -14,12 +14,13 @@ from assay.metrics.registry import build_metric
 
 
 def _custom_factories(
-    config: EvalConfig | None, custom: Sequence[Any]
+    config: EvalConfig | None, custom: Sequence[Any], wanted: Sequence[str]
 ) -> dict[str, Callable[[], Metric]]:
-    # Imported lazily: custom metrics import user code only when asked for.
+    # Imported lazily: custom metrics import user code only when asked for, and only
+    # the ones this evaluation computes (as ADK resolves them when the metric runs).
     module = importlib.import_module("assay.metrics.custom")
     factories: dict[str, Callable[[], Metric]] = module.custom_metric_factories(
-        config or EvalConfig(criteria={}), list(custom)
+        config or EvalConfig(criteria={}), list(custom), wanted=wanted
     )
     return factories
 
@@ -48,7 +49,9 @@ def build_metrics(
     else:
         wanted = {n: criteria_source.get(n) for n in names}
     factories = (
-        _custom_factories(config, custom) if (custom or (config and config.custom_metrics)) else {}
+        _custom_factories(config, custom, list(wanted))
+        if (custom or (config and config.custom_metrics))
+        else {}
     )
     # Criteria that define a custom LLM judge ({"custom_judge": {...}}) become metrics too.
     judge_module = importlib.import_module("assay.metrics.judged.custom_judge")

@@ -33,9 +33,11 @@ import asyncio
 import importlib
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
+from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
 
 from assay.config import EvalConfig
@@ -113,18 +115,36 @@ def invocation_row(
 # -- resolving and classifying functions ------------------------------------------------
 
 
-def resolve_function(path: str, *, metric: str, where: str = "config") -> Callable[..., Any]:
-    """Import `package.module.function`; a clear ConfigError when that is impossible."""
+def _search_folders(config: EvalConfig) -> list[str]:
+    """Where ADK would find the code: the config's folder (beside the eval set), then cwd."""
+    folders = []
+    if config.source:
+        folders.append(str(Path(config.source).resolve().parent))
+    folders.append(str(Path.cwd()))
+    return list(dict.fromkeys(folders))
+
+
+def resolve_function(
+    path: str, *, metric: str, where: str = "config", folders: Sequence[str] = ()
+) -> Callable[..., Any]:
+    """Import `package.module.function`; a clear ConfigError when that is impossible.
+
+    `folders` are tried on `sys.path` (before it) while importing, as ADK puts the eval
+    file's folder there; the error names the dotted path and every folder tried.
+    """
     at = f"{where}: custom_metrics.{metric}.code_config.name {path!r}"
     module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(f"{at}: expected a dotted path 'package.module.function'")
+    added = [f for f in folders if f not in sys.path]
+    sys.path[:0] = added
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
+        tried = ", ".join(folders) if folders else "sys.path"
         raise ConfigError(
-            f"{at}: cannot import module {module_name!r} ({exc}); make it importable,"
-            " e.g. run from its parent folder or add that folder to PYTHONPATH"
+            f"{at}: cannot import module {module_name!r} ({exc}); looked in {tried} and"
+            " on sys.path: put it beside the config or add its folder to PYTHONPATH"
         ) from None
     except Exception as exc:  # importing user code can raise anything; report it whole
         raise ConfigError(
@@ -466,7 +486,10 @@ def _factory(
 
 
 def custom_metric_factories(
-    config: EvalConfig, extra: Sequence[CustomMetric] = ()
+    config: EvalConfig,
+    extra: Sequence[CustomMetric] = (),
+    *,
+    wanted: Collection[str] | None = None,
 ) -> dict[str, Callable[[], Metric]]:
     """name -> factory for the config's `custom_metrics` and the given CustomMetric objects.
 
@@ -484,10 +507,13 @@ def custom_metric_factories(
         if name in factories:
             raise ConfigError(f"{origin}: custom metric {name!r} is declared twice")
 
+    folders = _search_folders(config)
     for name, spec in (config.custom_metrics or {}).items():
         claim(name, where)
+        if wanted is not None and name not in wanted:
+            continue  # declared but not computed: its code is never imported
         path = spec.code_config.name
-        function = resolve_function(path, metric=name, where=where)
+        function = resolve_function(path, metric=name, where=where, folders=folders)
         adk_metric = None
         if function_style(function, metric=name) == "adk":
             adk_metric = make_adk_eval_metric(name, config.criteria.get(name), path)
