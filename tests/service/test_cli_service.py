@@ -102,7 +102,7 @@ def _serving(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"assay serve exited: {proc.communicate()[1]}")
@@ -111,7 +111,7 @@ def _serving(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline:
-                    pytest.fail("assay serve did not start within 30 s")
+                    pytest.fail("assay serve did not start within 90 s")
                 time.sleep(0.1)
         yield base, proc
     finally:
