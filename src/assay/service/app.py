@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 
 from assay.agents.base import Agent
 from assay.service import mcp_server, runs_api, wire
@@ -57,6 +60,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.ctx = ctx
+    app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     install_handlers(app)
     app.include_router(collection_router)
     # Run routes go before the generic /v1/{name} routes, which would shadow them.
@@ -72,3 +76,26 @@ def create_app(
         # Added last, so it runs first: unauthenticated requests are not read at all.
         app.add_middleware(ApiKeyMiddleware, store=store)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, minus the 422 it lists on every operation with parameters.
+
+    The service never answers 422: request-validation errors are answered 400
+    INVALID_ARGUMENT in the status shape (see `errors.install_handlers`), which every
+    route declares.
+    """
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                operation.get("responses", {}).pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema

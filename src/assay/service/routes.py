@@ -49,6 +49,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "INVALID_ARGUMENT or FAILED_PRECONDITION"},
     401: {"model": ErrorBody, "description": "UNAUTHENTICATED: missing or invalid API key"},
     404: {"model": ErrorBody, "description": "NOT_FOUND"},
+    # A path segment holding an encoded slash (%2F) decodes to another path, which may
+    # be served for other methods only.
+    405: {
+        "model": ErrorBody,
+        "description": "UNIMPLEMENTED: the method is not served on the path the URL decodes "
+        "to; the Allow header names the methods that are",
+    },
     409: {"model": ErrorBody, "description": "ALREADY_EXISTS or ABORTED (stale etag)"},
     413: {"model": ErrorBody, "description": "RESOURCE_EXHAUSTED: request body too large"},
 }

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Query
 
 from assay.service import _results, runs
 from assay.service.context import ServiceContext, get_ctx
+from assay.service.routes import ERRORS
 from assay.store import Resource
 
 Ctx = Annotated[ServiceContext, Depends(get_ctx)]
@@ -32,7 +33,7 @@ PageToken = Annotated[
 RECENT_RUNS = 10
 """How many run names an evaluation's `evaluationRuns` lists (newest first)."""
 
-router = APIRouter(prefix="/v1", tags=["evaluationRuns"])
+router = APIRouter(prefix="/v1", tags=["evaluationRuns"], responses=ERRORS)
 
 
 @router.post(
