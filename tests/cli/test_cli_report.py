@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +17,12 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "home_automation" / "home.evalset.json"
 AGENT = "examples.home_automation.agent:root_agent"
+
+
+def _data(text: str) -> dict[str, Any]:
+    raw = re.search(r'<script type="application/json" id="assay-data">(.*?)</script>', text, re.S)
+    assert raw is not None
+    return json.loads(raw.group(1))  # type: ignore[no-any-return]
 
 
 def _eval(store: str, agent: str = AGENT, *extra: str) -> str:
@@ -143,3 +151,23 @@ def test_case_selection_name_and_gates(store: str) -> None:
         result = runner.invoke(app, [*args, *bad])
         assert result.exit_code == 2, result.output
         assert message in result.output and "Traceback" not in result.output
+
+
+def test_report_command_writes_a_stored_runs_report(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    example = EXAMPLE
+    evaluated = runner.invoke(app, ["eval", str(example), "--agent",
+                                    "examples.home_automation.agent:root_agent", "--store", store,
+                                    "--html", str(tmp_path / "eval.html")])  # fmt: skip
+    assert evaluated.exit_code == 1, evaluated.output
+    from_eval = _data((tmp_path / "eval.html").read_text(encoding="utf-8"))
+    assert from_eval["header"]["agent"] == "examples.home_automation.agent:root_agent"
+    assert from_eval["analysis"]["failed"] == 4
+    result = runner.invoke(app, ["report", "latest", "--html", str(tmp_path / "r.html"),
+                                 "--store", store])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    stored = _data((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert stored["header"]["status"] == "COMPLETED" and stored["header"]["run_id"]
+    assert stored["analysis"]["by_cause"] == from_eval["analysis"]["by_cause"]
+    bad = runner.invoke(app, ["report", "latest", "--store", store])
+    assert bad.exit_code == 2 and "--html" in bad.output

@@ -60,6 +60,10 @@ MinMeanOption = Annotated[
         "--min-mean", help="Gate: METRIC=MIN, the metric's mean must reach MIN (repeatable)."
     ),
 ]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write the self-contained HTML report (one file, no network)."),
+]
 FromOption = Annotated[
     str | None, typer.Option("--from", help="Input format (detected when not given).")
 ]

@@ -23,6 +23,7 @@ from assay.cli.common import (
     EXIT_INTERRUPTED,
     CaseOption,
     FromOption,
+    HtmlOption,
     LimitOption,
     MapOption,
     MinMeanOption,
@@ -126,6 +127,7 @@ def eval_command(
     out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None,
+    html: HtmlOption = None,
     store: StoreOption = None,
     no_store: Annotated[
         bool,
@@ -208,6 +210,7 @@ def eval_command(
             name=name,
             min_pass_rate=min_pass_rate,
             min_means=parse_min_means(min_mean),
+            html=html,
         )
         code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
@@ -234,6 +237,7 @@ class _Request:
     name: str | None = None
     min_pass_rate: float | None = None
     min_means: dict[str, float] = field(default_factory=dict)
+    html: Path | None = None
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -412,7 +416,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         if db is not None:
             db.close()
     result.run_id = resumed.run_id if resumed is not None else None
-    _report(req, result, evalsets, out=out, junit=junit, csv_path=csv_path)
+    _report(req, result, evalsets, config_doc, out=out, junit=junit, csv_path=csv_path)
     if req.adk_history and not interrupted:
         _write_adk_history(req.agent, agent_obj, result, err)
     if interrupted:
@@ -454,10 +458,27 @@ def _write_adk_history(spec: str | None, agent: Any, result: Any, err: Console) 
         err.print(Text(f"wrote ADK eval history {path}", style="dim"))
 
 
+def _write_html(
+    req: _Request, result: Any, evalsets: Sequence[EvalSet], config_doc: dict[str, Any]
+) -> Path:
+    from assay.report.html import git_commit, write_html
+    from assay.report.html.data import RunFacts
+
+    facts = RunFacts(
+        name=req.name,
+        eval_set_ids=[e.id for e in evalsets],
+        agent=req.agent,
+        config=config_doc,
+        runs=req.options.runs or 1,
+    )
+    return write_html(result, req.html or Path("report.html"), run=facts, commit=git_commit())
+
+
 def _report(
     req: _Request,
     result: Any,
     evalsets: Sequence[EvalSet],
+    config_doc: dict[str, Any],
     *,
     out: Path | None,
     junit: Path | None,
@@ -483,6 +504,8 @@ def _report(
         eval_set_ids=[e.id for e in evalsets],
         eval_set_files={e.id: str(f) for e, f in zip(evalsets, req.data, strict=True)},
     )
+    if req.html is not None:
+        written.append(_write_html(req, result, evalsets, config_doc))
     for path in written:
         err.print(Text(f"wrote {path}", style="dim"))
     if result.run_id is not None and not req.quiet:

@@ -12,7 +12,14 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.common import StoreOption, stdout_console, user_errors
+from assay.cli.common import (
+    HtmlOption,
+    RunArgument,
+    StoreOption,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 
 
 def compare_command(
@@ -60,3 +67,25 @@ def compare_command(
             render_comparison(comparison, console)
     regressed = any(c.has_regression for c in comparisons)
     raise typer.Exit(1 if fail_on_regression and regressed else 0)
+
+
+def report_command(
+    run: RunArgument,
+    html: HtmlOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Write a stored run's reports: `--html report.html` (self-contained, no network)."""
+    with user_errors():
+        from assay.errors import ConfigError
+        from assay.report.html import write_html
+        from assay.store.reading import load_run, open_existing
+
+        if html is None:
+            raise ConfigError("assay report: say which report to write, e.g. --html report.html")
+        db = open_existing(store)
+        try:
+            info, result = load_run(db, run)
+        finally:
+            db.close()
+        path = write_html(result, html, run=info)
+    stderr_console().print(f"wrote {path} (run {info.id})", style="dim", highlight=False)

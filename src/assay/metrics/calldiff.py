@@ -199,3 +199,56 @@ def expected_calls(turn: Turn) -> list[ToolCall]:
     if turn.expectations:
         return [e.tool_call for e in turn.expectations if e.tool_call is not None]
     return turn.tool_calls()
+
+
+def align_calls(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """Expected and actual calls side by side, for reports: one row per pair or leftover.
+
+    Each row has `expected` and `actual` (`{name, args}` or None) and `mark`: `match`,
+    `args` (same tool, `wrong_args` names the differing arguments), `tool` (another tool
+    at that place), `missing` or `extra`; `out_of_order` is true for a paired call the
+    agent made before one that should have come first. Rows follow the expected order,
+    extra calls after the call they followed.
+    """
+    matched, same_tool = pair_calls(expected, actual)
+    pairs = {**matched, **same_tool}
+    used = set(pairs.values())
+    left_expected = [i for i in range(len(expected)) if i not in pairs]
+    left_actual = [j for j in range(len(actual)) if j not in used]
+    wrong_tool = dict(zip(left_expected, left_actual, strict=False))
+    pairs.update(wrong_tool)
+    rows: list[tuple[float, dict[str, Any]]] = []
+    highest = -1
+    for i in range(len(expected)):
+        j = pairs.get(i)
+        want = expected[i].model_dump(include={"name", "args"})
+        if j is None:
+            rows.append((i, {"expected": want, "actual": None, "mark": "missing"}))
+            continue
+        got = actual[j].model_dump(include={"name", "args"})
+        if i in matched:
+            mark, wrong = "match", []
+        elif i in same_tool:
+            mark = "args"
+            wrong = [d.argument for d in _argument_differences(expected[i], actual[j])]
+        else:
+            mark, wrong = "tool", []
+        late = mark != "tool" and j < highest
+        if mark != "tool":
+            highest = max(highest, j)
+        row = {"expected": want, "actual": got, "mark": mark, "wrong_args": wrong,
+               "out_of_order": late}  # fmt: skip
+        rows.append((i, row))
+    position = {j: i for i, j in pairs.items()}
+    for j in range(len(actual)):
+        if j in used or j in wrong_tool.values():
+            continue
+        # An extra call goes after the expected call whose actual call came before it.
+        before = [position[k] for k in position if k < j]
+        rows.append(
+            (max(before, default=-1) + 0.5,
+             {"expected": None, "actual": actual[j].model_dump(include={"name", "args"}),
+              "mark": "extra"})
+        )  # fmt: skip
+    rows.sort(key=lambda r: r[0])
+    return [r for _, r in rows]

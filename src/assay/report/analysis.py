@@ -128,6 +128,7 @@ class FailureAnalysis:
     """Every failed case run's findings, counted per cause and per tool."""
 
     cases: list[CaseAnalysis] = field(default_factory=list)
+    _index: dict[str, CaseAnalysis] | None = field(default=None, repr=False, compare=False)
 
     def by_cause(self) -> dict[Cause, list[CaseAnalysis]]:
         """The case runs with each cause (a case with two causes is in both), in cause order."""
@@ -170,8 +171,10 @@ class FailureAnalysis:
         return ", ".join(parts)
 
     def for_case(self, case: CaseResult) -> CaseAnalysis | None:
-        key = case_run_key(case.eval_set_id, case.case_id, case.run_index)
-        return next((c for c in self.cases if c.key == key), None)
+        """The findings of this case run (a dict lookup: reports ask for every case)."""
+        if self._index is None or len(self._index) != len(self.cases):
+            self._index = {c.key: c for c in self.cases}
+        return self._index.get(case_run_key(case.eval_set_id, case.case_id, case.run_index))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -238,17 +238,21 @@ def _change(base: CaseSide, other: CaseSide, deltas: dict[str, float]) -> Change
 
 
 def paired_interval(
-    differences: Sequence[float], *, seed: int = 0, resamples: int = RESAMPLES
+    differences: Sequence[float],
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    max_bootstrap: int = BOOTSTRAP_MAX_CASES,
 ) -> tuple[float, float] | None:
     """95% interval of the mean of paired differences: percentile bootstrap over cases.
 
-    Past BOOTSTRAP_MAX_CASES differences the normal approximation is used instead.
+    Past `max_bootstrap` differences the normal approximation is used instead.
     """
     n = len(differences)
     if n == 0:
         return None
     mean = math.fsum(differences) / n
-    if n > BOOTSTRAP_MAX_CASES:
+    if n > max_bootstrap:
         var = math.fsum((d - mean) ** 2 for d in differences) / (n - 1)
         half = 1.96 * math.sqrt(var / n)
         return mean - half, mean + half

@@ -1,0 +1,259 @@
+"""The HTML report's data: one JSON document the page's script renders lazily.
+
+The page draws only what is on screen (the visible rows of the case table, the open
+case), so a 10,000-case run stays responsive: Python builds plain data here, the
+browser builds the DOM on demand.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from assay import __version__
+from assay.metrics.calldiff import align_calls, expected_calls
+from assay.model.core import Turn
+from assay.model.results import CaseResult, EvalResult, MetricResult, Score, Status
+from assay.report.analysis import FailureAnalysis, analyze, case_run_key
+from assay.report.compare import paired_interval as mean_interval
+
+HISTOGRAM_BINS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the header shows of a run that is not (yet) read back from the store; a
+    stored run's `RunInfo` has the same attributes."""
+
+    name: str | None = None
+    status: str | None = None
+    eval_set_ids: list[str] = field(default_factory=list)
+    agent: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    runs: int = 1
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The working directory's git commit (with `-dirty` for local changes), if any."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True,
+            text=True, timeout=5, check=False,
+        )  # fmt: skip
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _histogram(values: Sequence[float], low: float, high: float) -> list[int]:
+    bins = [0] * HISTOGRAM_BINS
+    span = (high - low) or 1.0
+    for v in values:
+        index = int((v - low) / span * HISTOGRAM_BINS)
+        bins[min(max(index, 0), HISTOGRAM_BINS - 1)] += 1
+    return bins
+
+
+def _metric_summary(name: str, result: EvalResult) -> dict[str, Any]:
+    results = [c.metrics[name] for c in result.cases if name in c.metrics]
+    scores = [s for m in results if (s := _finite(m.score)) is not None]
+    thresholds = {m.threshold for m in results}
+    informational = all(m.status is None for m in results)
+    mean = math.fsum(scores) / len(scores) if scores else None
+    ci = result.summary.get(f"{name}/ci95")
+    if not ci and len(scores) > 1:
+        # Over the cases; big runs use the normal approximation (resampling is slow).
+        ci = mean_interval(scores, max_bootstrap=500)
+    low = min(0.0, *scores) if scores else 0.0
+    high = max(1.0, *scores) if scores else 1.0
+    passed = sum(m.status is Status.PASSED for m in results)
+    failed = sum(m.status is Status.FAILED for m in results)
+    judged = passed + failed
+    return {
+        "name": name,
+        "threshold": thresholds.pop() if len(thresholds) == 1 else None,
+        "informational": informational,
+        "mean": mean,
+        "ci95": list(ci) if ci else None,
+        "passed": passed,
+        "failed": failed,
+        "not_evaluated": sum(m.status is Status.NOT_EVALUATED for m in results),
+        "pass_rate": passed / judged if judged else None,
+        "histogram": _histogram(scores, low, high),
+        "range": [low, high],
+    }
+
+
+def _score_doc(score: Score) -> dict[str, Any]:
+    doc: dict[str, Any] = {"value": _finite(score.value)}
+    if score.explanation:
+        doc["explanation"] = score.explanation
+    if score.details:
+        doc["details"] = score.details
+    return doc
+
+
+def _metric_doc(metric: MetricResult) -> dict[str, Any]:
+    return {
+        "score": _finite(metric.score),
+        "threshold": metric.threshold,
+        "status": metric.status.value if metric.status is not None else None,
+        "explanation": metric.explanation,
+        "details": metric.details or None,
+    }
+
+
+def _turn_doc(turn: Turn | None) -> dict[str, Any] | None:
+    if turn is None:
+        return None
+    steps = []
+    for step in turn.steps:
+        kind = step.kind
+        value = getattr(step, kind)
+        steps.append(
+            {
+                "kind": kind,
+                "value": value
+                if isinstance(value, dict)
+                else (
+                    value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value
+                ),
+            }
+        )
+    return {
+        "user": turn.user_input.text,
+        "response": turn.final_response,
+        "steps": steps,
+        "latency": turn.latency_s,
+        "error": turn.error,
+    }
+
+
+def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
+    invocations = []
+    for inv in case.invocations:
+        actual_calls = inv.actual.tool_calls() if inv.actual is not None else []
+        wanted = expected_calls(inv.expected) if inv.expected is not None else []
+        invocations.append(
+            {
+                "id": inv.invocation_id,
+                "actual": _turn_doc(inv.actual),
+                "expected": _turn_doc(inv.expected),
+                "calls": align_calls(wanted, actual_calls) if inv.expected is not None else None,
+                "scores": {k: _score_doc(s) for k, s in inv.scores.items()},
+            }
+        )
+    found = analysis.for_case(case)
+    return {
+        "metrics": {name: _metric_doc(m) for name, m in case.metrics.items()},
+        "invocations": invocations,
+        "error": case.error,
+        "error_type": str(case.error_type) if case.error_type else None,
+        "findings": [f.to_dict() for f in found.findings] if found else [],
+    }
+
+
+def _case_row(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
+    found = analysis.for_case(case)
+    return {
+        "key": case_run_key(case.eval_set_id, case.case_id, case.run_index),
+        "set": case.eval_set_id or "",
+        "id": case.case_id,
+        "run": case.run_index + 1,
+        "status": case.status.value,
+        "latency": _finite(case.latency_s),
+        "scores": {n: _finite(m.score) for n, m in case.metrics.items()},
+        "failed": [n for n, m in case.metrics.items() if m.status is Status.FAILED],
+        "reason": found.reason() if found else None,
+        "causes": [c.value for c in found.causes] if found else [],
+        "tools": sorted({f.tool for f in found.findings if f.tool}) if found else [],
+    }
+
+
+def _judge_models(config: Mapping[str, Any]) -> list[str]:
+    models: list[str] = []
+    for criterion in (config.get("criteria") or {}).values():
+        if isinstance(criterion, Mapping):
+            judge = criterion.get("judge_model_options") or criterion.get("judge_model")
+            model = judge.get("judge_model") if isinstance(judge, Mapping) else judge
+            if isinstance(model, str) and model not in models:
+                models.append(model)
+    return models
+
+
+def _when(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return str(value) if value else None
+
+
+def report_data(
+    result: EvalResult,
+    *,
+    run: Any = None,
+    commit: str | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """The report's document. `run` is the stored run (`RunInfo`) when there is one."""
+    from assay.report.console import metric_order, pass_at_k, run_count
+
+    analysis = analyze(result.cases)
+    metrics = metric_order(result)
+    config: Mapping[str, Any] = getattr(run, "config", None) or {}
+    latencies = [v for c in result.cases if (v := _finite(c.latency_s)) is not None]
+    repeated = pass_at_k(result)
+    counts = {s.value: sum(c.status is s for c in result.cases) for s in Status}
+    header = {
+        "title": title or (getattr(run, "name", None) or "assay report"),
+        "run_id": result.run_id,
+        "name": getattr(run, "name", None),
+        "status": getattr(run, "status", None),
+        "eval_sets": list(
+            getattr(run, "eval_set_ids", None)
+            or dict.fromkeys(c.eval_set_id or "" for c in result.cases)
+        ),
+        "agent": getattr(run, "agent", None),
+        "criteria": config.get("criteria") or {},
+        "judges": _judge_models(config),
+        "runs_per_case": run_count(result),
+        "started": _when(getattr(run, "created_at", None)),
+        "finished": _when(getattr(run, "finished_at", None)),
+        "version": __version__,
+        "commit": commit,
+        "counts": counts,
+        "pass_at_k": list(repeated) if repeated else None,
+    }
+    return {
+        "header": header,
+        "metrics": [_metric_summary(name, result) for name in metrics],
+        "latency": {
+            "histogram": _histogram(latencies, 0.0, max(latencies, default=1.0)),
+            "max": max(latencies, default=None),
+            "mean": math.fsum(latencies) / len(latencies) if latencies else None,
+        },
+        "analysis": analysis.to_dict(),
+        "cases": [_case_row(c, analysis) for c in result.cases],
+        "details": {
+            case_run_key(c.eval_set_id, c.case_id, c.run_index): _case_detail(c, analysis)
+            for c in result.cases
+        },
+    }
