@@ -192,9 +192,10 @@ def evaluate(
       replies are cached in `store` (in memory without one), `use_cache=False` calls
       the judge anyway. The summary gets `judge/calls`, `judge/cache_hits`, ....
 
-    Works inside a running event loop (Jupyter) too.
+    Works inside a running event loop (Jupyter) too, where the result shows itself as
+    a table (`_repr_html_`).
     """
-    return run_sync(
+    result = run_sync(
         aevaluate(
             dataset,
             metrics,
@@ -217,10 +218,18 @@ def evaluate(
             personas=personas,
         )
     )
+    return EvalTaskResult.from_result(result)
 
 
 class EvalTaskResult(EvalResult):
-    """An `EvalResult` with Vertex's `summary_metrics` and `metrics_table` names."""
+    """An `EvalResult` with Vertex's `summary_metrics` and `metrics_table` names, which
+    renders itself in Jupyter (summary, metric means and intervals, the case table with
+    each failed case's reason)."""
+
+    def _repr_html_(self) -> str:
+        from assay.report.notebook import notebook_html
+
+        return notebook_html(self)
 
     @property
     def summary_metrics(self) -> dict[str, Any]:

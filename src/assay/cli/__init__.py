@@ -28,7 +28,7 @@ from assay.cli.common import (
 from assay.cli.convert import convert_command
 from assay.cli.eval import eval_command
 from assay.cli.judge import judge_app
-from assay.cli.report import compare_command, report_command
+from assay.cli.report import compare_command, report_command, view_command
 from assay.cli.runs import runs_app
 from assay.cli.serve import keys_app, serve_command
 
@@ -65,6 +65,7 @@ app.command("convert")(convert_command)
 app.add_typer(runs_app, name="runs")
 app.command("compare")(compare_command)
 app.command("report")(report_command)
+app.command("view")(view_command)
 app.command("metrics")(metrics_command)
 app.command("formats")(formats_command)
 app.add_typer(judge_app, name="judge")

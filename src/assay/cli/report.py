@@ -89,3 +89,45 @@ def report_command(
             db.close()
         path = write_html(result, html, run=info)
     stderr_console().print(f"wrote {path} (run {info.id})", style="dim", highlight=False)
+
+
+def view_command(
+    store: StoreOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    no_open: Annotated[bool, typer.Option("--no-open", help="Do not open a browser.")] = False,
+) -> None:
+    """A local web app over the store: runs, run reports, cases, comparisons."""
+    with user_errors():
+        from assay.errors import ConfigError
+
+        try:
+            import uvicorn
+
+            from assay.view import create_view_app
+        except ImportError:
+            raise ConfigError(
+                "assay view needs the service extra: pip install -e '.[service]'"
+            ) from None
+        host_name = host.strip("[]").lower()
+        if not (host_name in ("localhost", "::1") or host_name.startswith("127.")):
+            raise ConfigError(
+                f"--host {host}: assay view has no authentication, so it only listens on "
+                "a loopback address; use `assay serve` (the same UI at /ui, behind API keys)"
+            )
+        from assay.store.reading import open_existing
+
+        db = open_existing(store)
+    url = f"http://{host}:{port}/"
+    stderr_console().print(
+        f"assay view on {url} (store {db.url}); Ctrl-C stops it", highlight=False
+    )
+    if not no_open:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    try:
+        uvicorn.run(create_view_app(db), host=host, port=port, log_level="warning")
+    finally:
+        db.close()

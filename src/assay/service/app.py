@@ -17,6 +17,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
 from assay.service.routes import collection_router, generic_router
 from assay.store import Store
+from assay.view import create_view_app
 
 DESCRIPTION = """\
 CES-compatible evaluation service: evaluations (golden or scenario), evaluation
@@ -71,6 +72,8 @@ def create_app(
     app.include_router(generic_router)
     # Google's own wire shapes (CES v1beta REST) over the same context.
     wire.install(app)
+    # The viewer's pages (`assay view`) at /ui, behind the same API-key middleware.
+    app.mount("/ui", create_view_app(store))
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     if auth:
         # Added last, so it runs first: unauthenticated requests are not read at all.

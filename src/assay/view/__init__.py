@@ -1,0 +1,23 @@
+"""`assay view`: the local web app over the store; `assay serve` mounts it at `/ui`.
+
+Needs the `service` extra (FastAPI, uvicorn). See `assay.view.app` for the pages.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from assay.store import Store
+
+
+def create_view_app(store: Store) -> FastAPI:
+    """The viewer's FastAPI app over `store`."""
+    from assay.view.app import create_view_app as create
+
+    return create(store)
+
+
+__all__ = ["create_view_app"]

@@ -1,0 +1,123 @@
+"""`assay view`: a local web app over the store (FastAPI, server-rendered pages).
+
+Routes (each page has its own URL, so every view can be linked to):
+
+- `/` — the runs (filters `eval_set`, `agent`, `status`, `since`), pass rate over time
+  per eval set, and a form to compare selected runs;
+- `/runs/{run}` — the run's HTML report (the same page `assay report --html` writes);
+  `/runs/{run}/cases/{key}` opens one case of it (`key` is `set/case#run`);
+- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first.
+
+`{run}` is an id, a unique prefix, `latest` or `latest~N`. Pages of a run still in
+progress reload themselves every few seconds. The app only reads the store.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import quote
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from assay.errors import AssayError, InputError
+from assay.report.compare import compare_many
+from assay.report.html import page as report_page
+from assay.report.html import report_data
+from assay.store import RunNotFoundError, Store
+from assay.store.reading import find_run, load_result
+from assay.view.pages import ICON, comparison_section, esc, layout, nav, runs_page
+
+#: seconds between reloads of a page that shows a run still in progress
+REFRESH_S = 3
+_UNFINISHED = {"RUNNING", "PENDING"}
+
+
+def _base(request: Request) -> str:
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _error(request: Request, status: int, message: str) -> HTMLResponse:
+    body = f'<h1>Not available</h1><p class="error-page" id="error">{esc(message)}</p>'
+    return HTMLResponse(layout("assay view", body, base=_base(request)), status_code=status)
+
+
+def create_view_app(store: Store) -> FastAPI:
+    """The viewer over `store` (which the caller opens and closes)."""
+    app = FastAPI(title="assay view", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(AssayError)
+    async def _assay_error(request: Request, exc: AssayError) -> Response:
+        status = 404 if isinstance(exc, RunNotFoundError) else 400
+        return _error(request, status, str(exc))
+
+    @app.get("/", response_class=HTMLResponse)
+    def runs(
+        request: Request,
+        eval_set: str = "",
+        agent: str = "",
+        status: str = "",
+        since: str = "",
+    ) -> HTMLResponse:
+        infos = store.list_runs(limit=500)
+        if since:
+            try:
+                day = datetime.fromisoformat(since).date()
+            except ValueError:
+                raise InputError(f"since={since!r}: expected a date YYYY-MM-DD") from None
+            infos = [i for i in infos if i.created_at.date() >= day]
+        if eval_set:
+            infos = [i for i in infos if any(eval_set in s for s in i.eval_set_ids)]
+        if agent:
+            infos = [i for i in infos if agent in (i.agent or "")]
+        if status:
+            infos = [i for i in infos if i.status == status.upper()]
+        filters = {"eval_set": eval_set, "agent": agent, "status": status, "since": since}
+        refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
+        body = runs_page(infos, filters, base=_base(request))
+        return HTMLResponse(layout("assay view · runs", body, base=_base(request), refresh=refresh))
+
+    @app.get("/runs/{ref}", response_class=HTMLResponse)
+    def run(request: Request, ref: str) -> HTMLResponse:
+        info = find_run(store, ref)
+        result = load_result(store, info)
+        data = report_data(result, run=info, title=info.name or f"run {info.id}")
+        head = ICON + (
+            f'<meta http-equiv="refresh" content="{REFRESH_S}">'
+            if info.status in _UNFINISHED
+            else ""
+        )
+        return HTMLResponse(
+            report_page(
+                str(data["header"]["title"]), data, extra_head=head, nav=nav(_base(request))
+            )
+        )
+
+    @app.get("/runs/{ref}/cases/{key:path}")
+    def case(request: Request, ref: str, key: str) -> RedirectResponse:
+        info = find_run(store, ref)
+        target = f"{_base(request)}/runs/{quote(info.id)}#case/{quote(key, safe='')}"
+        return RedirectResponse(target, status_code=307)
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(
+        request: Request,
+        runs: list[str] = Query(default=[]),
+        order: str = "",
+    ) -> HTMLResponse:
+        if len(runs) < 2:
+            raise InputError("select two or more runs to compare (the first is the base)")
+        infos = [find_run(store, r) for r in runs]
+        if order == "time":  # from the runs page's checkboxes: the oldest run is the base
+            infos.sort(key=lambda i: (i.created_at, i.id))
+        results = [load_result(store, i) for i in infos]
+        sections = [
+            comparison_section(c, results[0], other, base=_base(request))
+            for c, other in zip(compare_many(results), results[1:], strict=True)
+        ]
+        body = "<h1>Compare runs</h1>" + "".join(sections)
+        refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
+        return HTMLResponse(layout("assay view · compare", body, base=_base(request),
+                                   refresh=refresh))  # fmt: skip
+
+    return app
