@@ -74,3 +74,39 @@ def test_evaluate_takes_check_metrics_with_options(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.summary["json_schema/mean"] == 0.5
     assert result.summary["starts_with/mean"] == 0.5
+
+
+def _priced_rows(tmp_path: Path) -> Path:
+    """MLflow rows whose responses carry token usage (1M input, 0 output tokens)."""
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
+    row = {
+        "request": "Summarise the contract.",
+        "response": {"choices": [{"message": {"content": "It is short."}}], "usage": usage},
+    }
+    path = tmp_path / "priced.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return path
+
+
+def test_prices_flag_overrides_the_shipped_table(tmp_path: Path) -> None:
+    data = _priced_rows(tmp_path)
+    config = tmp_path / "cost.json"
+    config.write_text(
+        json.dumps({"criteria": {"max_cost": {"usd": 1.0, "model": "gpt-4o-mini"}}}), "utf-8"
+    )
+    shipped = runner.invoke(
+        app, ["eval", str(data), "--from", "mlflow", "--config", str(config), "--no-store"]
+    )
+    assert shipped.exit_code == 0, shipped.output  # $0.15 per million input tokens
+    prices = tmp_path / "prices.json"
+    table = {"models": {"gpt-4o-mini": {"input_per_million": 3, "output_per_million": 9}}}
+    prices.write_text(json.dumps(table), "utf-8")
+    args = ["eval", str(data), "--from", "mlflow", "--config", str(config), "--no-store"]
+    dearer = runner.invoke(app, [*args, "--prices", str(prices)])
+    assert dearer.exit_code == 1, dearer.output  # $3 > $1
+    assert "FAILED" in dearer.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", "utf-8")
+    bad = runner.invoke(app, [*args, "--prices", str(broken)])
+    assert bad.exit_code == 2
+    assert "--prices: prices file" in bad.output and "is not JSON" in bad.output

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from assay.errors import ConfigError
-from assay.metrics.checks import edit_distance, levenshtein_similarity
+from assay.metrics.checks import edit_distance, levenshtein_similarity, trimmed
 from assay.metrics.registry import build_metric
 from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Status
@@ -160,3 +162,24 @@ def test_bad_options_are_config_errors_naming_the_metric(
         build_metric(name, criterion)
     assert f"bad options for metric {name!r}" in str(err.value)
     assert fragment in str(err.value)
+
+
+def test_levenshtein_trims_common_ends_and_refuses_huge_texts() -> None:
+    long = "x" * 20_000
+    # Only the middle differs: fast, and the same distance as the full table.
+    result = _run("levenshtein", {"value": long + "ab" + long}, long + "b" + long)
+    assert result.per_invocation[0].details == {"distance": 1}
+    huge = _run("levenshtein", {"value": "a" * 6000}, "b" * 6000)
+    assert huge.score is None and huge.status == Status.NOT_EVALUATED
+    assert huge.explanation == (
+        "texts too long for levenshtein (6000 and 6000 characters); "
+        "use rouge_l or bleu for long texts"
+    )
+
+
+def test_trimming_never_changes_the_distance() -> None:
+    rng = random.Random(3)
+    for _ in range(500):
+        a = "".join(rng.choice("abc") for _ in range(rng.randint(0, 9)))
+        b = "".join(rng.choice("abc") for _ in range(rng.randint(0, 9)))
+        assert edit_distance(*trimmed(a, b)) == edit_distance(a, b), (a, b)

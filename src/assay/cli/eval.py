@@ -69,6 +69,10 @@ def eval_command(
         list[str] | None,
         typer.Option("--metric", "-m", help="NAME or NAME=THRESHOLD; replaces the criteria."),
     ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="Price table (JSON) for max_cost, over the shipped one."),
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option(
@@ -198,6 +202,7 @@ def eval_command(
             mapping=parse_mapping(map_),
             config=cfg,
             metric_flags=parse_metric_flags(metric) if metric else None,
+            prices_file=str(prices) if prices is not None else None,
             agent=agent,
             options=options,
             judges=judges,
@@ -238,6 +243,7 @@ class _Request:
     min_pass_rate: float | None = None
     min_means: dict[str, float] = field(default_factory=dict)
     html: Path | None = None
+    prices_file: str | None = None
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -288,6 +294,10 @@ def _metrics_for(req: _Request, evalsets: Sequence[EvalSet]) -> tuple[list[Metri
     if req.config is None and names is None:
         names = default_criteria(evalsets)
     metrics = build_metrics(req.config, names)
+    if req.prices_file is not None:
+        from assay.metrics.budgets import apply_run_prices
+
+        apply_run_prices(metrics, req.prices_file)
     document = req.config.dump() if req.config is not None else {"criteria": names or {}}
     return metrics, document
 
@@ -304,6 +314,7 @@ def _run_options_doc(req: _Request) -> dict[str, Any]:
         "max_turns": sim.max_turns if sim is not None else None,
         "persona_file": str(req.persona_file) if req.persona_file is not None else None,
         **({"selection": req.selection.describe()} if req.selection.active else {}),
+        **({"prices_file": req.prices_file} if req.prices_file is not None else {}),
     }
 
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assay.errors import ConfigError
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, Turn
@@ -229,13 +230,21 @@ class MaxCost(_Budget):
 
     def __init__(self, options: MetricOptions | None = None) -> None:
         super().__init__(options)
+        self.table = self._table({})
+
+    def _table(self, run_prices: Mapping[str, ModelPrice]) -> dict[str, ModelPrice]:
+        # Later layers win: shipped < the run's --prices < the criterion's file < inline.
         opts = self.options
         assert isinstance(opts, CostOptions)
-        table = dict(shipped_prices())
+        table = {**shipped_prices(), **run_prices}
         if opts.prices_file:
             table.update(read_price_file(opts.prices_file))
         table.update(opts.prices)
-        self.table = table
+        return table
+
+    def use_run_prices(self, prices: Mapping[str, ModelPrice]) -> None:
+        """Overlay a run-wide price table (`assay eval --prices FILE`) on the shipped one."""
+        self.table = self._table(prices)
 
     def limit(self) -> float:
         assert isinstance(self.options, CostOptions)
@@ -265,11 +274,26 @@ class MaxCost(_Budget):
         return cost, None
 
 
+def apply_run_prices(metrics: Sequence[Metric], path: str) -> None:
+    """Give every `max_cost` metric of a run the price table in `path`.
+
+    Raises ConfigError naming `--prices` when the file cannot be used.
+    """
+    try:
+        prices = read_price_file(path)
+    except ValueError as exc:
+        raise ConfigError(f"--prices: {exc}") from None
+    for metric in metrics:
+        if isinstance(metric, MaxCost):
+            metric.use_run_prices(prices)
+
+
 def price_table_models() -> list[str]:
     """The model names of the shipped table (for docs and `assay metrics`)."""
     return sorted(shipped_prices())
 
 
 __all__: list[Any] = [
-    "MaxCost", "MaxLatency", "MaxTokens", "ModelPrice", "find_price", "price_table_models",
+    "MaxCost", "MaxLatency", "MaxTokens", "ModelPrice", "apply_run_prices", "find_price",
+    "price_table_models",
 ]  # fmt: skip

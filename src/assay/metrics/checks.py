@@ -266,6 +266,22 @@ def edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
+# Past this many table cells the pure-Python distance would take seconds per pair.
+MAX_CELLS = 25_000_000
+
+
+def trimmed(a: str, b: str) -> tuple[str, str]:
+    """`a` and `b` without their common prefix and suffix (the distance is unchanged)."""
+    start = 0
+    limit = min(len(a), len(b))
+    while start < limit and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < limit - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    return a[start : len(a) - end], b[start : len(b) - end]
+
+
 def levenshtein_similarity(a: str, b: str) -> float:
     """1 − distance ÷ the longer length; two empty texts are identical (1.0)."""
     longest = max(len(a), len(b))
@@ -288,8 +304,15 @@ class Levenshtein(_AgainstReference):
         assert isinstance(opts, LevenshteinOptions)
         target, what = self.target(reference)
         a, b = _fold(response, opts.case_sensitive), _fold(target, opts.case_sensitive)
-        distance = edit_distance(a, b)
         longest = max(len(a), len(b))
+        core_a, core_b = trimmed(a, b)
+        if len(core_a) * len(core_b) > MAX_CELLS:
+            return Score(
+                None,
+                f"texts too long for levenshtein ({len(a)} and {len(b)} characters); "
+                "use rouge_l or bleu for long texts",
+            )
+        distance = edit_distance(core_a, core_b)
         similarity = 1.0 if longest == 0 else 1.0 - distance / longest
         return Score(
             similarity,
