@@ -110,3 +110,13 @@ def test_prices_flag_overrides_the_shipped_table(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*args, "--prices", str(broken)])
     assert bad.exit_code == 2
     assert "--prices: prices file" in bad.output and "is not JSON" in bad.output
+
+
+def test_assay_metrics_lists_family_and_range() -> None:
+    result = runner.invoke(app, ["metrics"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
+    assert "checks" in rows["contains"] and "0..1" in rows["contains"]
+    assert "vertex" in rows["rouge_l_sum"] and "0..1" in rows["rouge_l_sum"]
+    assert "budgets" in rows["max_cost"]
+    assert "-1..1" in rows["embedding_similarity"]
