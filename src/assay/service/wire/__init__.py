@@ -2,7 +2,8 @@
 
 - CES EvaluationService over REST as `google-cloud-ces` speaks it (`/v1beta/projects/
   {p}/locations/{l}/apps/{a}/...`, proto3 JSON, long-running operations): `ces_rest`;
-- the same methods over gRPC (`assay serve --grpc-port`): `ces_grpc`.
+- the same methods over gRPC (`assay serve --grpc-port`): `ces_grpc`;
+- Vertex AI's `evaluateInstances` (the Vertex SDK's computation metrics): `vertex`.
 
 Both need the message classes of `google-cloud-ces` (the `ces` extra); without it the
 `/v1beta` paths answer one line naming the extra to install.
@@ -34,7 +35,11 @@ async def _missing_extra(_request: Request) -> Response:
 
 
 def install(app: Starlette) -> None:
-    """Mount the CES REST paths (/v1beta/...) on `app`."""
+    """Mount the CES REST paths (/v1beta/...) and Vertex's evaluateInstances on `app`."""
+    from assay.service.wire import vertex
+
+    # Before the CES catch-all: the Vertex paths need no extra.
+    app.router.routes.extend(vertex.routes())
     if ces_available():
         from assay.service.wire import ces_rest
 
