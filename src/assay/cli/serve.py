@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -45,6 +45,12 @@ def serve_command(
             help="Seconds without a heartbeat after which another server takes over a run.",
         ),
     ] = 120.0,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            "--grpc-port", help="Also serve CES over gRPC on this port (the 'ces' extra)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
     err = stderr_console()
@@ -95,6 +101,7 @@ def serve_command(
                 max_body_bytes=max_body_bytes,
                 run_lease_s=run_lease,
             )
+            grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:
             db.close()
             raise
@@ -104,10 +111,35 @@ def serve_command(
         f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}; API docs at /docs)",
         soft_wrap=True,
     )
+    if grpc_server is not None:
+        err.print(f"CES over gRPC on {shown}:{grpc_server[1]} (insecure channel)", soft_wrap=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
+        if grpc_server is not None:
+            grpc_server[0].stop(grace=None)
         db.close()
+
+
+def _start_grpc(app: Any, host: str, port: int | None, *, auth: bool) -> tuple[Any, int] | None:
+    """Start the CES gRPC server on the app's context when --grpc-port asks for it."""
+    if port is None:
+        return None
+    from assay.service import wire
+
+    if not wire.ces_available() or importlib.util.find_spec("grpc") is None:
+        raise ConfigError(
+            "--grpc-port needs google-cloud-ces and grpcio, which are not installed; "
+            f"{wire.CES_EXTRA_HINT}"
+        )
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--grpc-port must be a port number (got {port})")
+    from assay.service.wire import ces_grpc
+
+    try:
+        return ces_grpc.start(app.state.ctx, host, port, auth=auth)
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"cannot serve gRPC on {host}:{port}: {exc}") from None
 
 
 @keys_app.callback()

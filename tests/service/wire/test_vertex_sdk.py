@@ -7,6 +7,7 @@ numbers must be the ones `assay eval` gives on the same rows.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,6 +113,54 @@ def test_eval_task_gets_assays_numbers(served: RunningServer) -> None:
     assert list(table["trajectory_precision/score"]) == [1.0, 1.0, 1.0]
     assert list(table["trajectory_recall/score"]) == pytest.approx([1.0, 2 / 3, 1.0])
     assert table["rouge/score"][0] == pytest.approx(8 / 11, abs=1e-6)
+
+
+TEXT_METRICS = ["exact_match", "bleu", "rouge_1", "rouge_2", "rouge_l", "rouge_l_sum"]
+
+
+def test_text_metrics_get_assays_numbers(served: RunningServer) -> None:
+    table = EvalTask(dataset=pd.DataFrame(ROWS), metrics=TEXT_METRICS).evaluate().metrics_table
+    expected = _assay_scores(dict.fromkeys(TEXT_METRICS))
+    for name in TEXT_METRICS:
+        got = list(table[f"{name}/score"])
+        assert not any(math.isnan(v) for v in got), (name, got)
+        assert got == pytest.approx(expected[name], abs=1e-6), (name, got, expected[name])
+    assert list(table["exact_match/score"]) == [0.0, 0.0, 1.0]
+
+
+def _message(*calls: tuple[str, dict[str, Any]]) -> str:
+    tool_calls = [{"name": name, "arguments": args} for name, args in calls]
+    return json.dumps({"content": "", "tool_calls": tool_calls})
+
+
+TOOL_METRICS = ["tool_call_valid", "tool_name_match", "tool_parameter_key_match",
+                "tool_parameter_kv_match"]  # fmt: skip
+TOOL_ROWS = [
+    {"response": _message(("get_weather", {"city": "Paris"})),
+     "reference": _message(("get_weather", {"city": "Paris"}))},
+    {"response": _message(("get_weather", {"city": "paris ", "unit": "C"})),
+     "reference": _message(("get_weather", {"city": "Paris"}))},
+    {"response": "no tool call at all", "reference": _message(("book", {"table": 2}))},
+]  # fmt: skip
+
+
+def test_tool_call_metrics_get_assays_numbers(served: RunningServer) -> None:
+    task = EvalTask(dataset=pd.DataFrame(TOOL_ROWS), metrics=TOOL_METRICS)
+    table = task.evaluate().metrics_table
+    # assay eval on the same rows, their tool-call strings read as the rows' calls.
+    rows = [
+        vertex._row(vertex.FAMILIES["toolNameMatch"], {"prediction": r["response"],
+                    "reference": r["reference"]}, "row")
+        for r in TOOL_ROWS
+    ]  # fmt: skip
+    result = evaluate(rows, metrics=dict.fromkeys(TOOL_METRICS))
+    for name in TOOL_METRICS:
+        got = list(table[f"{name}/score"])
+        want = [case.metrics[name].score for case in result.cases]
+        assert got == pytest.approx(want, abs=1e-6), (name, got, want)
+    assert list(table["tool_call_valid/score"]) == [1.0, 1.0, 0.0]
+    assert list(table["tool_name_match/score"]) == [1.0, 1.0, 0.0]
+    assert list(table["tool_parameter_key_match/score"]) == [1.0, 0.5, 0.0]
 
 
 def test_families_are_the_sdks_own_fields() -> None:

@@ -27,6 +27,7 @@ from assay.engine.scoring import aligned_expected, safe_score
 from assay.errors import AssayError
 from assay.formats import vertex
 from assay.metrics.registry import build_metric, metric_names
+from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
 
 _TEXT = ("prediction", "reference")
@@ -158,25 +159,20 @@ def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
     return steps
 
 
-def _tool_call_text(text: str) -> tuple[str, list[dict[str, Any]] | None]:
-    """Vertex's tool-call string `{"content", "tool_calls": [{"name", "arguments"}]}`:
-    (content, trajectory), or (the text, None) when it is not one (no valid calls)."""
+def _tool_message(text: str, path: str, *, strict: bool) -> tuple[str, list[dict[str, Any]] | None]:
+    """Vertex's tool-call string `{"content", "tool_calls": [{"name", "arguments"}]}` as
+    (content, trajectory). A prediction that is not one has no valid calls (what
+    tool_call_valid scores); a reference that is not one is invalid input."""
+    if not text.strip():
+        return "", []
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        message = parse_tool_message(text)
+    except ToolCallFormatError as exc:
+        if strict:
+            raise InvalidArgument.field(path, f"not a Vertex tool-call message: {exc}") from None
         return text, None
-    if not isinstance(parsed, Mapping):
-        return text, None
-    calls = parsed.get("tool_calls") or []
-    content = parsed.get("content")
-    steps: list[dict[str, Any]] = []
-    for call in calls if isinstance(calls, list) else []:
-        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
-            args = call.get("arguments", {})
-            steps.append(
-                {"tool_name": call["name"], "tool_input": args if isinstance(args, Mapping) else {}}
-            )
-    return (content if isinstance(content, str) else ""), steps
+    calls = [{"tool_name": c.name, "tool_input": c.args} for c in message.tool_calls]
+    return message.content, calls
 
 
 def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -186,8 +182,12 @@ def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, An
         prediction = _string(instance.get("prediction", ""), f"{path}.prediction")
         reference = _string(instance.get("reference", ""), f"{path}.reference")
         if family.stem.startswith("tool"):
-            row["response"], row["predicted_trajectory"] = _tool_call_text(prediction)
-            row["reference"], row["reference_trajectory"] = _tool_call_text(reference)
+            row["response"], row["predicted_trajectory"] = _tool_message(
+                prediction, f"{path}.prediction", strict=False
+            )
+            row["reference"], row["reference_trajectory"] = _tool_message(
+                reference, f"{path}.reference", strict=True
+            )
             return {k: v for k, v in row.items() if v is not None}
         return {"response": prediction, "reference": reference}
     row["predicted_trajectory"] = _trajectory(
