@@ -1,7 +1,7 @@
 """The `all` extra installs every optional feature, and the README lists every extra.
 
 An extra added without joining `all` (or without a README line) fails here, so
-`pip install 'assay[all]'` keeps meaning "everything".
+`pip install -e '.[all]'` keeps meaning "everything".
 """
 
 from __future__ import annotations

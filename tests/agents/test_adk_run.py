@@ -188,7 +188,7 @@ def test_load_adk_agent_rejects_non_agent_folders(tmp_path: Path) -> None:
 def test_load_adk_agent_without_google_adk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _folder(tmp_path, "adk_needs_adk", "root_agent = None\n")
     monkeypatch.setitem(sys.modules, "google.adk", None)
-    with pytest.raises(AgentError, match=r"pip install 'assay\[adk\]'"):
+    with pytest.raises(AgentError, match=r"pip install -e '\.\[adk\]'"):
         load_adk_agent(folder)
 
 

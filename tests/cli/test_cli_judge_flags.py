@@ -152,7 +152,7 @@ def test_a_judge_whose_sdk_is_missing_names_the_install(
     assert result.exit_code == 1
     assert "NOT_EVALUATED" in _status_line(result.output, "row-0")
     flat = " ".join(result.output.split())
-    assert "pip install 'assay[anthropic]'" in flat.replace("│", "").replace("  ", " ")
+    assert "pip install -e '.[anthropic]'" in flat.replace("│", "").replace("  ", " ")
 
 
 @pytest.mark.parametrize(

@@ -164,7 +164,7 @@ def test_a_judge_that_cannot_be_built_leaves_the_reason(monkeypatch: pytest.Monk
     assert judged.status is Status.NOT_EVALUATED
     assert judged.explanation is not None
     assert "'gemini-2.5-flash' is not available" in judged.explanation
-    assert "pip install 'assay[gemini]'" in judged.explanation
+    assert "pip install -e '.[gemini]'" in judged.explanation
     assert result.cases[0].metrics["length"].status is Status.PASSED
     assert metric.no_judge_reason == NO_JUDGE_MESSAGE  # reset after the run
 

@@ -181,7 +181,7 @@ def test_missing_xllamacpp_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, model_path: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # what an uninstalled package does
-    with pytest.raises(ConfigError, match=r"pip install 'assay\[local\]'"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[local\]'"):
         LocalGGUFBackend(model_path)
 
 

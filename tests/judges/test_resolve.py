@@ -64,7 +64,7 @@ def test_a_missing_sdk_names_the_pip_install(
     monkeypatch.setitem(sys.modules, sdk, None)
     with pytest.raises(ConfigError) as info:
         make_backend(model, timeout_s=5)
-    assert f"pip install 'assay[{extra}]'" in str(info.value)
+    assert f"pip install -e '.[{extra}]'" in str(info.value)
     assert BACKENDS[parse_model(model).backend].package in str(info.value)
 
 
@@ -82,7 +82,7 @@ def test_an_sdk_too_broken_to_import_names_the_pip_install(
     monkeypatch.delitem(sys.modules, "assay.judges.backends.anthropic", raising=False)
     with pytest.raises(ConfigError) as info:
         make_backend("anthropic:claude", timeout_s=5)
-    assert "pip install 'assay[anthropic]'" in str(info.value)
+    assert "pip install -e '.[anthropic]'" in str(info.value)
     assert "sdk_that_is_not_there" in str(info.value)
 
 

@@ -354,7 +354,7 @@ def test_adk_signature_without_google_adk_is_a_config_error(
     def adk_style(eval_metric: Any, actual: Any, expected: Any, scenario: Any) -> float:
         return 1.0
 
-    with pytest.raises(ConfigError, match=r"need google-adk: pip install 'assay\[adk\]'"):
+    with pytest.raises(ConfigError, match=r"need google-adk: pip install -e '\.\[adk\]'"):
         custom_metric_factories(parse_config({}), [CustomMetric("adk_style", adk_style)])
 
 

@@ -81,7 +81,7 @@ def test_serve_names_the_missing_service_extra(
     )
     code, _, err = _run("serve", "--store", store_url)
     assert code == 2
-    assert "needs mcp, which is not installed" in err and "assay[service]" in err
+    assert "needs mcp, which is not installed" in err and ".[service]" in err
 
 
 def _free_port() -> int:

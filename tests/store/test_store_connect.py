@@ -72,7 +72,7 @@ def test_password_never_appears_in_messages() -> None:
 def test_missing_psycopg_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     # A None entry in sys.modules makes `import psycopg` raise ImportError.
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(StoreError, match=r"pip install 'assay\[postgres\]'"):
+    with pytest.raises(StoreError, match=r"pip install -e '\.\[postgres\]'"):
         Store.open("postgresql://u@127.0.0.1/db")
 
 

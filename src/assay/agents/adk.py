@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from assay.agents._adk_tree import AssayPlugin
 
-INSTALL_HINT = "install the ADK extra: pip install 'assay[adk]'"
+INSTALL_HINT = "install the ADK extra: pip install -e '.[adk]'"
 _ADK_CLASSES = frozenset({"BaseAgent", "App"})
 DEFAULT_USER_ID = "assay_user"
 

@@ -53,7 +53,7 @@ def _openai_sdk() -> ModuleType:
         import openai
     except ImportError:
         raise AgentError(
-            "OpenAIToolsAgent needs the openai SDK: pip install 'assay[openai]'"
+            "OpenAIToolsAgent needs the openai SDK: pip install -e '.[openai]'"
         ) from None
     return openai
 

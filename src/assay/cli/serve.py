@@ -59,7 +59,7 @@ def serve_command(
         if missing:
             raise ConfigError(
                 f"assay serve needs {', '.join(missing)}, which is not installed; "
-                "pip install 'assay[service]'"
+                "pip install -e '.[service]'"
             )
         import uvicorn
 

@@ -92,7 +92,7 @@ def missing_sdk_message(backend: str) -> str:
     info = BACKENDS[backend]
     return (
         f"the {backend} judge backend needs the {info.package!r} package, which is not"
-        f" installed: pip install 'assay[{info.extra}]'"
+        f" installed: pip install -e '.[{info.extra}]'"
     )
 
 

@@ -264,7 +264,7 @@ def _adk(module: str) -> Any:
         raise ConfigError(
             "custom metrics with ADK's signature (eval_metric, actual_invocations,"
             " expected_invocations, conversation_scenario) need google-adk:"
-            " pip install 'assay[adk]'"
+            " pip install -e '.[adk]'"
         ) from None
 
 

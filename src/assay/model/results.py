@@ -199,13 +199,13 @@ class EvalResult:
         )
 
     def to_pandas(self) -> Any:
-        """The rows as a pandas DataFrame (needs `pip install pandas` or `assay[pandas]`)."""
+        """The rows as a pandas DataFrame (needs `pip install pandas`, or the `pandas` extra)."""
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on environment
             from assay.errors import AssayError
 
             raise AssayError(
-                "EvalResult.to_pandas() needs pandas: pip install 'assay[pandas]'"
+                "EvalResult.to_pandas() needs pandas: pip install -e '.[pandas]'"
             ) from exc
         return pd.DataFrame(self.rows)

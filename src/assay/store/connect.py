@@ -3,7 +3,7 @@
 Accepted URLs: `sqlite:///path/to/file.db` (relative to the working directory;
 `sqlite:////abs/path.db` for an absolute one), `sqlite://` for an in-memory store,
 and `postgresql://`, `postgresql+psycopg://` or `postgres://` URLs, all served by the
-psycopg 3 driver (`pip install 'assay[postgres]'`).
+psycopg 3 driver (`pip install -e '.[postgres]'`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ WRITE = {"assay_write": True}
 _EXAMPLES = "sqlite:///path/to/assay.db or postgresql://user:password@host:5432/database"
 _POSTGRES_DRIVER_HINT = (
     "PostgreSQL store URLs need the psycopg 3 driver, which is not installed; "
-    "run: pip install 'assay[postgres]' (or pip install 'psycopg[binary]')"
+    "run: pip install -e '.[postgres]' (or pip install 'psycopg[binary]')"
 )
 
 

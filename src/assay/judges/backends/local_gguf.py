@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-INSTALL_HINT = "pip install 'assay[local]'"
+INSTALL_HINT = "pip install -e '.[local]'"
 GGUF_MAGIC = b"GGUF"
 #: context window in tokens; judge prompts are short and KV memory grows with it
 DEFAULT_N_CTX = 4096
