@@ -240,7 +240,10 @@ def _conclude(
             " If you looking to get more details on the failures, then please re-run this"
             " test with `print_detailed_results` set to `True`."
         )
-    assert not problems, message + "\n" + "\n".join(problems)
+    if problems:
+        # Raised, not asserted: pytest rewrites asserts in a plugin's package (assay is
+        # one) and would reformat the message ADK users read.
+        raise AssertionError(message + "\n" + "\n".join(problems))
 
 
 def _save_with_manager(
