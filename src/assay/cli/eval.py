@@ -9,6 +9,7 @@ case runs instead of starting again (`--fresh` starts a new run anyway).
 from __future__ import annotations
 
 import gc
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -340,8 +341,11 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         check_format(req.from_format, eval_set=True)
     # Explicit criteria are checked before loading the data; defaults depend on it.
     explicit = _metrics_for(req, []) if req.config is not None or req.metric_flags else None
-    with gc_paused(req.agent is None):
+    with gc_paused(req.agent is None), warnings.catch_warnings(record=True) as skipped:
+        warnings.simplefilter("always", UserWarning)
         evalsets = formats.load_many(req.data, req.from_format, req.mapping)
+    for warning in skipped:  # e.g. a trace that could not be rebuilt: one line each
+        err.print(Text(f"warning: {warning.message}", style="yellow"))
     evalsets = select_cases(evalsets, req.selection)
     # The loaded eval sets live until the process exits: move them out of the cyclic
     # GC's reach, or every full collection during scoring re-walks millions of objects.
