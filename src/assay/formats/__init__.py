@@ -37,6 +37,8 @@ FORMAT_MODULES: dict[str, str] = {
 # Order matters for detection: the most specific shapes first.
 _DETECT_ORDER = ("otel", "trace", "ces", "adk", "adk-legacy", "mlflow", "vertex")
 EVAL_SET_FORMATS = tuple(f for f in FORMAT_MODULES if f != "adk-config")
+# Formats assay reads but does not write (no `dump` / `write`): traces are inputs only.
+READ_ONLY_FORMATS = ("otel",)
 
 
 def format_module(name: str) -> ModuleType:
