@@ -30,6 +30,8 @@ FLOORS: list[set[str]] = [
     # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.
     {"api_inputs", "service", "adk"},
     {"api"},
+    # assay.mlflow.scorers run `assay.evaluate` per row.
+    {"mlflow"},
     {"assay"},  # the package itself: `import assay` re-exports the Python API
     {"cli", "testing"},
     {"__main__"},
