@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import mlflow
 import pytest
 from mlflow.entities import Feedback
 
-import mlflow
 from assay.mlflow import scorers
 from assay.testing import JudgeServer, StandinRequest
 
