@@ -56,6 +56,8 @@ def test_a_scorer_returns_feedback_with_the_judges_rationale(judge: JudgeServer)
 
 def test_mlflow_genai_evaluate_runs_assay_scorers(judge: JudgeServer, tmp_path: Path) -> None:
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    # MLflow remembers the active experiment across stores; name one in this store.
+    mlflow.set_experiment("assay-scorers")
     result = mlflow.genai.evaluate(
         data=DATA, scorers=[scorers.correctness(judge="openai:stand-in")]
     )
