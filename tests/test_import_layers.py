@@ -27,8 +27,11 @@ FLOORS: list[set[str]] = [
     {"store", "report"},
     # Above the engine and the store: a run's life, the viewer, sinks to other tools.
     {"session", "view", "interop"},
-    {"api_inputs", "service"},
+    # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.
+    {"api_inputs", "service", "adk"},
     {"api"},
+    # assay.mlflow.scorers run `assay.evaluate` per row.
+    {"mlflow"},
     {"assay"},  # the package itself: `import assay` re-exports the Python API
     {"cli", "testing"},
     {"__main__"},

@@ -13,6 +13,7 @@ from assay.errors import InputError, UnknownFormatError
 from assay.formats import (
     EVAL_SET_FORMATS,
     FORMAT_MODULES,
+    READ_ONLY_FORMATS,
     detect_format,
     dump,
     format_module,
@@ -57,6 +58,7 @@ def test_format_names_are_the_specs() -> None:
         "mlflow",
         "ces",
         "trace",
+        "otel",
     }
     assert "adk-config" not in EVAL_SET_FORMATS
     assert set(EVAL_SET_FORMATS) == set(FORMAT_MODULES) - {"adk-config"}
@@ -66,7 +68,8 @@ def test_format_names_are_the_specs() -> None:
 def test_every_format_module_follows_the_contract(name: str) -> None:
     module = format_module(name)
     assert name == module.NAME
-    for function in ("detect", "load_data", "dump", "write"):
+    writes = () if name in READ_ONLY_FORMATS else ("dump", "write")
+    for function in ("detect", "load_data", *writes):
         assert callable(getattr(module, function)), f"{name}.{function}"
 
 

@@ -109,6 +109,9 @@ class AdkAgent:
         self.agent_names = [a.name for a in walk(self._root)]
         self.app_name = app_name or (app.name if app is not None else root.name)
         self.name = name or root.name
+        # An ADK artifact service shared by every session (ADK's AgentEvaluator takes one);
+        # None: a fresh in-memory one per session.
+        self.artifact_service: Any = None
 
     def app_details(self) -> dict[str, Any]:
         """Each LlmAgent's name, instructions and tool declarations (ADK's app_details)."""
@@ -123,7 +126,7 @@ class AdkAgent:
 
         services: dict[str, Any] = {
             "session_service": session_service,
-            "artifact_service": InMemoryArtifactService(),
+            "artifact_service": self.artifact_service or InMemoryArtifactService(),
             "memory_service": InMemoryMemoryService(),
         }
         if self._app is not None:

@@ -120,6 +120,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "mlflow": "Databricks / MLflow rows: request, response, expected_response, context",
     "ces": "Google CES Evaluation resources (JSON or YAML): goldens or scenarios",
     "trace": "Recorded conversations (JSONL of assay Turns), scored without an agent",
+    "otel": "OpenTelemetry traces (OTLP JSON; GenAI semconv / ADK, OpenInference), read only",
 }
 
 

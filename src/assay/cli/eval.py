@@ -9,6 +9,7 @@ case runs instead of starting again (`--fresh` starts a new run anyway).
 from __future__ import annotations
 
 import gc
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from assay.config import EvalConfig
     from assay.engine import RunOptions
     from assay.engine.judging import JudgeRunOptions
+    from assay.interop.sinks import SinkOptions
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.session.resume import Resumption
@@ -165,6 +167,17 @@ def eval_command(
             " agents.",
         ),
     ] = False,
+    mlflow: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow",
+            help="Also log the run to MLflow at this tracking URI (sqlite:///mlflow.db,"
+            " http://host:5000, ...); needs assay[mlflow].",
+        ),
+    ] = None,
+    mlflow_experiment: Annotated[
+        str, typer.Option("--mlflow-experiment", help="MLflow experiment of the run.")
+    ] = "assay",
     case: CaseOption = None,
     tag: TagOption = None,
     limit: LimitOption = None,
@@ -178,6 +191,7 @@ def eval_command(
     with user_errors():
         from assay.engine import RunOptions
         from assay.engine.judging import JudgeRunOptions
+        from assay.interop.sinks import SinkOptions, check_sinks
 
         # Checked here, so a mistyped flag is a usage error before any work starts.
         judges = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=not no_cache)
@@ -210,13 +224,20 @@ def eval_command(
             fresh=fresh,
             quiet=quiet,
             persona_file=persona_file,
-            adk_history=not no_adk_history,
+            sinks=SinkOptions(
+                adk_history=not no_adk_history,
+                mlflow_uri=mlflow,
+                mlflow_experiment=mlflow_experiment,
+            ),
             selection=selection,
             name=name,
             min_pass_rate=min_pass_rate,
             min_means=parse_min_means(min_mean),
             html=html,
         )
+        check_sinks(
+            request.sinks or SinkOptions()
+        )  # e.g. an unreachable MLflow server: fail before the run
         code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
 
@@ -237,7 +258,7 @@ class _Request:
     fresh: bool
     quiet: bool
     persona_file: Path | None
-    adk_history: bool = True
+    sinks: SinkOptions | None = None  # None: the defaults (ADK history on, no MLflow)
     selection: CaseSelection = field(default_factory=CaseSelection)
     name: str | None = None
     min_pass_rate: float | None = None
@@ -355,8 +376,11 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         check_format(req.from_format, eval_set=True)
     # Explicit criteria are checked before loading the data; defaults depend on it.
     explicit = _metrics_for(req, []) if req.config is not None or req.metric_flags else None
-    with gc_paused(req.agent is None):
+    with gc_paused(req.agent is None), warnings.catch_warnings(record=True) as skipped:
+        warnings.simplefilter("always", UserWarning)
         evalsets = formats.load_many(req.data, req.from_format, req.mapping)
+    for warning in skipped:  # e.g. a trace that could not be rebuilt: one line each
+        err.print(Text(f"warning: {warning.message}", style="yellow"))
     evalsets = select_cases(evalsets, req.selection)
     # The loaded eval sets live until the process exits: move them out of the cyclic
     # GC's reach, or every full collection during scoring re-walks millions of objects.
@@ -427,9 +451,23 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         if db is not None:
             db.close()
     result.run_id = resumed.run_id if resumed is not None else None
-    _report(req, result, evalsets, config_doc, out=out, junit=junit, csv_path=csv_path)
-    if req.adk_history and not interrupted:
-        _write_adk_history(req.agent, agent_obj, result, err)
+    written = _report(req, result, evalsets, config_doc, out=out, junit=junit, csv_path=csv_path)
+    if not interrupted:
+        from assay.interop.sinks import SinkOptions, run_sinks
+
+        params = {
+            "eval_sets": [e.id for e in evalsets],
+            "agent": req.agent,
+            "criteria": config_doc.get("criteria"),
+            "judge_model": req.judges.model,
+            "runs": req.options.runs,
+        }
+        sinks = req.sinks or SinkOptions()
+        lines = run_sinks(
+            result, sinks, agent_spec=req.agent, agent=agent_obj, params=params, artifacts=written
+        )
+        for line in lines:
+            err.print(Text(line, style="dim"))
     if interrupted:
         err.print(
             Text(
@@ -452,21 +490,6 @@ def _gate(req: _Request, result: Any, err: Console) -> int:
     from assay.report.gates import gate_exit_code
 
     return gate_exit_code(result, req.min_pass_rate, req.min_means, err)
-
-
-def _write_adk_history(spec: str | None, agent: Any, result: Any, err: Console) -> None:
-    """An ADK agent's run also goes where `adk web` shows eval history."""
-    from assay.agents.adk import AdkAgent
-
-    if not isinstance(agent, AdkAgent):
-        return
-    from assay.interop.adk_history import app_for_agent_spec, write_history
-
-    app = app_for_agent_spec(spec)
-    if app is None:
-        return
-    for path in write_history(result, app):
-        err.print(Text(f"wrote ADK eval history {path}", style="dim"))
 
 
 def _write_html(
@@ -494,7 +517,7 @@ def _report(
     out: Path | None,
     junit: Path | None,
     csv_path: Path | None,
-) -> None:
+) -> list[Path]:
     from assay.report import render_results, summary_text, write_reports
 
     console: Console = stdout_console()
@@ -521,3 +544,4 @@ def _report(
         err.print(Text(f"wrote {path}", style="dim"))
     if result.run_id is not None and not req.quiet:
         err.print(Text(f"run {result.run_id} stored", style="dim"))
+    return list(written)

@@ -32,10 +32,13 @@ FORMAT_MODULES: dict[str, str] = {
     "mlflow": "assay.formats.mlflow",
     "ces": "assay.formats.ces",
     "trace": "assay.formats.traces",
+    "otel": "assay.formats.otel",
 }
 # Order matters for detection: the most specific shapes first.
-_DETECT_ORDER = ("trace", "ces", "adk", "adk-legacy", "mlflow", "vertex")
+_DETECT_ORDER = ("otel", "trace", "ces", "adk", "adk-legacy", "mlflow", "vertex")
 EVAL_SET_FORMATS = tuple(f for f in FORMAT_MODULES if f != "adk-config")
+# Formats assay reads but does not write (no `dump` / `write`): traces are inputs only.
+READ_ONLY_FORMATS = ("otel",)
 
 
 def format_module(name: str) -> ModuleType:
@@ -75,6 +78,11 @@ def load(
     # One pause from reading to the built set: between a parse and the conversion, the
     # collector would otherwise walk every parsed object that the conversion is about to
     # release (see `gc_paused`).
+    if fmt is not None and hasattr(format_module(fmt), "load_file"):
+        # A format with its own reader (OTLP JSON lines: a truncated line skips one
+        # trace, it does not fail the file).
+        loaded: EvalSet = format_module(fmt).load_file(p, mapping)
+        return loaded
     with gc_paused():
         data = read_structured(p)
         name = fmt or detect_format(data, p)
