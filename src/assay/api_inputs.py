@@ -40,6 +40,21 @@ def _is_dataframe(value: Any) -> bool:
     return hasattr(value, "to_dict") and hasattr(value, "columns")
 
 
+def _is_mlflow_trace(value: Any) -> bool:
+    """An `mlflow.entities.Trace` (checked by shape: mlflow need not be installed)."""
+    return type(value).__name__ == "Trace" and hasattr(value, "info") and hasattr(value, "data")
+
+
+def _row_format(rows: Any) -> str:
+    """Vertex rows, unless the rows are MLflow traces (`mlflow.search_traces()`)."""
+    from assay.formats import mlflow_traces
+
+    if _is_dataframe(rows):
+        columns = set(rows.columns)
+        return "mlflow-trace" if {"trace_id", "trace"} <= columns else "vertex"
+    return "mlflow-trace" if mlflow_traces.detect(None, rows) else "vertex"
+
+
 def load_dataset(
     dataset: Dataset,
     *,
@@ -49,7 +64,8 @@ def load_dataset(
     """Everything `evaluate` accepts as a dataset, as a list of eval sets.
 
     Rows (dicts or a DataFrame) are Vertex rows unless `format` says otherwise
-    ("mlflow", "trace"); files are detected unless `format` is given.
+    ("mlflow", "trace") or they are MLflow traces (`mlflow.search_traces()`'s DataFrame
+    or list of `Trace`s); files are detected unless `format` is given.
     """
     from assay import formats
 
@@ -58,7 +74,7 @@ def load_dataset(
     if _is_path(dataset):
         return [formats.load(dataset, format, mapping)]
     if _is_dataframe(dataset):
-        return [formats.load_rows(dataset, format or "vertex", mapping)]
+        return [formats.load_rows(dataset, format or _row_format(dataset), mapping)]
     if isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):
         items = list(dataset)
         if not items:
@@ -67,8 +83,11 @@ def load_dataset(
             return items
         if all(_is_path(i) for i in items):
             return formats.load_many(items, format, mapping)
+        if all(_is_mlflow_trace(i) for i in items):  # search_traces(return_type="list")
+            return [formats.load_rows(items, format or "mlflow-trace", mapping)]
         if all(isinstance(i, Mapping) for i in items):
-            return [formats.load_rows([dict(i) for i in items], format or "vertex", mapping)]
+            rows = [dict(i) for i in items]
+            return [formats.load_rows(rows, format or _row_format(rows), mapping)]
     raise InputError(
         f"cannot evaluate a dataset of type {type(dataset).__name__}",
         expected="a path, a list of paths, an EvalSet, a list of row dicts or a DataFrame",

@@ -59,6 +59,7 @@ def test_format_names_are_the_specs() -> None:
         "ces",
         "trace",
         "otel",
+        "mlflow-trace",
     }
     assert "adk-config" not in EVAL_SET_FORMATS
     assert set(EVAL_SET_FORMATS) == set(FORMAT_MODULES) - {"adk-config"}
@@ -286,7 +287,7 @@ def test_load_rows_mlflow() -> None:
 
 
 def test_load_rows_rejects_file_formats() -> None:
-    with pytest.raises(UnknownFormatError, match="vertex, mlflow or trace"):
+    with pytest.raises(UnknownFormatError, match="vertex, mlflow, trace or mlflow-trace"):
         load_rows(ROWS, fmt="adk")
 
 

@@ -121,6 +121,7 @@ FORMAT_DESCRIPTIONS: dict[str, str] = {
     "ces": "Google CES Evaluation resources (JSON or YAML): goldens or scenarios",
     "trace": "Recorded conversations (JSONL of assay Turns), scored without an agent",
     "otel": "OpenTelemetry traces (OTLP JSON; GenAI semconv / ADK, OpenInference), read only",
+    "mlflow-trace": "MLflow traces (Trace.to_json, search_traces rows), read only",
 }
 
 

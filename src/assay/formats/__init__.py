@@ -33,12 +33,13 @@ FORMAT_MODULES: dict[str, str] = {
     "ces": "assay.formats.ces",
     "trace": "assay.formats.traces",
     "otel": "assay.formats.otel",
+    "mlflow-trace": "assay.formats.mlflow_traces",
 }
 # Order matters for detection: the most specific shapes first.
-_DETECT_ORDER = ("otel", "trace", "ces", "adk", "adk-legacy", "mlflow", "vertex")
+_DETECT_ORDER = ("otel", "mlflow-trace", "trace", "ces", "adk", "adk-legacy", "mlflow", "vertex")
 EVAL_SET_FORMATS = tuple(f for f in FORMAT_MODULES if f != "adk-config")
 # Formats assay reads but does not write (no `dump` / `write`): traces are inputs only.
-READ_ONLY_FORMATS = ("otel",)
+READ_ONLY_FORMATS = ("otel", "mlflow-trace")
 
 
 def format_module(name: str) -> ModuleType:
@@ -116,8 +117,10 @@ def load_rows(
     """Load in-memory rows (a list of dicts or a pandas DataFrame) of a row format."""
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
         rows = rows.to_dict(orient="records")
-    if fmt not in ("vertex", "mlflow", "trace"):
-        raise UnknownFormatError(f"in-memory rows must be vertex, mlflow or trace, not {fmt!r}")
+    if fmt not in ("vertex", "mlflow", "trace", "mlflow-trace"):
+        raise UnknownFormatError(
+            f"in-memory rows must be vertex, mlflow, trace or mlflow-trace, not {fmt!r}"
+        )
     evalset: EvalSet = format_module(fmt).load_data(rows, file=None, mapping=mapping)
     if evalset.id in ("", None):
         evalset.id = name
