@@ -63,8 +63,12 @@ def describe(losses: list[Loss], target: str, limit: int = 20) -> str:
     """One message naming each case and field (the first `limit` cases)."""
     groups = by_case(losses)
     parts = []
+    single = len(groups) == 1 and groups[0][0] is not None  # the error names the case
     for case_id, fields in groups[:limit]:
         where = "the set" if case_id is None else f"case {case_id!r}"
+        if single:
+            parts.append(", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields))
+            continue
         names = ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
         parts.append(f"{where}: {names}")
     more = f"; and {len(groups) - limit} more cases" if len(groups) > limit else ""
@@ -72,8 +76,12 @@ def describe(losses: list[Loss], target: str, limit: int = 20) -> str:
 
 
 def refuse(losses: list[Loss], target: str) -> ConversionLossError:
+    """The error for writing a set whose fit loses `losses`; located at the case when
+    they all belong to one."""
+    cases = {loss.case_id for loss in losses}
     return ConversionLossError(
         describe(losses, target),
         losses=[(loss.case_id, loss.field) for loss in losses],
+        case_id=cases.pop() if len(cases) == 1 else None,
         expected=f"data {target} can hold; pass --lossy to convert anyway and drop them",
     )

@@ -67,6 +67,13 @@ def convert_file(
     fitted, losses = fit(evalset, to)
     if losses and not lossy:
         raise refuse(losses, _NAMES[to]).located(file=str(source))
+    if not fitted.cases and (evalset.cases or to in ("vertex", "mlflow")):
+        what = f"none of its {len(evalset.cases)} cases" if evalset.cases else "it has no cases:"
+        raise InputError(
+            f"{what} can be written as {_NAMES[to]}",
+            file=str(source),
+            expected=f"cases {to} can hold (docs/convert.md); nothing was written",
+        )
     # Written beside the target first and moved into place only once it reads back
     # as what was meant: a failed check leaves no half-right file behind.
     temp = target.with_name(f".{target.stem}.assay-tmp{target.suffix}")

@@ -53,6 +53,8 @@ from assay.formats._columns import (
     write_records,
 )
 from assay.formats._common import check_unique_ids, gc_paused, type_name
+from assay.formats._fit_rows import fit_rows
+from assay.formats._loss import Loss, refuse
 from assay.formats._mlflow_chat import conversation, response_of, with_text
 from assay.formats._mlflow_classic import classic_rows, is_classic
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
@@ -264,9 +266,20 @@ def _prompt_key(inputs: Mapping[str, Any]) -> str | None:
 # ----------------------------------------------------------------------------- writing
 
 
+def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
+    """The set as MLflow rows hold it, and what they cannot (`assay.formats._fit_rows`)."""
+    return fit_rows(evalset, _row, expected_from_reference=True, usage=True, set_fields=False)
+
+
 def dump(evalset: EvalSet) -> list[dict[str, Any]]:
-    """One row per case: MLflow-3 style for cases loaded from it, else flat."""
-    return [_row(case, i) for i, case in enumerate(evalset.cases)]
+    """One row per case: MLflow-3 style for cases loaded from it, else flat.
+
+    Refuses (`ConversionLossError`) a set whose fit loses a field.
+    """
+    fitted, losses = fit(evalset)
+    if losses:
+        raise refuse(losses, "an MLflow dataset")
+    return [_row(case, i) for i, case in enumerate(fitted.cases)]
 
 
 def write(evalset: EvalSet, path: Path) -> None:

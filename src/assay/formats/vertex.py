@@ -54,6 +54,8 @@ from assay.errors import InputError
 from assay.formats._build import case_shell, set_shell, turn_shell
 from assay.formats._columns import EXPECTED_FIELDS, content_text, row_error
 from assay.formats._common import check_unique_ids, gc_paused, type_name
+from assay.formats._fit_rows import fit_rows
+from assay.formats._loss import Loss, refuse
 from assay.formats._vertex_fields import (
     RUBRIC_GROUPS,
     STEP_FIELDS,
@@ -61,11 +63,47 @@ from assay.formats._vertex_fields import (
     optional_columns,
     trajectory,
 )
-from assay.formats._vertex_write import dump, rows, write
+from assay.formats._vertex_write import _row, rows
+from assay.formats._vertex_write import dump as _dump
+from assay.formats._vertex_write import write as _write
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
 from assay.model.core import EvalCase, EvalSet
 
 NAME = "vertex"
+
+
+def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
+    """The set as Vertex rows hold it, and what they cannot (`assay.formats._fit_rows`)."""
+    return fit_rows(
+        evalset,
+        lambda case, i: _row(case, i, "id"),
+        expected_from_reference=False,
+        usage=False,
+        set_fields=True,
+    )
+
+
+def dump(evalset: EvalSet) -> Any:
+    """Rows (or the `eval_cases` envelope); refuses a set whose fit loses a field."""
+    fitted, losses = fit(evalset)
+    if losses:
+        raise refuse(losses, "a Vertex dataset")
+    return _dump(fitted)
+
+
+def write(evalset: EvalSet, path: Path) -> None:
+    """Rows as `.jsonl` / `.csv` (no place for the set's name, description, metadata),
+    otherwise `dump` as JSON; refuses a set whose fit loses a field."""
+    fitted, losses = fit(evalset)
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".csv"):
+        for name in ("name", "description"):
+            if getattr(fitted, name) is not None:
+                losses.append(Loss(None, name))
+        losses += [Loss(None, f"metadata.{key}") for key in fitted.metadata]
+    if losses:
+        raise refuse(losses, f"a Vertex {path.suffix.lstrip('.').upper() or 'JSON'} file")
+    _write(fitted, path)
+
 
 _ALIASES = (
     ("id", "eval_case_id", "eval_id"),
