@@ -104,6 +104,11 @@ def _fit_case(case: EvalCase, drop: Drop) -> bool:
             drop("reference (beside a scenario)")
             case.reference = None
         _fit_scenario(case.scenario, drop)
+        if case.scenario.task is None:
+            # `task` is what CES's simulated user acts on (a required field of
+            # Evaluation.Scenario); without it the file is no scenario CES can run.
+            drop("the case (its scenario has no task, which CES requires)")
+            return False
         return True
     if case.reference is None:
         drop("the case (it has neither golden turns nor a scenario)")

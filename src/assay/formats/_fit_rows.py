@@ -2,8 +2,8 @@
 
 A row is one case with one exchange (Vertex: one reference and one actual turn; MLflow:
 a text conversation). Translations (nothing is lost): golden expectations without notes
-become steps and the final response (`assay.formats._golden`); for MLflow, a golden's
-last reference answer is the row's `expected_response`.
+become steps and the final response (`assay.formats._golden`); a golden's answer goes
+to the column the format's tools read (`_place_answer`).
 
 Losses: turn ids, timestamps, token usage (Vertex) and tool-response latencies, which no
 column holds; the set's creation time; and whole cases the row writer refuses, named
@@ -13,7 +13,7 @@ with its reason (a scenario, several turns, steps the format has no form for, ..
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from assay.errors import InputError
 from assay.formats._golden import as_steps, is_plain
@@ -28,14 +28,16 @@ def fit_rows(
     evalset: EvalSet,
     row: RowWriter,
     *,
-    expected_from_reference: bool,
+    answer_in: Literal["expected_response", "reference"],
     usage: bool,
     set_fields: bool,
 ) -> tuple[EvalSet, list[Loss]]:
     """The set as rows hold it (see the module doc); `row` is the format's row writer.
 
-    `set_fields`: whether the format has a place for the set's name, description and
-    metadata (Vertex's `eval_cases` envelope; MLflow files are rows only).
+    `answer_in`: the column a golden's answer is written to (MLflow's `expected_response`,
+    Vertex's `reference`; see `_place_answer`). `set_fields`: whether the format has a
+    place for the set's name, description and metadata (Vertex's `eval_cases` envelope;
+    MLflow files are rows only).
     """
     es = evalset.model_copy(deep=True)
     losses = Losses()
@@ -59,13 +61,7 @@ def fit_rows(
         for where in ("reference", "actual"):
             for t in getattr(case, where) or []:
                 _fit_turn(t, where, drop, usage)
-        if expected_from_reference and case.reference and not case.actual:
-            last = case.reference[-1]
-            if last.final_response is not None and case.expected_response in (
-                None,
-                last.final_response,
-            ):
-                case.expected_response, last.final_response = last.final_response, None
+        _place_answer(case, answer_in)
         try:
             row(case, len(cases))
         except InputError as exc:
@@ -74,6 +70,27 @@ def fit_rows(
         cases.append(case)
     es.cases = cases
     return es, losses.items
+
+
+def _place_answer(case: EvalCase, answer_in: str) -> None:
+    """Say a golden's one answer where the format's tools look for it.
+
+    A single-turn case's `expected_response` and its reference turn's final response are
+    the same reference answer (`assay.metrics.lexical.reference_text`). MLflow has only
+    the `expected_response` column; Vertex's EvalTask reads `reference`. Moving the
+    answer there when the other place is empty keeps A -> B -> A equal whichever of the
+    two A used.
+    """
+    if not case.reference:
+        return
+    last = case.reference[-1]
+    if answer_in == "expected_response":
+        if case.actual or last.final_response is None:
+            return
+        if case.expected_response in (None, last.final_response):
+            case.expected_response, last.final_response = last.final_response, None
+    elif len(case.reference) == 1 and last.final_response is None:
+        last.final_response, case.expected_response = case.expected_response, None
 
 
 def _fit_turn(t: Turn, where: str, drop: Drop, usage: bool) -> None:

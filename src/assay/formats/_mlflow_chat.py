@@ -12,7 +12,8 @@ from typing import Any
 from assay.formats._build import turn
 from assay.formats._columns import row_error
 from assay.formats._common import type_name
-from assay.model.core import AgentMessage, Step, Turn, Usage
+from assay.formats._loss import Loss
+from assay.model.core import AgentMessage, EvalSet, Step, Turn, Usage
 
 _REQUEST = "a string, or {messages: [{role, content}]}"
 
@@ -138,3 +139,24 @@ def with_text(raw: dict[str, Any], text: str | None, usage: Usage | None) -> dic
         out["usage"]["prompt_tokens"] = usage.input_tokens
         out["usage"]["completion_tokens"] = usage.output_tokens
     return out
+
+
+def fit_answers(fitted: EvalSet) -> list[Loss]:
+    """Hold earlier turns of agent messages without a final response as a chat can.
+
+    A chat history has no mark for an agent message that is not the turn's answer: the
+    last assistant message after a user message reads back as that turn's final
+    response. So such a turn is held with its last message as the final response, and
+    that is reported as a loss (the text is kept; its role changes).
+    """
+    losses = []
+    for case in fitted.cases:
+        where = "actual" if case.actual else "reference"
+        for t in (case.actual or case.reference or [])[:-1]:
+            message = t.steps[-1].agent_message if t.steps else None
+            if t.final_response is None and message is not None:
+                field = f"{where}[].steps[].agent_message (read back as the answer)"
+                losses.append(Loss(case.id, field))
+                t.steps.pop()
+                t.final_response = message.text
+    return losses

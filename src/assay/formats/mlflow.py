@@ -55,7 +55,7 @@ from assay.formats._columns import (
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._fit_rows import fit_rows
 from assay.formats._loss import Loss, refuse
-from assay.formats._mlflow_chat import conversation, response_of, with_text
+from assay.formats._mlflow_chat import conversation, fit_answers, response_of, with_text
 from assay.formats._mlflow_classic import classic_rows, is_classic
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
 from assay.model.core import EvalCase, EvalSet, Step, Turn
@@ -267,8 +267,12 @@ def _prompt_key(inputs: Mapping[str, Any]) -> str | None:
 
 
 def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
-    """The set as MLflow rows hold it, and what they cannot (`assay.formats._fit_rows`)."""
-    return fit_rows(evalset, _row, expected_from_reference=True, usage=True, set_fields=False)
+    """The set as MLflow rows hold it, and what they cannot (`assay.formats._fit_rows`;
+    earlier answers: `assay.formats._mlflow_chat.fit_answers`)."""
+    fitted, losses = fit_rows(
+        evalset, _row, answer_in="expected_response", usage=True, set_fields=False
+    )
+    return fitted, losses + fit_answers(fitted)
 
 
 def dump(evalset: EvalSet) -> list[dict[str, Any]]:

@@ -77,7 +77,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
     return fit_rows(
         evalset,
         lambda case, i: _row(case, i, "id"),
-        expected_from_reference=False,
+        answer_in="reference",
         usage=False,
         set_fields=True,
     )
