@@ -206,6 +206,16 @@ class RunExecutor:
         self._loop.call_soon_threadsafe(task.cancel)
         return True
 
+    def abandon(self, run_id: str) -> bool:
+        """Stop executing a run whose final state was written elsewhere (a cancelled run):
+        what finished is kept and the stored state is left alone."""
+        task = self._tasks.get(run_id)
+        if task is None or self._loop is None:
+            return False
+        self._lost.add(run_id)
+        self._loop.call_soon_threadsafe(task.cancel)
+        return True
+
     def running_runs_of(self, app: str, evaluation_id: str) -> list[str]:
         return [
             rid for rid, (a, evals) in self.active.items() if a == app and evaluation_id in evals

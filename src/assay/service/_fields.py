@@ -65,7 +65,15 @@ PERSONAS = KindSpec(
     required=("displayName", "personality"),
     objects=frozenset({"speechConfig"}),
 )
-SPECS: dict[str, KindSpec] = {s.kind: s for s in (EVALUATIONS, DATASETS, PERSONAS)}
+EXPECTATIONS = KindSpec(
+    kind="evaluationExpectations",
+    singular="evaluationExpectation",
+    writable=frozenset({"displayName", "tags", "llmCriteria"}),
+    output_only=frozenset({"name", "createTime", "updateTime", "etag"}),
+    required=("displayName", "llmCriteria"),
+    objects=frozenset({"llmCriteria"}),
+)
+SPECS: dict[str, KindSpec] = {s.kind: s for s in (EVALUATIONS, DATASETS, PERSONAS, EXPECTATIONS)}
 
 
 def writable_part(spec: KindSpec, body: Any, *, field: str) -> dict[str, Any]:

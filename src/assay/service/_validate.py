@@ -12,7 +12,7 @@ from typing import Any
 from assay.agents.base import Agent, app_details_of
 from assay.formats import ces
 from assay.model.core import EvalCase
-from assay.service._fields import DATASETS, EVALUATIONS, PERSONAS, KindSpec
+from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, PERSONAS, KindSpec
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
 from assay.store import Store
@@ -37,10 +37,56 @@ def validate(
     _optional_str(body, "description")
     if spec is EVALUATIONS:
         _evaluation(resource_id, body)
+        _expectation_refs(store, app, body)
+    elif spec is EXPECTATIONS:
+        _expectation(body)
     elif spec is DATASETS:
         _dataset(store, app, body)
     elif spec is PERSONAS:
         _persona(body)
+
+
+def _tags(body: Mapping[str, Any]) -> None:
+    tags = body.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidArgument.field("tags", "expected a list of strings")
+
+
+def _expectation(body: Mapping[str, Any]) -> None:
+    _tags(body)
+    criteria = body["llmCriteria"]
+    if not isinstance(criteria, Mapping) or set(criteria) - {"prompt"}:
+        raise InvalidArgument.field("llmCriteria", "expected an object {prompt}")
+    prompt = criteria.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidArgument.field(
+            "llmCriteria.prompt", "required: the criterion the judge checks, a non-blank string"
+        )
+
+
+def expectation_refs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field path, reference) of each expectation resource an evaluation names."""
+    found = []
+    for part in ("golden", "scenario"):
+        section = body.get(part)
+        refs = section.get("evaluationExpectations", []) if isinstance(section, Mapping) else []
+        for i, ref in enumerate(refs if isinstance(refs, list) else []):
+            if isinstance(ref, str):
+                found.append((f"{part}.evaluationExpectations[{i}]", ref))
+    return found
+
+
+def _expectation_refs(store: Store, app: str, body: Mapping[str, Any]) -> None:
+    # CES evaluations name expectation resources of their own app; they must exist, so a
+    # run can turn each into the judged criterion it stands for.
+    for field, ref in expectation_refs(body):
+        parsed = parse_kind_name(ref, EXPECTATIONS.kind, field=field)
+        if parsed.app != app:
+            raise InvalidArgument.field(field, f"{ref!r} belongs to another app than {app!r}")
+        if store.resources.get(app, EXPECTATIONS.kind, parsed.id) is None:
+            raise InvalidArgument.field(
+                field, f"no evaluation expectation {ref!r}; create it first"
+            )
 
 
 def _optional_str(body: Mapping[str, Any], field: str) -> None:
@@ -49,9 +95,7 @@ def _optional_str(body: Mapping[str, Any], field: str) -> None:
 
 
 def _evaluation(resource_id: str, body: Mapping[str, Any]) -> None:
-    tags = body.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InvalidArgument.field("tags", "expected a list of strings")
+    _tags(body)
     inputs = [k for k in ("golden", "scenario") if k in body]
     if len(inputs) != 1:
         found = " and ".join(inputs) if inputs else "neither"

@@ -4,6 +4,7 @@
     apps/{app}/evaluations/{id}/results/{result}
     apps/{app}/evaluationDatasets/{id}
     apps/{app}/personas/{id}
+    apps/{app}/evaluationExpectations/{id}
     apps/{app}/evaluationRuns/{id}
 
 Segments are 1-128 characters (ids up to 256) of letters, digits, `-`, `_` and `.`,
@@ -19,7 +20,12 @@ from dataclasses import dataclass
 
 from assay.service.errors import InvalidArgument
 
-RESOURCE_KINDS = ("evaluations", "evaluationDatasets", "personas")
+RESOURCE_KINDS = (
+    "evaluations",
+    "evaluationDatasets",
+    "personas",
+    "evaluationExpectations",
+)
 RUNS = "evaluationRuns"
 RESULTS = "results"
 
@@ -31,6 +37,7 @@ PATTERNS = (
     "apps/{app}/evaluations/{id}/results/{result}",
     "apps/{app}/evaluationDatasets/{id}",
     "apps/{app}/personas/{id}",
+    "apps/{app}/evaluationExpectations/{id}",
     "apps/{app}/evaluationRuns/{id}",
 )
 

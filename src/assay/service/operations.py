@@ -16,6 +16,7 @@ from assay.service import runs
 from assay.service._fields import (
     DATASETS,
     EVALUATIONS,
+    EXPECTATIONS,
     SPECS,
     KindSpec,
     apply_mask,
@@ -31,7 +32,7 @@ from assay.service._listing import (
     token_key,
 )
 from assay.service._storable import check_storable
-from assay.service._validate import is_invalid, known_names, validate
+from assay.service._validate import expectation_refs, is_invalid, known_names, validate
 from assay.service.context import ServiceContext
 from assay.service.errors import (
     PRECONDITION_FAILURE_TYPE,
@@ -61,6 +62,7 @@ _FILTER_FIELDS = {
     "evaluations": ("tags", "dataset", "displayName"),
     "evaluationDatasets": ("displayName",),
     "personas": ("displayName",),
+    "evaluationExpectations": ("displayName", "tags"),
 }
 
 
@@ -189,6 +191,8 @@ def delete_resource(
     current = _fetch(ctx, parsed)
     if etag is not None and etag != current.etag:
         raise Aborted(_stale_message(spec, name))
+    if spec is EXPECTATIONS:
+        _refuse_if_referenced(ctx, parsed.app, name)
     datasets = _memberships(ctx, parsed.app).get(parsed.id, []) if spec is EVALUATIONS else []
     if datasets and not force:
         violations = [
@@ -207,13 +211,30 @@ def delete_resource(
         _drop_member(ctx, parse_name(dataset), name)
 
 
+def _refuse_if_referenced(ctx: ServiceContext, app: str, name: str) -> None:
+    users = [
+        f"apps/{app}/{EVALUATIONS.kind}/{res.id}"
+        for res in ctx.store.resources.list_resources(app, EVALUATIONS.kind)
+        if any(ref == name for _field, ref in expectation_refs(res.body))
+    ]
+    if users:
+        violations = [
+            {"type": "REFERENCED", "subject": u, "description": f"{u} names {name}"} for u in users
+        ]
+        raise FailedPrecondition(
+            f"{name} is named by the evaluations {', '.join(users)}; remove it from their "
+            "evaluationExpectations first",
+            [{"@type": PRECONDITION_FAILURE_TYPE, "violations": violations}],
+        )
+
+
 def _resource_name(name: str, action: str) -> ResourceName:
     parsed = parse_name(name)
     if parsed.kind not in SPECS:
         raise InvalidArgument.field(
             "name",
-            f"{name!r} cannot be {action} this way; only evaluations, evaluationDatasets "
-            "and personas can (evaluation runs: DELETE; results belong to their run)",
+            f"{name!r} cannot be {action} this way; only {', '.join(SPECS)} can "
+            "(evaluation runs: DELETE; results belong to their run)",
         )
     return parsed
 

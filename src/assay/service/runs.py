@@ -50,6 +50,8 @@ GOLDEN_METRICS = (
 # Need an LLM judge: computed only when the request (or server) names a judge model.
 JUDGED_METRICS = ("semantic_similarity", "hallucination")
 SCENARIO_METRICS = ("user_goal_satisfaction", "task_completed")
+# Judges each evaluation expectation (its llmCriteria prompt) against the final response.
+EXPECTATION_METRIC = "rubric_based_final_response_quality_v1"
 
 REQUEST_FIELDS = (
     "app",
@@ -145,6 +147,34 @@ def _enum(request: Mapping[str, Any], field: str, parse: Any, default: str) -> s
         raise InvalidArgument.field(field, str(exc)) from None
 
 
+def _with_expectations(ctx: ServiceContext, app: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The evaluation with each named expectation resource written inline, as it is now.
+
+    The run keeps its snapshot: an expectation changed later does not change the run.
+    """
+    out = dict(body)
+    for part in ("golden", "scenario"):
+        section = body.get(part)
+        if not isinstance(section, Mapping) or not section.get("evaluationExpectations"):
+            continue
+        inlined = []
+        for ref in section["evaluationExpectations"]:
+            found = ctx.store.resources.get(app, "evaluationExpectations", ref.rsplit("/", 1)[-1])
+            if found is None:
+                raise FailedPrecondition(f"evaluation expectation {ref} no longer exists")
+            criteria = found.body["llmCriteria"]
+            inlined.append({"displayName": found.display_name, "llmCriteria": criteria})
+        out[part] = {**section, "evaluationExpectations": inlined}
+    return out
+
+
+def _has_expectations(body: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(body.get(part), Mapping) and body[part].get("evaluationExpectations")
+        for part in ("golden", "scenario")
+    )
+
+
 def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -187,9 +217,11 @@ def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -
             raise InvalidArgument(
                 f"evaluation apps/{app}/evaluations/{eid} cannot run: {exc}"
             ) from None
-        evaluations[eid] = found.body
+        evaluations[eid] = _with_expectations(ctx, app, found.body)
     judged = bool(request.get("judgeModel"))
     metrics = [*GOLDEN_METRICS, *(JUDGED_METRICS + SCENARIO_METRICS if judged else ())]
+    if judged and any(_has_expectations(body) for body in evaluations.values()):
+        metrics.append(EXPECTATION_METRIC)
     svc: dict[str, Any] = {
         "evaluationIds": ids,
         "evaluations": evaluations,
@@ -308,6 +340,20 @@ def delete_run(ctx: ServiceContext, name: str) -> None:
     state.executor.cancel(run.id)
     ctx.store.delete_run(run.id)
     state.aggregator.forget(app)
+
+
+def cancel_run(ctx: ServiceContext, name: str) -> dict[str, Any]:
+    """Stop the unfinished evaluationRun `name`: it ends CANCELLED, keeping what finished."""
+    app, run = _run(ctx, name)
+    state = state_of(ctx)
+    if not state.results.cancel(run.id, "the evaluation run was cancelled on request"):
+        current = render_run(ctx, app, ctx.store.get_run(run.id))["state"]
+        raise FailedPrecondition(f"evaluation run {name} has already finished ({current})")
+    # Running here: stop now. Running on another server over this store: its next
+    # heartbeat finds the run no longer RUNNING and stops it.
+    state.executor.abandon(run.id)
+    state.aggregator.forget(app)
+    return render_run(ctx, app, ctx.store.get_run(run.id))
 
 
 def forget_evaluation(ctx: ServiceContext, app: str, evaluation_id: str) -> None:

@@ -237,3 +237,38 @@ class EvaluationResults(Repository):
                 return False
             conn.execute(update(runs).where(runs.c.id == run_id).values(updated_at=utcnow()))
         return True
+
+    @database_errors
+    def cancel(self, run_id: str, message: str) -> bool:
+        """Mark an unfinished service run CANCELLED; False if it had already finished.
+
+        A compare-and-set on the status: a run that completes at the same moment stays
+        COMPLETED. Its owner sees the status at its next heartbeat and stops.
+        """
+        unfinished = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
+        now = utcnow()
+        values = {
+            "status": RunStatus.CANCELLED.value,
+            "error": message,
+            "finished_at": now,
+            "updated_at": now,
+        }
+        with self._writer.begin() as conn:
+            changed = conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id, runs.c.status.in_(unfinished))
+                .values(**values)
+            )
+        return changed.rowcount == 1
+
+    @database_errors
+    def set_service_flag(self, run_id: str, flag: str, value: Any) -> None:
+        """Set one key of a service run's config (e.g. that its operation was deleted)."""
+        with self._writer.begin() as conn:
+            query = select(runs.c.config).where(runs.c.id == run_id).with_for_update()
+            row = conn.execute(query).first()
+            if row is None:
+                return
+            config = dict(row.config)
+            config[SERVICE_KEY] = {**(config.get(SERVICE_KEY) or {}), flag: value}
+            conn.execute(update(runs).where(runs.c.id == run_id).values(config=config))

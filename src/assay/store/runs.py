@@ -36,7 +36,12 @@ from assay.store.types import utcnow
 CaseKey = tuple[str, str, int]
 """(eval_set_id or "", case_id, run_index): what identifies a case run within a run."""
 
-FINAL_STATUSES = (RunStatus.COMPLETED, RunStatus.ERROR, RunStatus.INTERRUPTED)
+FINAL_STATUSES = (
+    RunStatus.COMPLETED,
+    RunStatus.ERROR,
+    RunStatus.INTERRUPTED,
+    RunStatus.CANCELLED,
+)
 
 
 def case_key(result: CaseResult) -> CaseKey:

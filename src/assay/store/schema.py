@@ -4,7 +4,8 @@
 - `case_results`: one row per completed case run; the full `CaseResult` document as
   JSON plus the columns queries filter on. The unique key (run, eval set, case, run
   index) means a case run is never stored twice, and is what resume skips.
-- `resources`: CES-shaped resources (evaluations, evaluation datasets, personas) with
+- `resources`: CES-shaped resources (evaluations, evaluation datasets, personas,
+  evaluation expectations, scheduled evaluation runs) with
   a display name unique within an app and kind, an etag and create/update times.
 - `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
   generation settings.
@@ -51,16 +52,26 @@ DEFAULT_APP = "default"
 
 
 class RunStatus(StrEnum):
-    """Lifecycle of a run: CES's RUNNING/COMPLETED/ERROR plus INTERRUPTED (resumable)."""
+    """Lifecycle of a run: CES's RUNNING/COMPLETED/ERROR/CANCELLED plus INTERRUPTED.
+
+    INTERRUPTED runs are resumable; CANCELLED ones were stopped on request and stay so.
+    """
 
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
     ERROR = "ERROR"
     INTERRUPTED = "INTERRUPTED"
+    CANCELLED = "CANCELLED"
 
 
 # The CES collections stored in `resources`, named as in the REST paths.
-RESOURCE_KINDS = ("evaluations", "evaluationDatasets", "personas")
+RESOURCE_KINDS = (
+    "evaluations",
+    "evaluationDatasets",
+    "personas",
+    "evaluationExpectations",
+    "scheduledEvaluationRuns",
+)
 
 # A surrogate integer key keeps case rows in completion order and, on SQLite, makes
 # the row id the key (INTEGER PRIMARY KEY) instead of a separate index.

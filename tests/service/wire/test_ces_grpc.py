@@ -127,8 +127,8 @@ def test_grpc_needs_a_key_and_names_unserved_methods(grpc_port: tuple[RunningSer
         grpc_client(port, "not-a-key").list_evaluations(parent=PARENT)
     client = grpc_client(port, create_key(served.store))
     with pytest.raises(exceptions.MethodNotImplemented) as missing:
-        client.list_scheduled_evaluation_runs(parent=PARENT)
-    assert "ListScheduledEvaluationRuns" in missing.value.message
+        client.upload_evaluation_audio(name=f"{PARENT}/evaluations/x", audio_content=b"RIFF")
+    assert "speech recognition" in missing.value.message
 
 
 def test_assay_serve_grpc_port(tmp_path: Any) -> None:

@@ -17,13 +17,14 @@ from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
 from assay.service import operations, runs
-from assay.service._fields import DATASETS, EVALUATIONS, KindSpec
+from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, KindSpec
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
 from assay.service.wire import ces_operations
 from assay.service.wire._proto import from_json, to_json
 from assay.service.wire.ces_names import Location, app_of, parse_location
+from assay.service.wire.ces_operations import Unimplemented
 
 Handler = Callable[[ServiceContext, Any], Message]
 
@@ -31,9 +32,10 @@ EVALUATION = ces.Evaluation.pb()
 DATASET = ces.EvaluationDataset.pb()
 RUN = ces.EvaluationRun.pb()
 RESULT = ces.EvaluationResult.pb()
+EXPECTATION = ces.EvaluationExpectation.pb()
 _PATTERNS = {
     kind: f"projects/{{project}}/locations/{{location}}/apps/{{app}}/{kind}/{{id}}"
-    for kind in ("evaluations", "evaluationDatasets", "evaluationRuns")
+    for kind in ("evaluations", "evaluationDatasets", "evaluationRuns", "evaluationExpectations")
 } | {"results": "projects/{project}/locations/{location}/apps/{app}/evaluations/{id}/results/{id}"}
 # The default page size the service documents for lists.
 DEFAULT_PAGE_SIZE = 50
@@ -81,6 +83,13 @@ def _resource_body(where: Location, app: str, spec: KindSpec, message: Message) 
         body["evaluations"] = [
             where.short(m, f"evaluation_dataset.evaluations[{i}]") for i, m in enumerate(members)
         ]
+    for part in ("golden", "scenario") if spec is EVALUATIONS else ():
+        refs = body.get(part, {}).get("evaluationExpectations")
+        if refs:
+            body[part]["evaluationExpectations"] = [
+                where.short(r, f"evaluation.{part}.evaluation_expectations[{i}]")
+                for i, r in enumerate(refs)
+            ]
     body.pop("name", None)
     return body
 
@@ -232,6 +241,22 @@ def run_evaluation(ctx: ServiceContext, request: Any) -> Message:
     return operation
 
 
+def test_persona_voice(ctx: ServiceContext, request: Any) -> Message:
+    app_of(request.app, "app")
+    raise Unimplemented(
+        "TestPersonaVoice synthesises speech, and assay has no text-to-speech engine: it "
+        "evaluates text conversations only (personas' speechConfig is stored, not spoken)"
+    )
+
+
+def upload_evaluation_audio(ctx: ServiceContext, request: Any) -> Message:
+    _named(request.name, "evaluations")
+    raise Unimplemented(
+        "UploadEvaluationAudio needs speech recognition of the audio, which assay does not "
+        "have: give the evaluation's user turns as text (userInput.text) instead"
+    )
+
+
 METHODS: dict[str, Handler] = {
     "CreateEvaluation": _create(EVALUATIONS, EVALUATION, "evaluation"),
     "GetEvaluation": _get(EVALUATIONS, EVALUATION),
@@ -243,6 +268,11 @@ METHODS: dict[str, Handler] = {
     "ListEvaluationDatasets": _list(DATASETS, ces.ListEvaluationDatasetsResponse.pb()),
     "UpdateEvaluationDataset": _update(DATASETS, DATASET, "evaluation_dataset"),
     "DeleteEvaluationDataset": _delete(DATASETS),
+    "CreateEvaluationExpectation": _create(EXPECTATIONS, EXPECTATION, "evaluation_expectation"),
+    "GetEvaluationExpectation": _get(EXPECTATIONS, EXPECTATION),
+    "ListEvaluationExpectations": _list(EXPECTATIONS, ces.ListEvaluationExpectationsResponse.pb()),
+    "UpdateEvaluationExpectation": _update(EXPECTATIONS, EXPECTATION, "evaluation_expectation"),
+    "DeleteEvaluationExpectation": _delete(EXPECTATIONS),
     "RunEvaluation": run_evaluation,
     "GetEvaluationRun": get_evaluation_run,
     "ListEvaluationRuns": list_evaluation_runs,
@@ -250,5 +280,10 @@ METHODS: dict[str, Handler] = {
     "GetEvaluationResult": get_evaluation_result,
     "ListEvaluationResults": list_evaluation_results,
     "DeleteEvaluationResult": delete_evaluation_result,
+    "TestPersonaVoice": test_persona_voice,
+    "UploadEvaluationAudio": upload_evaluation_audio,
     **ces_operations.METHODS,
 }
+
+# Served, but always answering UNIMPLEMENTED with the reason: audio cannot be processed.
+AUDIO_METHODS = frozenset({"TestPersonaVoice", "UploadEvaluationAudio"})

@@ -3,9 +3,12 @@
 An operation is a view of its evaluation run, named
 `projects/{p}/locations/{l}/operations/run-{run id}`: it is done once the run left
 RUNNING; a COMPLETED run answers `response` (a `RunEvaluationResponse` naming the run),
-an ERROR run answers `error` with the run's error message. The run stays the durable
-record (it is listed, read and deleted as an evaluationRun), so cancelling or deleting
-the operation itself is UNIMPLEMENTED, which AIP-151 allows.
+an ERROR run answers `error` with the run's error message, a CANCELLED one the status
+CANCELLED (the client's `operation.result()` raises `exceptions.Cancelled`).
+
+CancelOperation cancels the run (it ends CANCELLED, keeping the results that finished).
+DeleteOperation forgets a finished operation (get answers NOT_FOUND, list leaves it
+out) and keeps the run, which stays the durable record.
 """
 
 from __future__ import annotations
@@ -14,14 +17,14 @@ from typing import Any
 
 from google.cloud import ces_v1beta as ces
 from google.longrunning import operations_pb2
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, empty_pb2
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
 from assay.service import runs
 from assay.service._results import service_config
 from assay.service.context import ServiceContext
-from assay.service.errors import InvalidArgument, NotFound, ServiceError
+from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound, ServiceError
 from assay.service.wire._proto import from_json
 from assay.service.wire.ces_names import Location, parse_location
 from assay.store.eval_results import SERVICE_KEY
@@ -30,6 +33,8 @@ from assay.store.runs import RunInfo
 
 _PREFIX = "operations/run-"
 MAX_PAGE_SIZE = 1000
+# Set in a run's service config once its operation was deleted.
+_DELETED = "operationDeleted"
 METADATA = ces.RunEvaluationOperationMetadata.pb()
 RESPONSE = ces.RunEvaluationResponse.pb()
 
@@ -49,7 +54,7 @@ def _run_of(ctx: ServiceContext, name: str) -> tuple[Location, RunInfo]:
         run = ctx.store.get_run(run_id)
     except RunNotFoundError:
         raise NotFound(f"operation {name} not found") from None
-    if SERVICE_KEY not in run.config:
+    if SERVICE_KEY not in run.config or service_config(run).get(_DELETED):
         raise NotFound(f"operation {name} not found")
     return where, run
 
@@ -81,6 +86,13 @@ def _operation(ctx: ServiceContext, where: Location, run: RunInfo) -> Any:
     if state == "COMPLETED":
         op.done = True
         op.response.CopyFrom(_pack(from_json(RESPONSE, {"evaluationRun": full_run})))
+    elif state == "CANCELLED":
+        op.done = True
+        op.error.CopyFrom(
+            status_pb2.Status(
+                code=code_pb2.CANCELLED, message=f"evaluation run {full_run} was cancelled"
+            )
+        )
     elif state != "RUNNING":
         op.done = True
         reason = rendered.get("errorInfo", {}).get("errorMessage") or "see the evaluation run"
@@ -124,7 +136,9 @@ def list_operations(ctx: ServiceContext, request: Any) -> Any:
     limit = offset + size + 1
     while True:
         newest = ctx.store.list_runs(limit)
-        service_runs = [r for r in newest if SERVICE_KEY in r.config]
+        service_runs = [
+            r for r in newest if SERVICE_KEY in r.config and not service_config(r).get(_DELETED)
+        ]
         if len(service_runs) > offset + size or len(newest) < limit:
             break
         limit *= 2
@@ -138,19 +152,22 @@ def list_operations(ctx: ServiceContext, request: Any) -> Any:
 
 
 def cancel_operation(ctx: ServiceContext, request: Any) -> Message:
-    _run_of(ctx, request.name)
-    raise Unimplemented(
-        "assay cannot cancel an evaluation run's operation; delete the evaluation run "
-        "(DeleteEvaluationRun) to stop it"
-    )
+    """Cancel the operation's evaluation run (FAILED_PRECONDITION once it finished)."""
+    _where, run = _run_of(ctx, request.name)
+    runs.cancel_run(ctx, f"apps/{run.app}/evaluationRuns/{run.id}")
+    return empty_pb2.Empty()
 
 
 def delete_operation(ctx: ServiceContext, request: Any) -> Message:
-    _run_of(ctx, request.name)
-    raise Unimplemented(
-        "assay keeps an operation as long as its evaluation run; delete the evaluation run "
-        "(DeleteEvaluationRun) instead"
-    )
+    """Forget a finished operation; its evaluation run stays."""
+    where, run = _run_of(ctx, request.name)
+    if not _operation(ctx, where, run).done:
+        raise FailedPrecondition(
+            f"operation {request.name} is still running; cancel it (CancelOperation) or "
+            "wait until it is done before deleting it"
+        )
+    runs.state_of(ctx).results.set_service_flag(run.id, _DELETED, True)
+    return empty_pb2.Empty()
 
 
 METHODS = {
