@@ -11,15 +11,20 @@ and, as the named baseline in the same process run, google-adk's own evaluators
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 TOOLS = ["search_flights", "book_hotel", "get_weather", "convert_currency", "send_email"]
 WORDS = [
@@ -74,8 +79,12 @@ def _call(rng: random.Random) -> dict[str, Any]:
 
 
 def make_rows(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    return list(iter_rows(n, seed))
+
+
+def iter_rows(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
+    """The rows one at a time (1M rows are written without holding them)."""
     rng = random.Random(seed)
-    rows = []
     for i in range(n):
         ref = [_call(rng) for _ in range(rng.randint(1, 5))]
         pred = list(ref)
@@ -88,27 +97,37 @@ def make_rows(n: int, seed: int = 7) -> list[dict[str, Any]]:
         reference = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 25)))
         words = reference.split()
         response = " ".join(w if rng.random() > 0.2 else rng.choice(WORDS) for w in words)
-        rows.append(
-            {
-                "id": f"row-{i}",
-                "prompt": f"Plan trip {i}",
-                "response": response,
-                "reference": reference,
-                "predicted_trajectory": pred,
-                "reference_trajectory": ref,
-            }
-        )
-    return rows
+        yield {
+            "id": f"row-{i}",
+            "prompt": f"Plan trip {i}",
+            "response": response,
+            "reference": reference,
+            "predicted_trajectory": pred,
+            "reference_trajectory": ref,
+        }
 
 
-def run_assay(path: Path, workdir: Path) -> tuple[float, float, int]:
-    """Run the real CLI in a subprocess; return seconds, peak RSS (MiB) and exit code."""
+def _tree_rss(proc: psutil.Process) -> int:
+    """Resident memory of a process and all its descendants (a pool's workers included)."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
+
+
+def run_assay(
+    path: Path, workdir: Path, extra: list[str] | None = None
+) -> tuple[float, float, int]:
+    """Run the real CLI as a user would (default store under the working directory,
+    `--out` and `--csv`); return seconds, peak RSS of the process tree (MiB), exit code."""
     # trajectory_single_tool_use needs its tool_name option, so the metrics come from a config.
     criteria: dict[str, Any] = {m: {"threshold": 1.0} for m in METRICS}
     criteria["trajectory_single_tool_use"] = {"threshold": 1.0, "tool_name": "get_weather"}
     criteria["response_match_score"] = 0.8
     config = workdir / "config.json"
     config.write_text(json.dumps({"criteria": criteria}))
+    shutil.rmtree(workdir / ".assay", ignore_errors=True)
     args = [
         sys.executable,
         "-m",
@@ -118,16 +137,31 @@ def run_assay(path: Path, workdir: Path) -> tuple[float, float, int]:
         "--config",
         str(config),
         "--quiet",
-        "--store",
-        f"sqlite:///{workdir / 'bench.db'}",
+        "--out",
+        str(workdir / "results.json"),
+        "--csv",
+        str(workdir / "results.csv"),
+        *(extra or []),
     ]
     t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=workdir, capture_output=True, text=True, check=False)
+    child = subprocess.Popen(
+        args, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    watched = psutil.Process(child.pid)
+    peak = 0
+    # Sample the tree's RSS while it runs; a reader thread drains stderr meanwhile.
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.append(child.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    while child.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, _tree_rss(watched))
+        time.sleep(0.05)
     elapsed = time.perf_counter() - t0
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"assay eval failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, peak_kib / 1024, proc.returncode
+    reader.join()
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"assay eval failed ({child.returncode}):\n{''.join(errors)[-3000:]}")
+    return elapsed, peak / 2**20, child.returncode
 
 
 def run_adk(rows: list[dict[str, Any]]) -> float:
@@ -167,31 +201,38 @@ def run_adk(rows: list[dict[str, Any]]) -> float:
     return time.perf_counter() - t0
 
 
+def write_rows(path: Path, n: int) -> None:
+    with path.open("w") as fh:
+        for row in iter_rows(n):
+            fh.write(json.dumps(row) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000])
     parser.add_argument("--adk-rows", type=int, default=5_000)
-    ns = parser.parse_args()
-    rows = make_rows(ns.rows)
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        data = work / "rows.jsonl"
-        with data.open("w") as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
-        elapsed, peak_mib, rc = run_assay(data, work)
-    assay_rate = ns.rows / elapsed
-    adk_elapsed = run_adk(rows[: ns.adk_rows])
-    adk_rate = ns.adk_rows / adk_elapsed
-    print(
-        f"assay eval (CLI, store on, {len(METRICS)} metrics): {ns.rows} rows in {elapsed:.2f}s "
-        f"= {assay_rate:,.0f} rows/s, peak RSS {peak_mib:,.0f} MiB, exit {rc}"
+    parser.add_argument(
+        "--assay-args", default="", help="extra `assay eval` flags, e.g. '--workers 1'"
     )
+    ns = parser.parse_args()
+    adk_elapsed = run_adk(make_rows(ns.adk_rows))
+    adk_rate = ns.adk_rows / adk_elapsed
     print(
         f"google-adk evaluators (3 trajectory match types + ROUGE, in-process): "
         f"{ns.adk_rows} rows in {adk_elapsed:.2f}s = {adk_rate:,.0f} rows/s"
     )
-    print(f"ratio assay/adk: {assay_rate / adk_rate:.1f}x  (target >= 20,000 rows/s, < 1024 MiB)")
+    for n in ns.rows:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            data = work / "rows.jsonl"
+            write_rows(data, n)
+            elapsed, peak_mib, rc = run_assay(data, work, ns.assay_args.split())
+        rate = n / elapsed
+        print(
+            f"assay eval (CLI, default store, --out, --csv, {len(METRICS)} metrics): {n:,} rows "
+            f"in {elapsed:.2f}s = {rate:,.0f} rows/s, peak RSS {peak_mib:,.0f} MiB, exit {rc}; "
+            f"ratio assay/adk {rate / adk_rate:.1f}x  (target >= 20,000 rows/s, < 1024 MiB)"
+        )
 
 
 if __name__ == "__main__":

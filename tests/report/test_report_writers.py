@@ -162,3 +162,29 @@ def test_writers_report_unwritable_paths(tmp_path: Path) -> None:
     for writer in (write_json, write_junit, write_csv):
         with pytest.raises(AssayError, match="cannot write"):
             writer(sample_result(), blocker / "out")
+
+
+def test_written_json_is_build_reports_document(tmp_path: Path) -> None:
+    # The file is written case by case (json_stream); parsed, it is the in-memory document.
+    result = sample_result()
+    files = {"home": "data/home.evalset.json"}
+    path = write_json(result, tmp_path / "results.json", eval_set_files=files)
+    assert json.loads(path.read_text(encoding="utf-8")) == build_report(
+        result, eval_set_files=files
+    )
+    # One case per line, and no temporary files left beside the report.
+    text = path.read_text(encoding="utf-8")
+    assert sum('"eval_id":' in line for line in text.splitlines()) == 4
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_csv_from_the_spool_equals_the_in_memory_csv(tmp_path: Path) -> None:
+    from assay.report.json_stream import RowSpool, write_csv_from
+
+    result = sample_result()
+    spool = RowSpool(tmp_path / "results.json")
+    for row in result.rows:
+        spool.add(row)
+    streamed = write_csv_from(spool, tmp_path / "streamed.csv").read_text(encoding="utf-8")
+    spool.close()
+    assert streamed == write_csv(result, tmp_path / "rows.csv").read_text(encoding="utf-8")

@@ -8,13 +8,11 @@ which ADK ignores.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, MetricResult, Score, status_for
 
@@ -237,15 +235,30 @@ def write_json(
     eval_set_ids: Sequence[str] | None = None,
     eval_set_files: dict[str, str] | None = None,
 ) -> Path:
-    """Write the JSON report to `path` (parent folders are created)."""
-    doc = build_report(result, eval_set_ids=eval_set_ids, eval_set_files=eval_set_files)
-    target = Path(path)
+    """Write the JSON report to `path` (parent folders are created).
+
+    The document is `build_report`'s, written case by case by the same writer a
+    streaming run uses (`assay.report.json_stream`): one case or row per line.
+    """
+    from assay.report.json_stream import JsonReportWriter
+
+    files = eval_set_files or {}
+    writer = JsonReportWriter(
+        path,
+        run_id=result.run_id,
+        eval_set_ids=list(eval_set_ids) if eval_set_ids is not None else _eval_set_ids(result),
+        metrics=list(result.metrics),
+    )
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-            encoding="utf-8",
-        )
-    except OSError as exc:
-        raise AssayError(f"cannot write JSON report {target}: {exc.strerror or exc}") from None
-    return target
+        for case in result.cases:
+            writer.add_case(
+                case_to_adk(
+                    case, run_id=result.run_id, eval_set_file=files.get(case.eval_set_id or "")
+                )
+            )
+        for row in result.rows:
+            writer.rows.add(row)
+        return writer.finish(result.summary, result.repeated)
+    except BaseException:
+        writer.discard()
+        raise

@@ -1,0 +1,226 @@
+"""The JSON and CSV reports written as the results come, in memory bounded by one case.
+
+`assay eval --out` on a million rows cannot build the report as one document first: at a
+few KB per case that is gigabytes. `JsonReportWriter` writes each case's ADK-shaped
+object to the file as soon as the case is done and keeps its rows in a `RowSpool` (a
+temporary JSON-lines file beside the report); `finish` appends the rows and the summary,
+which are only known at the end, and moves the finished file into place. The document
+is the one `build_report` describes — the same keys and values, one case or row per
+line — so readers parse it as before; only the key order differs (`summary` last).
+
+Both the in-memory path (`write_json`) and the streaming run use these writers, so the
+two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from assay.errors import AssayError
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+# Case and row objects are written one per line, indented under their array.
+_ITEM_INDENT = b"    "
+
+
+def _default(value: Any) -> Any:
+    """What orjson does not know: pydantic models, enum-like values, else their str()."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if hasattr(value, "value") and isinstance(value.value, str | int):
+        return value.value
+    return str(value)
+
+
+def dumps(value: Any) -> bytes:
+    """Strict compact JSON (NaN and infinity as null) of a report value."""
+    try:
+        return orjson.dumps(value, default=_default, option=_OPTIONS)
+    except orjson.JSONEncodeError:
+        # Integers beyond 64 bits are the one thing orjson refuses that JSON allows.
+        from assay.report.json_report import _jsonable
+
+        return json.dumps(_jsonable(value), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _pretty(value: Any) -> bytes:
+    """An indented value of the report's top level (nested under its key)."""
+    text = orjson.dumps(value, default=_default, option=_OPTIONS | orjson.OPT_INDENT_2)
+    return text.replace(b"\n", b"\n  ")
+
+
+def _partial(target: Path, tag: str) -> Path:
+    return target.with_name(f".{target.name}.{tag}.partial")
+
+
+class RowSpool:
+    """The report rows kept on disk as JSON lines until the run ends.
+
+    Also tracks the union of the rows' columns in first-seen order (for the CSV) at the
+    cost of one tuple per row: rows of one run almost always share a handful of shapes.
+    """
+
+    def __init__(self, beside: Path) -> None:
+        self.path = _partial(beside, "rows")
+        self.count = 0
+        self._shapes: set[tuple[str, ...]] = set()
+        self._columns: dict[str, None] = {}
+        try:
+            beside.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[bytes] = self.path.open("wb")
+        except OSError as exc:
+            raise AssayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    def add(self, row: dict[str, Any]) -> None:
+        shape = tuple(row)
+        if shape not in self._shapes:
+            self._shapes.add(shape)
+            for key in shape:
+                self._columns.setdefault(key, None)
+        self._file.write(dumps(row) + b"\n")
+        self.count += 1
+
+    def add_encoded(self, shape: tuple[str, ...], line: bytes) -> None:
+        """A row already encoded as one JSON line (by a worker process)."""
+        if shape not in self._shapes:
+            self._shapes.add(shape)
+            for key in shape:
+                self._columns.setdefault(key, None)
+        self._file.write(line)
+        self.count += 1
+
+    def lines(self) -> Iterator[bytes]:
+        """The rows written so far, one JSON line each."""
+        self._file.flush()
+        with self.path.open("rb") as handle:
+            yield from handle
+
+    def close(self) -> None:
+        self._file.close()
+        self.path.unlink(missing_ok=True)
+
+
+class JsonReportWriter:
+    """The `--out` report, written case by case (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        run_id: str | None,
+        eval_set_ids: Sequence[str],
+        metrics: Sequence[str],
+        rows: RowSpool | None = None,
+    ) -> None:
+        self.target = Path(path)
+        self._tmp = _partial(self.target, "json")
+        self.rows = rows if rows is not None else RowSpool(self.target)
+        self._owns_rows = rows is None
+        self._cases = 0
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[bytes] = self._tmp.open("wb")
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
+        head = {"run_id": run_id, "eval_set_ids": list(eval_set_ids), "metrics": list(metrics)}
+        self._write(b"{\n")
+        for key, value in head.items():
+            self._write(b'  "' + key.encode() + b'": ' + _pretty(value) + b",\n")
+        self._write(b'  "cases": [')
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
+
+    def add_case(self, case: dict[str, Any]) -> None:
+        """One ADK-shaped case object (`case_to_adk`)."""
+        self.add_encoded_case(dumps(case))
+
+    def add_encoded_case(self, encoded: bytes) -> None:
+        self._write((b"\n" if self._cases == 0 else b",\n") + _ITEM_INDENT + encoded)
+        self._cases += 1
+
+    def finish(self, summary: dict[str, Any], repeated: dict[str, Any] | None = None) -> Path:
+        """Append the rows and the summary; the report is complete at `target` after this."""
+        self._write(b"\n  ],\n" if self._cases else b"],\n")
+        self._write(b'  "rows": [')
+        first = True
+        for line in self.rows.lines():
+            self._write((b"\n" if first else b",\n") + _ITEM_INDENT + line.rstrip(b"\n"))
+            first = False
+        self._write(b"\n  ],\n" if not first else b"],\n")
+        self._write(b'  "summary": ' + _pretty(summary))
+        if repeated:
+            self._write(b',\n  "repeated": ' + _pretty(repeated))
+        self._write(b"\n}\n")
+        self._file.close()
+        if self._owns_rows:
+            self.rows.close()
+        try:
+            os.replace(self._tmp, self.target)
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the unfinished file (the run failed before it could be completed)."""
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+        if self._owns_rows:
+            self.rows.close()
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell: empty for missing and non-finite, JSON for lists and objects."""
+    if value is None:
+        return ""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        return repr(value) if value - value == 0 else ""
+    if isinstance(value, str | int):
+        return str(value)
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_none=True)
+    # Lists and objects (trajectories, per-chunk ratings) stay machine-readable as JSON.
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
+    """The CSV report of the spooled rows, with the union of their columns."""
+    columns = spool.columns
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(columns)
+            loads = orjson.loads
+            for line in spool.lines():
+                row = loads(line)
+                get = row.get
+                writer.writerow([csv_cell(get(c)) for c in columns])
+    except OSError as exc:
+        raise AssayError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
+    return target
