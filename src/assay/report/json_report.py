@@ -8,13 +8,15 @@ which ADK ignores.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, MetricResult, Score, status_for
+from assay.report.json_stream import JsonReportWriter
+from assay.report.json_stream import finite as _finite
+from assay.report.json_stream import jsonable as _jsonable
 
 # ADK 2.x `EvalStatus.INFORMATIONAL`: a value was reported but never passes or fails.
 _ADK_INFORMATIONAL = 4
@@ -165,29 +167,6 @@ def case_to_adk(
     return doc
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    """Make row values strict JSON: NaN/inf become null, unknown objects their str()."""
-    if isinstance(value, float):
-        return _finite(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | bool):
-        return value
-    if hasattr(value, "model_dump"):
-        return _jsonable(value.model_dump(exclude_none=True))
-    if hasattr(value, "value") and isinstance(value.value, str | int):
-        return value.value
-    return str(value)
-
-
 def build_report(
     result: EvalResult,
     *,
@@ -240,8 +219,6 @@ def write_json(
     The document is `build_report`'s, written case by case by the same writer a
     streaming run uses (`assay.report.json_stream`): one case or row per line.
     """
-    from assay.report.json_stream import JsonReportWriter
-
     files = eval_set_files or {}
     writer = JsonReportWriter(
         path,

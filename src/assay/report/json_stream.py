@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +29,29 @@ from assay.errors import AssayError
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
 _ITEM_INDENT = b"    "
+
+
+def finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """Make row values strict JSON: NaN/inf become null, unknown objects their str()."""
+    if isinstance(value, float):
+        return finite(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump(exclude_none=True))
+    if hasattr(value, "value") and isinstance(value.value, str | int):
+        return value.value
+    return str(value)
 
 
 def _default(value: Any) -> Any:
@@ -45,9 +69,7 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value, default=_default, option=_OPTIONS)
     except orjson.JSONEncodeError:
         # Integers beyond 64 bits are the one thing orjson refuses that JSON allows.
-        from assay.report.json_report import _jsonable
-
-        return json.dumps(_jsonable(value), ensure_ascii=False, allow_nan=False).encode()
+        return json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False).encode()
 
 
 def _pretty(value: Any) -> bytes:
