@@ -28,7 +28,7 @@ ADK_CONFIGS = sorted((REALWORLD / "adk").glob("*/*config.json"))
 
 
 def test_every_spec_judged_name_is_registered_and_needs_a_judge() -> None:
-    assert len(JUDGED_METRIC_NAMES) == 17
+    assert len(JUDGED_METRIC_NAMES) == 22
     registered = set(metric_names())
     for name in JUDGED_METRIC_NAMES:
         assert name in registered

@@ -138,6 +138,8 @@ class Usage(_Model):
 class RubricType(StrEnum):
     FINAL_RESPONSE_QUALITY = "FINAL_RESPONSE_QUALITY"
     TOOL_USE_QUALITY = "TOOL_USE_QUALITY"
+    #: rubrics of rubric_based_multi_turn_trajectory_quality_v1 (ADK 2.13)
+    TRAJECTORY_QUALITY = "TRAJECTORY_QUALITY"
 
 
 class Rubric(_Model):

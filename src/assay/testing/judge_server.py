@@ -63,6 +63,7 @@ from assay.testing.judge_dialects import (
     route,
 )
 from assay.testing.standin_embeddings import embeddings_reply
+from assay.testing.standin_schema import schema_script
 from assay.testing.standin_tools import BadScript, StandinToolCall
 
 __all__ = [
@@ -427,7 +428,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--text", default='{"is_the_agent_response_valid": "valid"}')
+    parser.add_argument(
+        "--text",
+        help="one fixed reply to every request (default: an instance of the JSON schema"
+        " the request asks for, so every judged metric can parse it)",
+    )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument(
         "--script",
@@ -435,9 +440,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="a script (a function of the request, or a list of replies) to answer with",
     )
     args = parser.parse_args(argv)
-    script = (
-        load_script(args.script) if args.script else StandinReply(text=args.text, delay=args.delay)
-    )
+    script: Script
+    if args.script:
+        script = load_script(args.script)
+    elif args.text is not None:
+        script = StandinReply(text=args.text, delay=args.delay)
+    else:
+        script = schema_script('{"is_the_agent_response_valid": "valid"}', args.delay)
     with JudgeServer(script, host=args.host, port=args.port) as server:
         print(f"judge stand-in listening on {server.base_url}", flush=True)
         try:

@@ -2,7 +2,11 @@
 
 - ADK (`adk.py`): final_response_match_v2, rubric_based_final_response_quality_v1,
   rubric_based_tool_use_quality_v1, hallucinations_v1, safety_v1,
-  per_turn_user_simulator_quality_v1
+  per_turn_user_simulator_quality_v1; (`multi_turn.py`)
+  rubric_based_multi_turn_trajectory_quality_v1
+- Vertex-hosted in ADK, judged here (`vertex_hosted.py`): multi_turn_task_success_v1,
+  multi_turn_trajectory_quality_v1, multi_turn_tool_use_quality_v1,
+  response_evaluation_score
 - Databricks (`databricks.py`): correctness, relevance_to_query, groundedness, safety,
   chunk_relevance, context_sufficiency, guideline_adherence
 - CES (`ces.py`): semantic_similarity, hallucination
@@ -52,6 +56,7 @@ from assay.metrics.judged.databricks import (
     Safety,
     rating_of,
 )
+from assay.metrics.judged.multi_turn import RubricBasedMultiTurnTrajectoryQualityV1
 from assay.metrics.judged.scenario import (
     SCENARIO_METRIC_NAMES,
     AllExpectationsSatisfied,
@@ -61,6 +66,12 @@ from assay.metrics.judged.scenario import (
     UserGoalSatisfaction,
 )
 from assay.metrics.judged.simulator_quality import PerTurnUserSimulatorQualityV1
+from assay.metrics.judged.vertex_hosted import (
+    MultiTurnTaskSuccessV1,
+    MultiTurnToolUseQualityV1,
+    MultiTurnTrajectoryQualityV1,
+    ResponseEvaluationScore,
+)
 
 JUDGED_METRIC_NAMES: tuple[str, ...] = (
     "final_response_match_v2",
@@ -69,6 +80,11 @@ JUDGED_METRIC_NAMES: tuple[str, ...] = (
     "hallucinations_v1",
     "safety_v1",
     "per_turn_user_simulator_quality_v1",
+    "rubric_based_multi_turn_trajectory_quality_v1",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+    "response_evaluation_score",
     "correctness",
     "relevance_to_query",
     "groundedness",
@@ -105,9 +121,14 @@ __all__ = [
     "JudgeSource",
     "JudgedMetric",
     "JudgedOptions",
+    "MultiTurnTaskSuccessV1",
+    "MultiTurnToolUseQualityV1",
+    "MultiTurnTrajectoryQualityV1",
     "PerTurnUserSimulatorQualityV1",
     "RelevanceToQuery",
+    "ResponseEvaluationScore",
     "RubricBasedFinalResponseQualityV1",
+    "RubricBasedMultiTurnTrajectoryQualityV1",
     "RubricBasedToolUseQualityV1",
     "RubricsOptions",
     "Safety",

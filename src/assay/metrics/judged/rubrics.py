@@ -4,10 +4,16 @@ One judge call per invocation assesses every rubric (as ADK does); each sample g
 yes/no per rubric id. Per rubric, the samples vote (tie = no); a sample that does not
 mention a rubric is left out of that rubric's vote, and a reply with no usable verdict
 at all is unparseable.
+
+Replies are asked for as JSON; a reply in the labelled-block layout ADK's own rubric
+judges are prompted for (`ID: ...` / `Property: ...` / `Rationale: ...` / `Verdict: ...`
+per rubric) is read too, so a judge model tuned to ADK's prompts, or a reply recorded
+from one, gives the same verdicts in assay as in ADK.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,7 +75,7 @@ def parse_rubric_reply(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None
     """
     obj = parse_json_object(reply)
     if obj is None:
-        return None
+        return _parse_labelled_blocks(reply, rubrics)
     by_id = {_norm(r.id): r.id for r in rubrics}
     by_text = {_norm(r.text): r.id for r in rubrics}
     found: Verdicts = {}
@@ -94,6 +100,37 @@ def parse_rubric_reply(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None
             verdict = parse_yes_no(value)
             if rubric_id is not None and verdict is not None:
                 found[rubric_id] = (verdict, None)
+    return found or _parse_labelled_blocks(reply, rubrics)
+
+
+_LABEL = re.compile(r"(?im)^[ \t>*_#-]*(id|property|rationale|verdict)[*_]*[ \t]*:[*_]*[ \t]*(.*)$")
+
+
+def _parse_labelled_blocks(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None:
+    """Verdicts from `ID:` / `Property:` / `Rationale:` / `Verdict:` lines.
+
+    Each `Verdict:` line closes one block; the block's rubric is its `ID:` when that
+    names a rubric, else its `Property:` text. As in ADK, a verdict containing "yes"
+    is met, else one containing "no" is not; anything else is no verdict. A block
+    naming no known rubric is skipped (ADK logs and skips it too).
+    """
+    by_id = {_norm(r.id): r.id for r in rubrics}
+    by_text = {_norm(r.text): r.id for r in rubrics}
+    found: Verdicts = {}
+    block: dict[str, str] = {}
+    for match in _LABEL.finditer(reply):
+        label, value = match.group(1).lower(), match.group(2).strip()
+        if label != "verdict":
+            block.setdefault(label, value)
+            continue
+        rubric_id = by_id.get(_norm(block.get("id", "")))
+        if rubric_id is None:
+            rubric_id = by_text.get(_norm(block.get("property", "")))
+        lowered = value.lower()
+        verdict = True if "yes" in lowered else False if "no" in lowered else None
+        if rubric_id is not None and verdict is not None and rubric_id not in found:
+            found[rubric_id] = (verdict, block.get("rationale") or None)
+        block = {}
     return found or None
 
 

@@ -1,0 +1,92 @@
+"""Judged parity harness: the same scripted judge replies to ADK's evaluators and to assay's.
+
+ADK side: `ScriptedLlm`, a `BaseLlm` registered in ADK's own `LLMRegistry` under the
+model name `assay-parity-judge`, so ADK's evaluators build it from
+`judge_model_options.judge_model` exactly as they would build Gemini. assay side: the
+stand-in judge server on loopback (`assay.testing.judge_server`), reached through
+assay's real OpenAI-compatible judge client (`--judge openai:...`).
+
+Both are answered by a `Router` of their own built from the same routes: a route is a
+marker text that appears in the prompt of both tools (a user message of the case), and
+its replies are handed out in order, one per judge call (= one sample).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.models.registry import LLMRegistry
+from google.genai import types as genai_types
+
+from assay.testing.judge_server import StandinRequest
+
+JUDGE_MODEL = "assay-parity-judge"
+
+
+class Router:
+    """Replies routed by the first marker found in the prompt, in order per marker."""
+
+    def __init__(self, routes: Mapping[str, Sequence[str]]) -> None:
+        self.routes = {marker: list(replies) for marker, replies in routes.items()}
+        self.used = dict.fromkeys(routes, 0)
+        self.prompts: list[str] = []
+        self._lock = threading.Lock()
+
+    def reply(self, prompt: str) -> str:
+        with self._lock:
+            self.prompts.append(prompt)
+            for marker, replies in self.routes.items():
+                if marker in prompt:
+                    pos = self.used[marker]
+                    if pos >= len(replies):
+                        raise AssertionError(f"replies for {marker!r} ran out")
+                    self.used[marker] = pos + 1
+                    return replies[pos]
+        raise AssertionError(f"no route matches the prompt {prompt[:300]!r}")
+
+    def standin(self, request: StandinRequest) -> str:
+        """The stand-in server's script."""
+        return self.reply(request.prompt)
+
+
+class ScriptedLlm(BaseLlm):
+    """ADK's judge model, answering from the current `router`."""
+
+    router: ClassVar[Router | None] = None
+
+    @classmethod
+    def supported_models(cls) -> list[str]:
+        return [JUDGE_MODEL]
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        assert ScriptedLlm.router is not None, "set ScriptedLlm.router first"
+        prompt = "\n".join(
+            part.text or "" for content in llm_request.contents for part in content.parts or []
+        )
+        text = ScriptedLlm.router.reply(prompt)
+        yield LlmResponse(
+            content=genai_types.Content(role="model", parts=[genai_types.Part(text=text)])
+        )
+
+
+LLMRegistry.register(ScriptedLlm)
+
+
+def rubric_block(rubric_id: str, text: str, verdict: str) -> str:
+    """One rubric's verdict in the labelled layout ADK's rubric judges are prompted for."""
+    return (
+        f"STEP 1: {text}\nSTEP 5: {verdict}\nID: {rubric_id}\nProperty: {text}\n"
+        f"Rationale: checked {rubric_id}\nVerdict: {verdict}\n\n"
+    )
+
+
+def adk_status_name(status: Any) -> str:
+    """ADK's EvalStatus as assay's Status value."""
+    return str(status.name)
