@@ -7,8 +7,11 @@ stand-in judge server on loopback (`assay.testing.judge_server`), reached throug
 assay's real OpenAI-compatible judge client (`--judge openai:...`).
 
 Both are answered by a `Router` of their own built from the same routes: a route is a
-marker text that appears in the prompt of both tools (a user message of the case), and
-its replies are handed out in order, one per judge call (= one sample).
+marker text that appears in the prompt of both tools (a user message of the case), or a
+tuple of texts that must all appear (a prompt-kind marker, then a user message), and its
+replies are handed out in order, one per judge call (= one sample). When several routes
+match, the one whose (last) marker sits latest in the prompt wins: prompts show the
+judged invocation after the conversation before it, so its user message comes last.
 """
 
 from __future__ import annotations
@@ -26,12 +29,17 @@ from google.genai import types as genai_types
 from assay.testing.judge_server import StandinRequest
 
 JUDGE_MODEL = "assay-parity-judge"
+Marker = str | tuple[str, ...]
+
+
+def _parts(marker: Marker) -> tuple[str, ...]:
+    return (marker,) if isinstance(marker, str) else marker
 
 
 class Router:
     """Replies routed by the first marker found in the prompt, in order per marker."""
 
-    def __init__(self, routes: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, routes: Mapping[Marker, Sequence[str]]) -> None:
         self.routes = {marker: list(replies) for marker, replies in routes.items()}
         self.used = dict.fromkeys(routes, 0)
         self.prompts: list[str] = []
@@ -40,14 +48,19 @@ class Router:
     def reply(self, prompt: str) -> str:
         with self._lock:
             self.prompts.append(prompt)
-            for marker, replies in self.routes.items():
-                if marker in prompt:
-                    pos = self.used[marker]
-                    if pos >= len(replies):
-                        raise AssertionError(f"replies for {marker!r} ran out")
-                    self.used[marker] = pos + 1
-                    return replies[pos]
-        raise AssertionError(f"no route matches the prompt {prompt[:300]!r}")
+            found = [
+                (prompt.rfind(_parts(marker)[-1]), marker)
+                for marker in self.routes
+                if all(part in prompt for part in _parts(marker))
+            ]
+            if not found:
+                raise AssertionError(f"no route matches the prompt {prompt[:300]!r}")
+            marker = max(found, key=lambda pair: pair[0])[1]
+            replies, pos = self.routes[marker], self.used[marker]
+            if pos >= len(replies):
+                raise AssertionError(f"replies for {marker!r} ran out")
+            self.used[marker] = pos + 1
+            return replies[pos]
 
     def standin(self, request: StandinRequest) -> str:
         """The stand-in server's script."""

@@ -196,6 +196,8 @@ class FinalResponseMatchV2(_AdkJudged):
             _VALIDITY,
             options=self.judge_options,
             num_samples=self.num_samples,
+            # ADK's own prompt names the verdict field so; replies to it read the same.
+            keys=("verdict", "is_the_agent_response_valid", "label", "rating"),
         )
 
 
@@ -347,6 +349,9 @@ class HallucinationsV1(_AdkJudged):
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "response"})
     options_model: ClassVar[type[MetricOptions]] = HallucinationsOptions
     default_threshold: ClassVar[float | None] = 0.8
+    # ADK's evaluator makes one segmenter and one validator call per response whatever
+    # num_samples says; assay does the same unless num_samples asks for a validator vote.
+    default_num_samples: ClassVar[int] = 1
 
     async def judge_view(self, judge: JudgeClient, view: InvocationView) -> Score:
         opts = self.options

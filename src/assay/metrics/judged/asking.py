@@ -16,7 +16,13 @@ from typing import Any
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import mean
 from assay.metrics.judged.base import JudgeClient
-from assay.metrics.judged.parsing import field, parse_choice, parse_json_object, parse_yes_no
+from assay.metrics.judged.parsing import (
+    field,
+    labelled_value,
+    parse_choice,
+    parse_json_object,
+    parse_yes_no,
+)
 from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
 from assay.model.results import Score
@@ -137,17 +143,19 @@ async def binary_verdict(
     options: JudgeModelOptions,
     num_samples: int,
     extra: Callable[[list[dict[str, Any] | None]], dict[str, Any]] | None = None,
+    keys: Sequence[str] = ("verdict", "label", "rating"),
 ) -> Score:
     """Sample a `{reasoning, verdict}` judge and vote: 1.0 for labels[0] (the positive
     label), 0.0 for labels[1]; a tie is negative.
 
     The explanation is the reasoning of the first sample agreeing with the outcome;
     details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
-    draws from the replies that agree with the outcome.
+    draws from the replies that agree with the outcome. `keys` are the reply fields
+    that may hold the verdict, in order.
     """
 
     def parse(text: str) -> bool | None:
-        return _positive(field(parse_json_object(text), "verdict", "label", "rating"), labels)
+        return _positive(labelled_value(text, *keys), labels)
 
     replies = await ask(judge, messages, num_samples, settings_for(options, schema), parse=parse)
     if replies.error is not None:

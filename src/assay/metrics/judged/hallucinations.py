@@ -11,10 +11,16 @@
    side (ties to the more negative label).
 
 A response's score is the share of its decided sentences that are grounded.
+
+Replies are asked for as JSON; replies in the layouts ADK's own hallucinations_v1
+prompts ask for (`<sentence>...</sentence>` from the segmenter, `sentence: / label: /
+rationale: ...` blocks from the validator) are read too, so replies recorded from, or
+tuned to, ADK's judge give the same labels here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,11 +125,19 @@ class ResponseCheck:
         return sum(values) / len(values) if values else None
 
 
+_TAGGED = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL | re.IGNORECASE)
+_BLOCK = re.compile(
+    r"^[ \t*_-]*sentence[*_]*[ \t]*:(?P<sentence>.*?)\n[ \t*_-]*label[*_]*[ \t]*:(?P<label>[^\n]*)"
+    r"(?:\n[ \t*_-]*rationale[*_]*[ \t]*:(?P<rationale>[^\n]*))?",
+    re.DOTALL | re.IGNORECASE | re.MULTILINE,
+)
+
+
 def parse_sentences(reply: str) -> list[str] | None:
     """The segmenter's sentences (blank ones dropped), or None when unparseable."""
     sentences = get_field(parse_json_object(reply), "sentences")
     if not isinstance(sentences, list):
-        return None
+        sentences = _TAGGED.findall(reply or "")
     kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
     return kept or None
 
@@ -143,6 +157,8 @@ def parse_labels(
     """
     entries = get_field(parse_json_object(reply), "sentences", "labels", "results")
     if not isinstance(entries, list):
+        entries = _labelled_blocks(reply or "")
+    if not entries:
         return None
     labels: list[str | None] = [None] * len(sentences)
     rationales: list[str | None] = [None] * len(sentences)
@@ -162,6 +178,22 @@ def parse_labels(
     return labels, rationales
 
 
+def _labelled_blocks(reply: str) -> list[dict[str, Any]]:
+    """`sentence: / label: / rationale:` blocks as entries; one whose text is not a
+    segmented sentence keeps its place in the order (`index`), as ADK counts it."""
+    entries: list[dict[str, Any]] = []
+    for number, match in enumerate(_BLOCK.finditer(reply), 1):
+        entry: dict[str, Any] = {
+            "sentence": match["sentence"].strip(),
+            "label": match["label"].strip().strip("`*_"),
+            "order": number,
+        }
+        if match["rationale"]:
+            entry["rationale"] = match["rationale"].strip()
+        entries.append(entry)
+    return entries
+
+
 def _position(entry: dict[str, Any], by_text: dict[str, int], count: int) -> int | None:
     index = get_field(entry, "index", "id", "number")
     if isinstance(index, str) and index.strip().isdigit():
@@ -169,7 +201,11 @@ def _position(entry: dict[str, Any], by_text: dict[str, int], count: int) -> int
     if isinstance(index, int) and not isinstance(index, bool) and 1 <= index <= count:
         return index - 1
     text = get_field(entry, "sentence", "text")
-    return by_text.get(_norm(text)) if isinstance(text, str) else None
+    found = by_text.get(_norm(text)) if isinstance(text, str) else None
+    order = entry.get("order")
+    if found is None and isinstance(order, int) and 1 <= order <= count:
+        return order - 1
+    return found
 
 
 def _verdict(

@@ -109,3 +109,19 @@ def parse_int_in(value: Any, low: int, high: int) -> int | None:
     if isinstance(value, int) and low <= value <= high:
         return value
     return None
+
+
+def labelled_value(text: str | None, *keys: str) -> Any:
+    """The value of the first of `keys` in a judge reply: from its JSON object, else
+    from a `"key": value` line of a reply that is almost JSON (ADK's prompts ask for
+    `"is_the_agent_response_valid": [valid or invalid]`, which judges often copy with
+    the brackets and no quotes)."""
+    found = field(parse_json_object(text), *keys)
+    if found is not None or not text:
+        return found
+    for key in keys:
+        value = r'\s*:\s*\[*\s*"?([A-Za-z_ ]+?)"?\s*\]*\s*[,\n}]'
+        match = re.search(f'"{re.escape(key)}"' + value, text)
+        if match:
+            return match.group(1).strip()
+    return None

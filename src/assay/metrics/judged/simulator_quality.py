@@ -76,9 +76,11 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
             history=render_history(history),
             message=message,
         )
+        # ADK's own prompt asks for `"is_valid": True/False`; replies to it read the same.
         return await binary_verdict(
             judge, messages, verdict_schema(_VALIDITY), _VALIDITY,
             options=self.judge_options, num_samples=self.num_samples,
+            keys=("verdict", "is_valid", "label", "rating"),
         )  # fmt: skip
 
     async def _judge_turn(
