@@ -25,8 +25,10 @@ FLOORS: list[set[str]] = [
     {"metrics"},
     {"engine"},
     {"store", "report"},
-    # Above the engine and the store: a run's life, the viewer, sinks to other tools.
-    {"session", "view", "interop"},
+    # Above the engine and the store: a run's life (its sinks' protocol included) ...
+    {"session"},
+    # ... then the viewer and the sinks to other tools, which implement that protocol.
+    {"view", "interop"},
     # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.
     {"api_inputs", "service", "adk"},
     {"api"},

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,11 +22,12 @@ from assay.api_inputs import (
     resolve_metrics,
     simulator_options,
 )
-from assay.engine import RunObserver, RunOptions, arun
+from assay.engine import RunObserver, RunOptions
 from assay.engine.judging import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.model.core import Persona
 from assay.model.results import EvalResult
+from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
     from assay.simulation import SimulatorOptions
@@ -81,6 +81,7 @@ async def aevaluate(
     user_model: str | None = None,
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
+    fresh: bool = False,
 ) -> EvalResult:
     """Async `evaluate` for code that already runs an event loop and wants to await."""
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -97,48 +98,35 @@ async def aevaluate(
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
     opened = _open_store(store)
-    if opened is None:
-        return await arun(
-            evalsets,
-            metric_objects,
-            agent=adapter,
-            options=options,
-            observers=observers,
-            judges=judge_options,
-        )
-    judge_options = replace(judge_options, store=opened)
-    from assay.store import StoreRecorder
-
-    run_id = opened.start_run(
-        eval_set_ids=[e.id for e in evalsets],
-        metrics=[m.name for m in metric_objects],
+    session = RunSession(
+        evalsets,
+        metric_objects,
+        agent=adapter,
+        options=options,
+        judges=judge_options,
+        store=opened,
         config=cfg.dump() if cfg is not None else {},
-        agent=agent if isinstance(agent, str) else getattr(adapter, "name", None),
-        runs=runs or 1,
+        agent_label=agent if isinstance(agent, str) else getattr(adapter, "name", None),
+        persona_source=_persona_source(personas),
         name=run_name,
+        fresh=fresh,
+        observers=observers,
     )
-    recorder = StoreRecorder(opened, run_id)
     try:
-        # On success the recorder writes the last results and marks the run COMPLETED.
-        result = await arun(
-            evalsets,
-            metric_objects,
-            agent=adapter,
-            options=options,
-            observers=[*observers, recorder],
-            judges=judge_options,
-        )
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        recorder.mark_interrupted()
-        raise
-    except BaseException as exc:
-        recorder.mark_error(f"{type(exc).__name__}: {exc}")
-        raise
+        return await session.arun()
     finally:
-        if opened is not store:
+        if opened is not None and opened is not store:
             opened.close()
-    result.run_id = run_id
-    return result
+
+
+def _persona_source(
+    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None,
+) -> str | None:
+    """The personas as part of the run's identity: their file, else their ids."""
+    if personas is None or isinstance(personas, str | Path):
+        return None if personas is None else str(personas)
+    ids = sorted(personas) if isinstance(personas, Mapping) else sorted(p.id for p in personas)
+    return ",".join(ids)
 
 
 def evaluate(
@@ -162,6 +150,7 @@ def evaluate(
     user_model: str | None = None,
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
+    fresh: bool = False,
 ) -> EvalResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
@@ -185,7 +174,10 @@ def evaluate(
       `{id: Persona}` mapping or a list of personas for scenarios naming theirs by id;
     - `config`: an `EvalConfig`, a config dict (`{"criteria": {...}}`) or a path;
     - `store`: None (nothing stored), True (the default `.assay/assay.db`), a database
-      URL or an open `Store`; `run_name` names the stored run;
+      URL or an open `Store`; `run_name` names the stored run. As with `assay eval`,
+      an interrupted run (Ctrl-C, a crash, a kill) of the same evaluation in that store
+      is resumed: its stored case runs are kept and only the rest run; `fresh=True`
+      starts a new run anyway;
     - `judge`: the LLM judge of judged metrics that name none in their
       `judge_model_options` (`openai:NAME`, `gemini-NAME`, `anthropic:NAME`,
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
@@ -216,6 +208,7 @@ def evaluate(
             user_model=user_model,
             simulator=simulator,
             personas=personas,
+            fresh=fresh,
         )
     )
     return EvalTaskResult.from_result(result)

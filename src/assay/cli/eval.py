@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -54,9 +54,8 @@ if TYPE_CHECKING:
     from assay.interop.sinks import SinkOptions
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
-    from assay.session.resume import Resumption
+    from assay.session.sinks import FinishedRun, RunSink
     from assay.simulation import SimulatorOptions
-    from assay.store import Store
 
 
 def eval_command(
@@ -323,53 +322,14 @@ def _metrics_for(req: _Request, evalsets: Sequence[EvalSet]) -> tuple[list[Metri
     return metrics, document
 
 
-def _run_options_doc(req: _Request) -> dict[str, Any]:
-    """What, besides data, metrics and agent, decides the results (for resume matching)."""
-    options, sim = req.options, req.options.simulator
-    return {
-        "runs": options.runs,
-        "tool_behavior": options.tool_behavior.value,
-        "run_method": options.run_method.value if options.run_method else None,
-        "user_model": sim.model if sim is not None else None,
-        "stop_signal": sim.stop_signal if sim is not None else None,
-        "max_turns": sim.max_turns if sim is not None else None,
-        "persona_file": str(req.persona_file) if req.persona_file is not None else None,
-        **({"selection": req.selection.describe()} if req.selection.active else {}),
-        **({"prices_file": req.prices_file} if req.prices_file is not None else {}),
-    }
-
-
-def _open_run(
-    req: _Request, identity: dict[str, Any], total: int, err: Console
-) -> tuple[Store, Resumption]:
-    """Open the store and the run: the unfinished one of this evaluation, else a new one."""
-    from assay.session.resume import Resumption, find_resumable
-    from assay.store import Store
-
-    db = Store.open(req.store_url or None)
-    found = None if req.fresh else find_resumable(db, **identity)
-    if found is None:
-        run_id = db.start_run(**identity, runs=req.options.runs or 1, name=req.name)
-        return db, Resumption(run_id)
-    resumed = Resumption.load(db, found.id)
-    err.print(
-        Text(
-            f"resuming run {found.id}: {len(resumed.skip)} of {total} case runs already done"
-            " (--fresh starts a new run)",
-            style="yellow",
-        )
-    )
-    return db, resumed
-
-
 def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: Path | None) -> int:
     from assay import formats
     from assay.agents import load_agent
-    from assay.engine import run
-    from assay.engine.aggregate import build_result
     from assay.engine.runner import count_case_runs
     from assay.engine.selection import select_cases
-    from assay.report.progress import CaseCollector, PlainProgress, ProgressObserver
+    from assay.report.progress import PlainProgress, ProgressObserver
+    from assay.session.run_session import RunSession
+    from assay.store import Store
 
     err = stderr_console()
     if req.from_format is not None:
@@ -398,8 +358,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     check_distinct_ids(evalsets, req.data)
     total = count_case_runs(evalsets, req.options, agent_given=agent_obj is not None)
 
-    collector = CaseCollector()
-    observers: list[Any] = [collector]
+    observers: list[Any] = []
     progress = None
     if not req.quiet and err.is_terminal:
         progress = ProgressObserver(err)
@@ -407,71 +366,52 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     elif not req.quiet:
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
         observers.append(PlainProgress(err))
-    db = recorder = resumed = None
-    if req.store_url is not None:
-        identity: dict[str, Any] = {
-            "eval_set_ids": [e.id for e in evalsets],
-            "metrics": [m.name for m in metrics],
-            "config": {**config_doc, "run_options": _run_options_doc(req)},
-            "agent": req.agent,
-        }
-        db, resumed = _open_run(req, identity, total, err)
-        recorder = resumed.recorder(db)
-        observers.append(recorder)
-    previous = resumed.previous if resumed is not None else []
+    db = Store.open(req.store_url or None) if req.store_url is not None else None
+    session = RunSession(
+        evalsets,
+        metrics,
+        agent=agent_obj,
+        options=req.options,
+        # The judge cache lives in the store (in memory with --no-store).
+        judges=req.judges,
+        store=db,
+        config=config_doc,
+        agent_label=req.agent,
+        persona_source=str(req.persona_file) if req.persona_file is not None else None,
+        selection=req.selection.describe() if req.selection.active else None,
+        run_extra={"prices_file": req.prices_file} if req.prices_file is not None else None,
+        name=req.name,
+        fresh=req.fresh,
+        observers=observers,
+        sinks=_sinks(req, evalsets, config_doc, agent_obj, out=out, junit=junit, csv_path=csv_path),
+        say=lambda line: err.print(Text(line, style="dim")),
+    )
     interrupted = False
     try:
+        session.open()
+        if session.resumed:
+            err.print(
+                Text(
+                    f"resuming run {session.run_id}: {session.done_before} of {total} case"
+                    " runs already done (--fresh starts a new run)",
+                    style="yellow",
+                )
+            )
         # On success the recorder writes the last results and marks the run COMPLETED.
         with gc_paused(agent_obj is None):
-            result = run(
-                evalsets,
-                metrics,
-                agent=agent_obj,
-                options=req.options,
-                observers=observers,
-                skip=resumed.skip if resumed is not None else None,
-                previous=previous,
-                # The judge cache lives in the store (in memory with --no-store).
-                judges=replace(req.judges, store=db),
-            )
+            result = session.run()
     except KeyboardInterrupt:
         interrupted = True
         if progress is not None:
             progress.close()
-        result = build_result(
-            [*previous, *collector.cases], metrics, agent_run=agent_obj is not None
-        )
-        if recorder is not None:
-            recorder.mark_interrupted()
-    except BaseException as exc:
-        if recorder is not None:
-            recorder.mark_error(f"{type(exc).__name__}: {exc}")
-        raise
+        result = session.finish_interrupted()
     finally:
         if db is not None:
             db.close()
-    result.run_id = resumed.run_id if resumed is not None else None
-    written = _report(req, result, evalsets, config_doc, out=out, junit=junit, csv_path=csv_path)
-    if not interrupted:
-        from assay.interop.sinks import SinkOptions, run_sinks
-
-        params = {
-            "eval_sets": [e.id for e in evalsets],
-            "agent": req.agent,
-            "criteria": config_doc.get("criteria"),
-            "judge_model": req.judges.model,
-            "runs": req.options.runs,
-        }
-        sinks = req.sinks or SinkOptions()
-        lines = run_sinks(
-            result, sinks, agent_spec=req.agent, agent=agent_obj, params=params, artifacts=written
-        )
-        for line in lines:
-            err.print(Text(line, style="dim"))
     if interrupted:
         err.print(
             Text(
-                f"interrupted: {len(previous) + len(collector.cases)} of {total} case runs"
+                f"interrupted: {len(result.cases)} of {total} case runs"
                 " completed; run the same command again to resume",
                 style="bold yellow",
             )
@@ -492,56 +432,74 @@ def _gate(req: _Request, result: Any, err: Console) -> int:
     return gate_exit_code(result, req.min_pass_rate, req.min_means, err)
 
 
-def _write_html(
-    req: _Request, result: Any, evalsets: Sequence[EvalSet], config_doc: dict[str, Any]
-) -> Path:
-    from assay.report.html import git_commit, write_html
-    from assay.report.html.data import RunFacts
-
-    facts = RunFacts(
-        name=req.name,
-        eval_set_ids=[e.id for e in evalsets],
-        agent=req.agent,
-        config=config_doc,
-        runs=req.options.runs or 1,
-    )
-    return write_html(result, req.html or Path("report.html"), run=facts, commit=git_commit())
-
-
-def _report(
+def _sinks(
     req: _Request,
-    result: Any,
     evalsets: Sequence[EvalSet],
     config_doc: dict[str, Any],
+    agent: Any,
     *,
     out: Path | None,
     junit: Path | None,
     csv_path: Path | None,
-) -> list[Path]:
-    from assay.report import render_results, summary_text, write_reports
+) -> list[RunSink]:
+    """Where the finished run goes, in order: the terminal, the report files, the
+    stored-run line, then other tools (ADK eval history, MLflow) for completed runs."""
+    from assay.interop.sinks import SinkOptions, interop_sinks
+    from assay.session.sinks import ReportFiles
 
-    console: Console = stdout_console()
-    err = stderr_console()
-    if not req.quiet:
+    files = ReportFiles(
+        out=out,
+        junit=junit,
+        csv_path=csv_path,
+        html=req.html,
+        eval_set_files={e.id: str(f) for e, f in zip(evalsets, req.data, strict=True)},
+        name=req.name,
+        agent=req.agent,
+        config=config_doc,
+        runs=req.options.runs or 1,
+    )
+    params = {
+        "eval_sets": [e.id for e in evalsets],
+        "agent": req.agent,
+        "criteria": config_doc.get("criteria"),
+        "judge_model": req.judges.model,
+        "runs": req.options.runs,
+    }
+    others = interop_sinks(
+        req.sinks or SinkOptions(), agent_spec=req.agent, agent=agent, params=params
+    )
+    return [_Terminal(req.quiet), files, _StoredLine(req.quiet), *others]
+
+
+@dataclass(frozen=True)
+class _Terminal:
+    """The results table (or the one-line summary with --quiet) on stdout."""
+
+    quiet: bool
+    partial: bool = True
+
+    def deliver(self, run: FinishedRun) -> list[str]:
+        from assay.report import render_results, summary_text
+
+        console: Console = stdout_console()
+        result = run.result
+        if self.quiet:
+            console.print(summary_text(result))
+            return []
         render_results(result, console)
         if "judge/calls" in result.summary:
             from assay.judges.stats import JudgeStats
 
             console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
-    else:
-        console.print(summary_text(result))
-    written = write_reports(
-        result,
-        out=out,
-        junit=junit,
-        csv_path=csv_path,
-        eval_set_ids=[e.id for e in evalsets],
-        eval_set_files={e.id: str(f) for e, f in zip(evalsets, req.data, strict=True)},
-    )
-    if req.html is not None:
-        written.append(_write_html(req, result, evalsets, config_doc))
-    for path in written:
-        err.print(Text(f"wrote {path}", style="dim"))
-    if result.run_id is not None and not req.quiet:
-        err.print(Text(f"run {result.run_id} stored", style="dim"))
-    return list(written)
+        return []
+
+
+@dataclass(frozen=True)
+class _StoredLine:
+    quiet: bool
+    partial: bool = True
+
+    def deliver(self, run: FinishedRun) -> list[str]:
+        if run.result.run_id is None or self.quiet:
+            return []
+        return [f"run {run.result.run_id} stored"]

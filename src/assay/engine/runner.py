@@ -15,13 +15,14 @@ or recorded case, five times per simulated scenario (`runs_for`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.agents.base import Agent, app_details_of
 from assay.agents.tools import ToolBehavior
 from assay.engine.aggregate import build_result
+from assay.engine.executors import Executor, LocalExecutor
 from assay.engine.infer import Inference, with_app_details
 from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges
 from assay.engine.replay import RunMethod, replay
@@ -246,6 +247,7 @@ async def arun(
     skip: set[tuple[str, str, int]] | None = None,
     judges: JudgeRunOptions | JudgePool | None = None,
     previous: Sequence[CaseResult] = (),
+    executor: Executor | None = None,
 ) -> EvalResult:
     """Evaluate every case of every eval set (`runs_for` times each).
 
@@ -255,7 +257,8 @@ async def arun(
     (eval_set_id, case_id, run_index) keys already completed, `previous` their results,
     which join the returned result and its summary (observers do not see them again).
     `judges` sets up the LLM judges of the judged metrics (default model, concurrency,
-    cache); the summary gets their `judge/...` counters.
+    cache); the summary gets their `judge/...` counters. `executor` runs the case runs
+    (default: `LocalExecutor`, asyncio tasks on this loop).
     """
     options = options or RunOptions()
     _check_unique_sets(evalsets)
@@ -278,7 +281,7 @@ async def arun(
             simulator,
             app_details_of(agent) if agent is not None else None,
         )
-        done = await _run_jobs(jobs, ctx, observers, workers)
+        done = await _run_jobs(jobs, ctx, observers, workers, executor or LocalExecutor())
         result = build_result(
             [*previous, *done],
             metrics,
@@ -294,7 +297,11 @@ async def arun(
 
 
 async def _run_jobs(
-    jobs: Sequence[_Job], ctx: _Context, observers: Sequence[RunObserver], workers: int
+    jobs: Sequence[_Job],
+    ctx: _Context,
+    observers: Sequence[RunObserver],
+    workers: int,
+    executor: Executor,
 ) -> list[CaseResult]:
     for observer in observers:
         observer.on_start(len(jobs))
@@ -310,30 +317,8 @@ async def _run_jobs(
         for i, job in enumerate(jobs):
             done(i, _score_recorded(job, ctx.metrics))
     else:
-        queue = iter(enumerate(jobs))
-
-        async def worker() -> None:
-            for i, job in queue:
-                done(i, await _evaluate_job(job, ctx))
-
-        await run_workers(worker, min(workers, len(jobs)) or 1)
+        await executor.run(jobs, lambda job: _evaluate_job(job, ctx), done, workers=workers)
     return [r for r in results if r is not None]
-
-
-async def run_workers(worker: Callable[[], Coroutine[Any, Any, None]], count: int) -> None:
-    """`count` copies of `worker` in one task group: the first to raise cancels the rest.
-
-    A worker that raises (an observer's store write failing, a bug) must not leave its
-    siblings calling agents and judges after the run's judge pool and simulator are
-    closed. The error is re-raised as itself, not as an ExceptionGroup, so callers keep
-    catching the errors they know.
-    """
-    try:
-        async with asyncio.TaskGroup() as group:
-            for _ in range(count):
-                group.create_task(worker())
-    except BaseExceptionGroup as grouped:
-        raise grouped.exceptions[0] from None
 
 
 def run(
@@ -346,6 +331,7 @@ def run(
     skip: set[tuple[str, str, int]] | None = None,
     judges: JudgeRunOptions | None = None,
     previous: Sequence[CaseResult] = (),
+    executor: Executor | None = None,
 ) -> EvalResult:
     """Synchronous wrapper of `arun` (not for use inside a running event loop)."""
     return asyncio.run(
@@ -358,5 +344,6 @@ def run(
             skip=skip,
             judges=judges,
             previous=previous,
+            executor=executor,
         )
     )

@@ -1,18 +1,19 @@
 """A finished run's sinks beyond assay's store: ADK eval history and MLflow tracking.
 
-Small functions over the finished `EvalResult`, called by `assay eval` after its
-reports; `check_sinks` runs before the run starts so a sink that cannot work (an
+`RunSink`s (`assay.session.sinks`) that a `RunSession` hands its completed run to,
+after the report files (MLflow attaches them); never given an interrupted run's partial
+result. `check_sinks` runs before the run starts so a sink that cannot work (an
 unreachable MLflow server) fails the command first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from assay.model.results import EvalResult
+from assay.session.sinks import FinishedRun, RunSink
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,35 +30,53 @@ def check_sinks(options: SinkOptions) -> None:
         check_tracking_uri(options.mlflow_uri)
 
 
-def run_sinks(
-    result: EvalResult,
-    options: SinkOptions,
-    *,
-    agent_spec: str | None,
-    agent: Any,
-    params: Mapping[str, Any],
-    artifacts: Sequence[Path] = (),
-) -> list[str]:
-    """Write the run to every configured sink; returns one line per thing written."""
-    lines: list[str] = []
+def interop_sinks(
+    options: SinkOptions, *, agent_spec: str | None, agent: Any, params: Mapping[str, Any]
+) -> list[RunSink]:
+    """The sinks `options` turn on, in the order they run (ADK history, then MLflow)."""
+    sinks: list[RunSink] = []
     if options.adk_history:
-        lines += _adk_history(result, agent_spec, agent)
+        sinks.append(AdkHistorySink(agent_spec, agent))
     if options.mlflow_uri is not None:
+        sinks.append(MlflowSink(options.mlflow_uri, options.mlflow_experiment, params))
+    return sinks
+
+
+@dataclass(frozen=True)
+class AdkHistorySink:
+    """An ADK agent's run also goes where `adk web` shows eval history."""
+
+    agent_spec: str | None
+    agent: Any
+    partial: bool = False
+
+    def deliver(self, run: FinishedRun) -> list[str]:
+        return _adk_history(run.result, self.agent_spec, self.agent)
+
+
+@dataclass(frozen=True)
+class MlflowSink:
+    """The run logged to MLflow, with the report files written before it as artifacts."""
+
+    uri: str
+    experiment: str | None
+    params: Mapping[str, Any]
+    partial: bool = False
+
+    def deliver(self, run: FinishedRun) -> list[str]:
         from assay.interop.mlflow_log import log_run
 
         run_id = log_run(
-            result,
-            options.mlflow_uri,
-            experiment=options.mlflow_experiment,
-            params=params,
-            artifacts=artifacts,
+            run.result,
+            self.uri,
+            experiment=self.experiment,
+            params=self.params,
+            artifacts=list(run.artifacts),
         )
-        lines.append(f"logged MLflow run {run_id} to {options.mlflow_uri}")
-    return lines
+        return [f"logged MLflow run {run_id} to {self.uri}"]
 
 
 def _adk_history(result: EvalResult, spec: str | None, agent: Any) -> list[str]:
-    """An ADK agent's run also goes where `adk web` shows eval history."""
     from assay.agents.adk import AdkAgent
 
     if not isinstance(agent, AdkAgent):

@@ -1,0 +1,274 @@
+"""`RunSession`: one run's life, the same for the CLI, `assay.evaluate` and the service.
+
+A session is planned from the eval sets, metrics, agent and options; `open` finds the
+store's unfinished run of exactly this evaluation (`RunIdentity`) and resumes it, or
+starts a new one; `arun` runs the case runs still to do through the engine (its
+executor, its judges in the run's context) while the sinks record each result as it
+completes — the store's recorder durably, then the caller's observers (progress, a
+viewer); at the end the run is marked COMPLETED, INTERRUPTED (Ctrl-C, a cancelled task:
+resumable) or ERROR with its message. A completed run is then handed to the session's
+sinks in order (report files, MLflow, ADK eval history: `sinks.RunSink`);
+`finish_interrupted` hands an interrupted run's partial result (earlier sessions'
+results included) to the sinks that take partial results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from assay.engine import RunObserver, RunOptions, arun, count_case_runs
+from assay.engine.aggregate import build_result
+from assay.engine.judging import JudgeRunOptions
+from assay.model.results import CaseResult, EvalResult
+from assay.session.resume import Resumption, find_resumable
+from assay.session.sinks import FinishedRun, RunSink
+
+if TYPE_CHECKING:
+    from assay.agents.base import Agent
+    from assay.engine.executors import Executor
+    from assay.metrics.base import Metric
+    from assay.model.core import EvalSet
+    from assay.store import Store, StoreRecorder
+
+
+def run_options_doc(
+    options: RunOptions,
+    persona_source: str | None = None,
+    selection: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What, besides data, metrics and agent, decides the results (for resume matching).
+
+    `selection`: which cases of the data were chosen (`--case`, `--tag`, `--limit`, ...);
+    `extra`: further settings that change scores (`prices_file`), only when set.
+    """
+    sim = options.simulator
+    return {
+        "runs": options.runs,
+        "tool_behavior": options.tool_behavior.value,
+        "run_method": options.run_method.value if options.run_method else None,
+        "user_model": sim.model if sim is not None else None,
+        "stop_signal": sim.stop_signal if sim is not None else None,
+        "max_turns": sim.max_turns if sim is not None else None,
+        "persona_file": persona_source,
+        **({"selection": dict(selection)} if selection else {}),
+        **(extra or {}),
+    }
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What makes two runs the same evaluation: only such a run is ever resumed."""
+
+    eval_set_ids: list[str]
+    metrics: list[str]
+    config: dict[str, Any]
+    agent: str | None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return {
+            "eval_set_ids": self.eval_set_ids,
+            "metrics": self.metrics,
+            "config": self.config,
+            "agent": self.agent,
+        }
+
+
+class _Collected:
+    """The sink that keeps this session's finished case runs (for `partial_result`)."""
+
+    def __init__(self) -> None:
+        self.cases: list[CaseResult] = []
+
+    def on_start(self, total: int) -> None:
+        return None
+
+    def on_case_done(self, result: CaseResult) -> None:
+        self.cases.append(result)
+
+    def on_finish(self, result: EvalResult) -> None:
+        return None
+
+
+@dataclass
+class RunSession:
+    """One run: plan, open (new or resumed), run with sinks, finish or interruption.
+
+    `store` None runs without recording (nothing to resume); the caller owns the store
+    and closes it. `identity` defaults to the eval set ids, metric names, `config`
+    plus the run options (and `run_extra`), and `agent_label`. `fresh` starts a new run
+    even when an unfinished one of this evaluation exists. `sinks` get the finished run
+    in order; `say` shows the lines they return (default: dropped).
+    """
+
+    evalsets: Sequence[EvalSet]
+    metrics: Sequence[Metric]
+    agent: Agent | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+    judges: JudgeRunOptions = field(default_factory=JudgeRunOptions)
+    store: Store | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    agent_label: str | None = None
+    persona_source: str | None = None
+    selection: Mapping[str, Any] | None = None
+    run_extra: Mapping[str, Any] | None = None
+    name: str | None = None
+    fresh: bool = False
+    observers: Sequence[RunObserver] = ()
+    executor: Executor | None = None
+    identity: RunIdentity | None = None
+    sinks: Sequence[RunSink] = ()
+    say: Callable[[str], None] | None = None
+    _resumption: Resumption | None = field(default=None, init=False, repr=False)
+    _recorder: StoreRecorder | None = field(default=None, init=False, repr=False)
+    _collected: _Collected = field(default_factory=_Collected, init=False, repr=False)
+    _finished: bool = field(default=False, init=False, repr=False)
+    resumed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.identity is None:
+            self.identity = RunIdentity(
+                eval_set_ids=[e.id for e in self.evalsets],
+                metrics=[m.name for m in self.metrics],
+                config={
+                    **self.config,
+                    "run_options": run_options_doc(
+                        self.options, self.persona_source, self.selection, self.run_extra
+                    ),
+                },
+                agent=self.agent_label,
+            )
+
+    # -- the plan ------------------------------------------------------------------------
+
+    @property
+    def total(self) -> int:
+        """Case runs of the whole run (those done by earlier sessions included)."""
+        return count_case_runs(self.evalsets, self.options, agent_given=self.agent is not None)
+
+    @property
+    def run_id(self) -> str | None:
+        return self._resumption.run_id if self._resumption is not None else None
+
+    @property
+    def done_before(self) -> int:
+        """Case runs an earlier, interrupted session of this run completed."""
+        return len(self._resumption.skip) if self._resumption is not None else 0
+
+    @property
+    def previous(self) -> list[CaseResult]:
+        return self._resumption.previous if self._resumption is not None else []
+
+    # -- the life ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Find the run to resume, else start one (no-op without a store or if open)."""
+        if self.store is None or self._resumption is not None:
+            return
+        assert self.identity is not None
+        found = None if self.fresh else find_resumable(self.store, **self.identity.as_kwargs())
+        if found is None:
+            run_id = self.store.start_run(
+                **self.identity.as_kwargs(), runs=self.options.runs or 1, name=self.name
+            )
+            self._resumption = Resumption(run_id)
+        else:
+            self._resumption = Resumption.load(self.store, found.id)
+            self.resumed = True
+        self._recorder = self._resumption.recorder(self.store)
+
+    async def arun(self) -> EvalResult:
+        """Run the case runs still to do, then hand the completed run to the sinks.
+
+        The run is marked finished however it ends. Sinks are synchronous and run on
+        this thread after the store marked the run COMPLETED.
+        """
+        result = await self._execute()
+        self._deliver(FinishedRun(result, self.evalsets))
+        return result
+
+    def run(self) -> EvalResult:
+        """`arun` with the engine on a new event loop and the sinks after it.
+
+        Ctrl-C marks the run INTERRUPTED and re-raises (`finish_interrupted` then reports
+        what completed).
+        """
+        try:
+            result = asyncio.run(self._execute())
+        except KeyboardInterrupt:
+            self.mark_interrupted()
+            raise
+        self._deliver(FinishedRun(result, self.evalsets))
+        return result
+
+    def finish_interrupted(self) -> EvalResult:
+        """After an interrupt: mark the run INTERRUPTED (if not yet), hand what completed
+        to the sinks that take partial results, and return it."""
+        self.mark_interrupted()
+        result = self.partial_result()
+        finished = FinishedRun(result, self.evalsets, interrupted=True)
+        self._deliver(finished, partial_only=True)
+        return result
+
+    def _deliver(self, finished: FinishedRun, *, partial_only: bool = False) -> None:
+        for sink in self.sinks:
+            if partial_only and not sink.partial:
+                continue
+            for line in sink.deliver(finished):
+                if self.say is not None:
+                    self.say(line)
+
+    async def _execute(self) -> EvalResult:
+        self.open()
+        sinks: list[RunObserver] = [self._collected]
+        if self._recorder is not None:
+            # First after the collector: a result is stored before anyone shows it.
+            sinks.append(self._recorder)
+        sinks.extend(self.observers)
+        judges = self.judges if self.store is None else replace(self.judges, store=self.store)
+        try:
+            # On success the recorder writes the last results and marks the run COMPLETED.
+            result = await arun(
+                self.evalsets,
+                self.metrics,
+                agent=self.agent,
+                options=self.options,
+                observers=sinks,
+                skip=self._resumption.skip if self._resumption is not None else None,
+                previous=self.previous,
+                judges=judges,
+                executor=self.executor,
+            )
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.mark_interrupted()
+            raise
+        except BaseException as exc:
+            self._mark_error(f"{type(exc).__name__}: {exc}")
+            raise
+        self._finished = True
+        result.run_id = self.run_id
+        return result
+
+    def mark_interrupted(self) -> None:
+        """Write what completed and mark the run INTERRUPTED (once; it can be resumed)."""
+        if not self._finished and self._recorder is not None:
+            self._finished = True
+            self._recorder.mark_interrupted()
+
+    def _mark_error(self, message: str) -> None:
+        if not self._finished and self._recorder is not None:
+            self._finished = True
+            self._recorder.mark_error(message)
+
+    def partial_result(self) -> EvalResult:
+        """What the run completed so far, earlier sessions included (after an interrupt)."""
+        result = build_result(
+            [*self.previous, *self._collected.cases],
+            self.metrics,
+            agent_run=self.agent is not None,
+        )
+        result.run_id = self.run_id
+        return result

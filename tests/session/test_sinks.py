@@ -1,0 +1,123 @@
+"""A session hands its finished run to its sinks: in order, reports before other tools,
+partial results only to the sinks that take them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from assay.metrics import build_metric
+from assay.model import EvalCase, EvalSet, Turn
+from assay.session.run_session import RunSession
+from assay.session.sinks import FinishedRun, ReportFiles
+from assay.store import Store
+
+
+@dataclass
+class _Seen:
+    """A sink that remembers what it was handed."""
+
+    label: str
+    partial: bool
+    log: list[tuple[str, int, bool, list[str]]] = field(default_factory=list)
+
+    def deliver(self, run: FinishedRun) -> list[str]:
+        names = [p.name for p in run.artifacts]
+        self.log.append((self.label, len(run.result.cases), run.interrupted, names))
+        return [f"{self.label} got {len(run.result.cases)}"]
+
+
+def _evalset(n: int) -> EvalSet:
+    cases = [
+        EvalCase(
+            id=f"c{i}",
+            actual=[Turn(user_input="q", final_response="a")],
+            reference=[Turn(user_input="q", final_response="a")],
+        )
+        for i in range(n)
+    ]
+    return EvalSet(id="s", cases=cases)
+
+
+def test_sinks_get_the_completed_run_in_order_with_the_files_written_before(
+    tmp_path: Path,
+) -> None:
+    log: list[tuple[str, int, bool, list[str]]] = []
+    said: list[str] = []
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        session = RunSession(
+            [_evalset(3)],
+            [build_metric("response_match_score", 0.5)],
+            store=store,
+            sinks=[
+                ReportFiles(out=tmp_path / "r.json", csv_path=tmp_path / "r.csv"),
+                _Seen("other", partial=False, log=log),
+            ],
+            say=said.append,
+        )
+        result = session.run()
+        # The store marked the run COMPLETED before any sink saw it.
+        assert store.get_run(session.run_id or "").status == "COMPLETED"
+    assert log == [("other", 3, False, ["r.json", "r.csv"])]
+    assert said == [f"wrote {tmp_path / 'r.json'}", f"wrote {tmp_path / 'r.csv'}", "other got 3"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    # The files hold the stored run: its id and its three cases.
+    assert report["run_id"] == result.run_id is not None
+    assert len(report["cases"]) == 3
+
+
+class _Stopper:
+    """An observer that interrupts the run once `after` cases completed."""
+
+    def __init__(self, after: int) -> None:
+        self.after, self.count = after, 0
+
+    def on_start(self, total: int) -> None:
+        return None
+
+    def on_case_done(self, result: object) -> None:
+        self.count += 1
+        if self.count == self.after:
+            raise KeyboardInterrupt
+
+    def on_finish(self, result: object) -> None:
+        return None
+
+
+def test_an_interrupted_run_goes_only_to_the_sinks_taking_partial_results(
+    tmp_path: Path,
+) -> None:
+    log: list[tuple[str, int, bool, list[str]]] = []
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        session = RunSession(
+            [_evalset(5)],
+            [build_metric("response_match_score", 0.5)],
+            store=store,
+            observers=[_Stopper(after=2)],
+            sinks=[
+                _Seen("partial", partial=True, log=log),
+                _Seen("complete-only", partial=False, log=log),
+            ],
+        )
+        with pytest.raises(KeyboardInterrupt):
+            session.run()
+        assert log == []  # nothing delivered until the caller finishes the interruption
+        result = session.finish_interrupted()
+        assert store.get_run(session.run_id or "").status == "INTERRUPTED"
+    assert len(result.cases) == 2
+    assert log == [("partial", 2, True, [])]
+
+
+def test_arun_delivers_too() -> None:
+    log: list[tuple[str, int, bool, list[str]]] = []
+    session = RunSession(
+        [_evalset(2)],
+        [build_metric("response_match_score", 0.5)],
+        sinks=[_Seen("s", partial=False, log=log)],
+    )
+    asyncio.run(session.arun())
+    assert log == [("s", 2, False, [])]
