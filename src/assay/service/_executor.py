@@ -1,15 +1,16 @@
 """The background executor of evaluation runs, and resuming them after a restart.
 
-A run is an asyncio task on the server's event loop driving `assay.engine.arun` over
-the evaluations snapshotted into the run's config when it started. Each finished case
+A run is an asyncio task on the server's event loop driving a `RunSession` (the same
+run lifecycle as `assay eval` and `assay.evaluate`) over the evaluations snapshotted
+into the run's settings (`ServiceRunSettings`) when it started. Each finished case
 is stored at once (a `StoreRecorder` writing batches of one from its own thread, so
 the loop never waits on the database), which is what makes progress readable while
 the run goes on and lets a restarted server resume where the run stopped.
 
 Ownership: a run's config names its owner (host, process id, executor instance).
 When the app starts, every unfinished service run whose owner is gone — stopped
-gracefully (INTERRUPTED), a dead process on this host, this process's previous app
-instance, or another host silent for `LEASE_S` — is claimed with a compare-and-set
+gracefully (INTERRUPTED), a dead process on this host, or any server (this process's
+other apps included) silent for `LEASE_S` — is claimed with a compare-and-set
 (of several servers starting at once exactly one wins) and resumed, skipping the
 case runs already stored. Owners refresh their runs' update time every
 `HEARTBEAT_S`.
@@ -29,13 +30,17 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from assay.agents.tools import ToolBehavior
 from assay.engine.build import build_metrics
 from assay.engine.judging import JudgeRunOptions
-from assay.engine.runner import RunOptions, arun, runs_for
+from assay.engine.replay import RunMethod
+from assay.engine.runner import RunOptions, runs_for
 from assay.errors import AssayError
 from assay.formats import ces
 from assay.model.core import EvalCase, EvalSet
 from assay.model.results import CaseResult
+from assay.service.settings import ServiceRunSettings
+from assay.session.run_session import RunSession
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
 from assay.store.recorder import StoreRecorder
 from assay.store.runs import RunInfo
@@ -53,10 +58,6 @@ EVAL_SET_ID = "evaluations"
 
 HEARTBEAT_S = 30.0
 LEASE_S = 120.0
-
-# Executor instances alive in this process: an owner in this process but not in
-# here belonged to an app that has stopped.
-_LIVE: set[str] = set()
 
 
 def owner_record(instance: str) -> dict[str, Any]:
@@ -79,15 +80,15 @@ def owner_alive(run: RunInfo, lease_s: float = LEASE_S) -> bool:
     Only a heartbeat within the lease proves an owner alive, wherever it runs: a live
     process id on this host does not (after a crash the id may belong to another
     process by now). A dead process id on this host or an executor of this process that
-    has stopped prove it gone at once, without waiting for the lease to run out.
+    A dead process id on this host proves it gone at once, without waiting for the
+    lease to run out. (An app of this process that stopped handed its runs back as
+    INTERRUPTED; one that could not is freed by the lease.)
     """
     if run.status != RunStatus.RUNNING.value:
         return False  # INTERRUPTED: its owner stopped and handed it back
     owner = run.config.get(SERVICE_KEY, {}).get("owner") or {}
     if owner.get("host") == socket.gethostname():
         pid = owner.get("pid")
-        if pid == os.getpid() and owner.get("instance") not in _LIVE:
-            return False
         if isinstance(pid, int) and pid != os.getpid() and not _pid_alive(pid):
             return False
     seen = run.updated_at or run.created_at
@@ -102,21 +103,21 @@ def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
     return evalset.cases[0]
 
 
-def run_plan(svc: Mapping[str, Any]) -> tuple[list[EvalCase], RunOptions]:
-    """The cases and run options of a service run, from its stored config."""
-    cases = [evaluation_case(eid, body) for eid, body in svc["evaluations"].items()]
+def run_plan(settings: ServiceRunSettings) -> tuple[list[EvalCase], RunOptions]:
+    """The cases and run options of a service run, from its stored settings."""
+    cases = [evaluation_case(eid, body) for eid, body in settings.evaluations.items()]
     simulator = None
-    if svc.get("userModel"):
+    if settings.user_model:
         from assay.simulation import SimulatorOptions
         from assay.simulation.personas import personas_from_resources
 
         simulator = SimulatorOptions(
-            model=svc["userModel"], personas=personas_from_resources(svc.get("personas") or {})
+            model=settings.user_model, personas=personas_from_resources(settings.personas)
         )
     options = RunOptions(
-        runs=svc.get("runCount"),
-        tool_behavior=svc.get("toolBehavior", "REAL"),
-        run_method=svc.get("goldenRunMethod", "STABLE"),
+        runs=settings.run_count,
+        tool_behavior=ToolBehavior.parse(settings.tool_behavior),
+        run_method=RunMethod.parse(settings.golden_run_method),
         simulator=simulator,
     )
     return cases, options
@@ -185,6 +186,7 @@ class RunExecutor:
         self.instance = uuid.uuid4().hex
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._sessions: dict[str, RunSession] = {}
         # run id -> (app, evaluation ids) of the runs executing here
         self.active: dict[str, tuple[str, tuple[str, ...]]] = {}
 
@@ -212,9 +214,17 @@ class RunExecutor:
         task = self._tasks.get(run_id)
         if task is None or self._loop is None:
             return False
-        self._lost.add(run_id)
-        self._loop.call_soon_threadsafe(task.cancel)
+        self._give_up(run_id, task)
         return True
+
+    def _give_up(self, run_id: str, task: asyncio.Task[None]) -> None:
+        """Cancel a run's task leaving its stored state alone (written elsewhere)."""
+        self._lost.add(run_id)
+        session = self._sessions.get(run_id)
+        if session is not None:
+            session.abandon()
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(task.cancel)
 
     def running_runs_of(self, app: str, evaluation_id: str) -> list[str]:
         return [
@@ -224,7 +234,6 @@ class RunExecutor:
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         self._loop = asyncio.get_running_loop()
-        _LIVE.add(self.instance)
         beat = asyncio.create_task(self._heartbeat())
         try:
             await asyncio.to_thread(self._resume_orphans)
@@ -235,7 +244,6 @@ class RunExecutor:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, beat, return_exceptions=True)
-            _LIVE.discard(self.instance)
             self._loop = None
 
     def _resume_orphans(self) -> None:
@@ -258,6 +266,7 @@ class RunExecutor:
 
     def _forget(self, run_id: str) -> None:
         self._tasks.pop(run_id, None)
+        self._sessions.pop(run_id, None)
         self.active.pop(run_id, None)
 
     async def _heartbeat(self) -> None:
@@ -278,8 +287,7 @@ class RunExecutor:
                     # Silent longer than the lease (e.g. the database was away): another
                     # server owns the run now. Stop without touching its state.
                     logger.warning("evaluation run %s was taken over by another server", run_id)
-                    self._lost.add(run_id)
-                    task.cancel()
+                    self._give_up(run_id, task)
             try:
                 await asyncio.to_thread(self._resume_orphans)
             except AssayError as exc:
@@ -288,55 +296,47 @@ class RunExecutor:
     async def _execute(self, run_id: str) -> None:
         store = self.ctx.store
         run = await asyncio.to_thread(store.get_run, run_id)
-        svc = run.config[SERVICE_KEY]
-        self.active[run_id] = (run.app, tuple(svc["evaluations"]))
-        recorder: _Recorder | None = None
+        session: RunSession | None = None
         try:
+            settings = ServiceRunSettings.of_run(run)
+            self.active[run_id] = (run.app, tuple(settings.evaluations))
             agent = self.ctx.agent
             if agent is None:
                 raise AssayError("no agent to run: start assay serve with --agent")
-            cases, options = run_plan(svc)
-            metrics = build_metrics(names=list(svc["metrics"]))
-            skip = await asyncio.to_thread(store.completed_case_keys, run_id)
-            recorder = _Recorder(
-                store,
-                run_id,
-                total_runs(cases, options),
-                functools.partial(self._on_stored, run.app),
-            )
-            await arun(
+            cases, options = run_plan(settings)
+            total = total_runs(cases, options)
+            on_stored = functools.partial(self._on_stored, run.app)
+            session = RunSession(
                 [EvalSet(id=EVAL_SET_ID, cases=cases)],
-                metrics,
+                build_metrics(names=settings.metrics),
                 agent=agent,
                 options=options,
-                observers=[recorder],
-                skip=skip,
-                judges=JudgeRunOptions(model=svc.get("judgeModel"), store=store),
+                judges=JudgeRunOptions(model=settings.judge_model),
+                store=store,
+                continue_run=run_id,
+                recorder=lambda db, rid: _Recorder(db, rid, total, on_stored),
+                offload=True,
             )
-        except asyncio.CancelledError:
+            self._sessions[run_id] = session
             if run_id in self._lost:
-                self._lost.discard(run_id)
-                if recorder is not None:
-                    await asyncio.to_thread(recorder.close)
-                raise
-            # Shutting down: keep what finished, hand the rest to the next server.
-            await asyncio.to_thread(_interrupt, store, run_id, recorder)
+                session.abandon()
+            await session.arun()
+        except asyncio.CancelledError:
+            lost = run_id in self._lost
+            self._lost.discard(run_id)
+            if not lost and (session is None or not session.opened):
+                # Stopped before the session took the run: hand it to the next server.
+                await asyncio.to_thread(_interrupt, store, run_id)
             raise
         except Exception as exc:  # a broken run must not take the server down
             logger.exception("evaluation run %s failed", run_id)
-            message = f"{type(exc).__name__}: {exc}"
-            await asyncio.to_thread(_fail, store, run_id, recorder, message)
+            if session is None or not session.opened:  # else the session marked it ERROR
+                await asyncio.to_thread(_fail, store, run_id, f"{type(exc).__name__}: {exc}")
 
 
-def _interrupt(store: Store, run_id: str, recorder: StoreRecorder | None) -> None:
-    if recorder is not None:
-        recorder.mark_interrupted()
-    else:
-        store.finish_run(run_id, summary=None, status=RunStatus.INTERRUPTED.value)
+def _interrupt(store: Store, run_id: str) -> None:
+    store.finish_run(run_id, summary=None, status=RunStatus.INTERRUPTED.value)
 
 
-def _fail(store: Store, run_id: str, recorder: StoreRecorder | None, message: str) -> None:
-    if recorder is not None:
-        recorder.mark_error(message)
-    else:
-        store.finish_run(run_id, summary=None, status=RunStatus.ERROR.value, error=message)
+def _fail(store: Store, run_id: str, message: str) -> None:
+    store.finish_run(run_id, summary=None, status=RunStatus.ERROR.value, error=message)

@@ -18,7 +18,11 @@ Decorator = Callable[["ServiceContext", Resource, dict[str, Any], bool], None]
 
 @dataclass
 class ServiceContext:
-    """The store, the agent runs call (None: runs are refused) and the decorators."""
+    """The store, the agent runs call (None: runs are refused) and the decorators.
+
+    `parts` holds what the app's sides attach to it (the runs side's executor and
+    queries under "runs"): the service keeps no state in module globals.
+    """
 
     store: Store
     agent: Agent | None = None
@@ -26,6 +30,7 @@ class ServiceContext:
     max_body_bytes: int = 4_000_000
     # A run whose heartbeat is older than this is taken over by any server over the store.
     run_lease_s: float = 120.0
+    parts: dict[str, object] = field(default_factory=dict)
 
 
 def get_ctx(request: Request) -> ServiceContext:

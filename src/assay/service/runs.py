@@ -10,7 +10,6 @@ operation whose `metadata.evaluationRun` names the run.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from assay.service._storable import check_storable
 from assay.service.aggregate import Aggregator
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, RUNS, check_app, check_id, parse_kind_name, parse_name
+from assay.service.settings import RunOwner, ServiceRunSettings
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
 from assay.store.exceptions import RunNotFoundError
 from assay.store.runs import RunInfo
@@ -69,6 +69,9 @@ REQUEST_FIELDS = (
 )
 
 
+RUNS_PART = "runs"
+
+
 @dataclass
 class RunsState:
     """What the runs side keeps per app: the executor, queries and the metric cache."""
@@ -78,26 +81,23 @@ class RunsState:
     aggregator: Aggregator
 
 
-_STATES: dict[int, RunsState] = {}
-
-
 def attach(ctx: ServiceContext) -> RunsState:
-    """Create the runs side of `ctx` (once per app; `runs_api.install` calls it)."""
+    """Create the runs side of `ctx` (once per app; `runs_api.install` calls it).
+
+    It lives on the context (`ctx.parts`), not in this module: two apps in one process
+    (tests, a server and its replacement) never share an executor.
+    """
     results = EvaluationResults(ctx.store.engine, ctx.store.url)
     aggregator = Aggregator(results, ctx.store.get_run)
     executor = RunExecutor(ctx, results, aggregator.touched, lease_s=ctx.run_lease_s)
     state = RunsState(executor, results, aggregator)
-    key = id(ctx)
-    _STATES[key] = state
-    weakref.finalize(ctx, _STATES.pop, key, None)
+    ctx.parts[RUNS_PART] = state
     return state
 
 
 def state_of(ctx: ServiceContext) -> RunsState:
-    found = _STATES.get(id(ctx))
-    if found is None or found.executor.ctx is not ctx:
-        return attach(ctx)
-    return found
+    found = ctx.parts.get(RUNS_PART)
+    return found if isinstance(found, RunsState) else attach(ctx)
 
 
 # -- starting a run ------------------------------------------------------------------------
@@ -175,7 +175,9 @@ def _has_expectations(body: Mapping[str, Any]) -> bool:
     )
 
 
-def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -> dict[str, Any]:
+def _service_config(
+    ctx: ServiceContext, app: str, request: Mapping[str, Any]
+) -> ServiceRunSettings:
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
         raise InvalidArgument.field(
@@ -222,29 +224,30 @@ def _service_config(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -
     metrics = [*GOLDEN_METRICS, *(JUDGED_METRICS + SCENARIO_METRICS if judged else ())]
     if judged and any(_has_expectations(body) for body in evaluations.values()):
         metrics.append(EXPECTATION_METRIC)
-    svc: dict[str, Any] = {
-        "evaluationIds": ids,
-        "evaluations": evaluations,
-        "metrics": metrics,
-        "runCount": run_count,
-        "toolBehavior": tool_behavior,
-        "config": {**config, "toolCallBehaviour": tool_behavior},
-        "goldenRunMethod": _enum(request, "goldenRunMethod", RunMethod.parse, "STABLE"),
+    settings = ServiceRunSettings(
+        evaluation_ids=ids,
+        evaluations=evaluations,
+        metrics=metrics,
+        run_count=run_count,
+        tool_behavior=tool_behavior,
+        config={**config, "toolCallBehaviour": tool_behavior},
+        golden_run_method=_enum(request, "goldenRunMethod", RunMethod.parse, "STABLE"),
         # Scenarios may name the app's personas: the run keeps the ones it started with.
-        "personas": {
+        personas={
             p.id: {"displayName": p.display_name, **p.body}
             for p in ctx.store.resources.list_resources(app, "personas")
         },
-    }
-    for field in ("appVersion", "evaluationDataset", "judgeModel", "userModel"):
-        if request.get(field):
-            svc[field] = request[field]
+        app_version=request.get("appVersion") or None,
+        evaluation_dataset=request.get("evaluationDataset") or None,
+        judge_model=request.get("judgeModel") or None,
+        user_model=request.get("userModel") or None,
+    )
     try:
-        cases, options = run_plan(svc)
+        cases, options = run_plan(settings)
     except ConfigError as exc:
         raise InvalidArgument(str(exc)) from None
-    svc["totalCount"] = total_runs(cases, options)
-    return svc
+    settings.total_count = total_runs(cases, options)
+    return settings
 
 
 def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -258,25 +261,25 @@ def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[st
             "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"
         )
     state = state_of(ctx)
-    svc = _service_config(ctx, app, request)
-    svc["owner"] = state.executor.owner()
+    settings = _service_config(ctx, app, request)
+    settings.owner = RunOwner.model_validate(state.executor.owner())
     run_id = ctx.store.start_run(
         eval_set_ids=[EVAL_SET_ID],
-        metrics=svc["metrics"],
-        config={SERVICE_KEY: svc},
+        metrics=settings.metrics,
+        config={SERVICE_KEY: settings.document()},
         agent=ctx.agent.name,
-        runs=svc["runCount"] or 1,
+        runs=settings.run_count or 1,
         name=request.get("displayName") or None,
         app=app,
     )
-    ctx.store.set_total(run_id, svc["totalCount"])
+    ctx.store.set_total(run_id, settings.total_count or 0)
     state.executor.submit(run_id)
     run = ctx.store.get_run(run_id)
     return {
         "name": f"apps/{app}/operations/run-{run_id}",
         "metadata": {
             "@type": OPERATION_TYPE,
-            "evaluations": [f"apps/{app}/evaluations/{e}" for e in svc["evaluationIds"]],
+            "evaluations": [f"apps/{app}/evaluations/{e}" for e in settings.evaluation_ids],
             "evaluationRun": _results.run_name(app, run_id),
             "createTime": _results.rfc3339(run.created_at),
             "verb": "run",

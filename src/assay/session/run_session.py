@@ -102,6 +102,14 @@ class RunSession:
     plus the run options (and `run_extra`), and `agent_label`. `fresh` starts a new run
     even when an unfinished one of this evaluation exists. `sinks` get the finished run
     in order; `say` shows the lines they return (default: dropped).
+
+    For a server: `continue_run` names a stored run to continue (already started, e.g.
+    claimed from a server that stopped) instead of looking one up by identity;
+    `recorder` makes the store sink for a run id (default: a `StoreRecorder` counting
+    the case runs already done in its total); `offload` moves the session's own store
+    reads and writes (open, the final mark) to a worker thread so the event loop never
+    waits on the database; `abandon` before cancelling leaves the stored run as it is
+    (another server owns it now).
     """
 
     evalsets: Sequence[EvalSet]
@@ -122,6 +130,10 @@ class RunSession:
     identity: RunIdentity | None = None
     sinks: Sequence[RunSink] = ()
     say: Callable[[str], None] | None = None
+    continue_run: str | None = None
+    recorder: Callable[[Store, str], StoreRecorder] | None = None
+    offload: bool = False
+    _abandoned: bool = field(default=False, init=False, repr=False)
     _resumption: Resumption | None = field(default=None, init=False, repr=False)
     _recorder: StoreRecorder | None = field(default=None, init=False, repr=False)
     _collected: _Collected = field(default_factory=_Collected, init=False, repr=False)
@@ -159,6 +171,11 @@ class RunSession:
         return len(self._resumption.skip) if self._resumption is not None else 0
 
     @property
+    def opened(self) -> bool:
+        """Whether the session holds its stored run (and marks it however it ends)."""
+        return self._recorder is not None
+
+    @property
     def previous(self) -> list[CaseResult]:
         return self._resumption.previous if self._resumption is not None else []
 
@@ -169,6 +186,11 @@ class RunSession:
         if self.store is None or self._resumption is not None:
             return
         assert self.identity is not None
+        if self.continue_run is not None:
+            self._resumption = Resumption.load(self.store, self.continue_run)
+            self.resumed = bool(self._resumption.skip)
+            self._recorder = self._make_recorder()
+            return
         found = None if self.fresh else find_resumable(self.store, **self.identity.as_kwargs())
         if found is None:
             run_id = self.store.start_run(
@@ -178,7 +200,17 @@ class RunSession:
         else:
             self._resumption = Resumption.load(self.store, found.id)
             self.resumed = True
-        self._recorder = self._resumption.recorder(self.store)
+        self._recorder = self._make_recorder()
+
+    def _make_recorder(self) -> StoreRecorder:
+        assert self.store is not None and self._resumption is not None
+        if self.recorder is not None:
+            return self.recorder(self.store, self._resumption.run_id)
+        return self._resumption.recorder(self.store)
+
+    def abandon(self) -> None:
+        """Stop without touching the stored run (call before cancelling the task)."""
+        self._abandoned = True
 
     async def arun(self) -> EvalResult:
         """Run the case runs still to do, then hand the completed run to the sinks.
@@ -221,8 +253,14 @@ class RunSession:
                 if self.say is not None:
                     self.say(line)
 
+    async def _blocking(self, call: Callable[[], None]) -> None:
+        if self.offload:
+            await asyncio.to_thread(call)
+        else:
+            call()
+
     async def _execute(self) -> EvalResult:
-        self.open()
+        await self._blocking(self.open)
         sinks: list[RunObserver] = [self._collected]
         if self._recorder is not None:
             # First after the collector: a result is stored before anyone shows it.
@@ -243,10 +281,12 @@ class RunSession:
                 executor=self.executor,
             )
         except (KeyboardInterrupt, asyncio.CancelledError):
-            self.mark_interrupted()
+            stop = self._close_abandoned if self._abandoned else self.mark_interrupted
+            await self._blocking(stop)
             raise
         except BaseException as exc:
-            self._mark_error(f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            await self._blocking(lambda: self._mark_error(message))
             raise
         self._finished = True
         result.run_id = self.run_id
@@ -257,6 +297,11 @@ class RunSession:
         if not self._finished and self._recorder is not None:
             self._finished = True
             self._recorder.mark_interrupted()
+
+    def _close_abandoned(self) -> None:
+        if not self._finished and self._recorder is not None:
+            self._finished = True
+            self._recorder.close()
 
     def _mark_error(self, message: str) -> None:
         if not self._finished and self._recorder is not None:

@@ -1,0 +1,77 @@
+"""A service run's settings: what the request asked, snapshotted into the stored run.
+
+Stored under the run config's `service` key (camelCase, as the CES request spells it)
+when the run starts and read back by the executor of whichever server runs or resumes
+it, so a run never depends on resources edited after it started. `version` says which
+shape a stored document has: a server reading a newer version than it knows refuses
+the run with a message instead of guessing (documents written before versioning have
+none and are version 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assay.errors import AssayError
+from assay.store.eval_results import SERVICE_KEY
+from assay.store.runs import RunInfo
+
+SETTINGS_VERSION = 1
+
+
+class RunOwner(BaseModel):
+    """The server executing a run: host, process id, executor instance."""
+
+    model_config = ConfigDict(extra="allow")
+
+    host: str | None = None
+    pid: int | None = None
+    instance: str | None = None
+
+
+class ServiceRunSettings(BaseModel):
+    """One evaluation run of the service (`POST .../evaluations:run`), as stored."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    version: int = SETTINGS_VERSION
+    evaluation_ids: list[str] = Field(default_factory=list, alias="evaluationIds")
+    evaluations: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The evaluation resources' bodies by id, as they were when the run started."""
+    metrics: list[str] = Field(default_factory=list)
+    run_count: int | None = Field(default=None, alias="runCount")
+    tool_behavior: str = Field(default="REAL", alias="toolBehavior")
+    config: dict[str, Any] = Field(default_factory=dict)
+    golden_run_method: str = Field(default="STABLE", alias="goldenRunMethod")
+    personas: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    app_version: str | None = Field(default=None, alias="appVersion")
+    evaluation_dataset: str | None = Field(default=None, alias="evaluationDataset")
+    judge_model: str | None = Field(default=None, alias="judgeModel")
+    user_model: str | None = Field(default=None, alias="userModel")
+    total_count: int | None = Field(default=None, alias="totalCount")
+    owner: RunOwner | None = None
+
+    @classmethod
+    def of_run(cls, run: RunInfo) -> ServiceRunSettings:
+        """The settings stored with `run` (AssayError naming the run if unreadable)."""
+        doc = run.config.get(SERVICE_KEY)
+        if not isinstance(doc, dict):
+            raise AssayError(f"run {run.id} is not an evaluation run of the service")
+        version = doc.get("version", SETTINGS_VERSION)
+        if not isinstance(version, int) or version > SETTINGS_VERSION:
+            raise AssayError(
+                f"run {run.id} was started by a newer assay (settings version {version!r},"
+                f" this one reads up to {SETTINGS_VERSION}): resume it with that version"
+            )
+        try:
+            return cls.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise AssayError(f"run {run.id}: stored setting {where}: {first['msg']}") from None
+
+    def document(self) -> dict[str, Any]:
+        """The stored form (camelCase; unset optional fields left out, as before)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
