@@ -12,13 +12,19 @@ from assay.cli.common import (
 
 
 def metrics_command() -> None:
-    """List the registered metrics: name, family, range, what each needs, default threshold."""
+    """List the metrics: name, family, range, needs, default threshold, and source
+    (assay, or the plugin distribution and entry point)."""
     with user_errors():
-        from assay.metrics import get_metric_class, metric_names
+        from assay.metrics.registry import (
+            broken_plugins,
+            get_metric_class,
+            metric_names,
+            metric_source,
+        )
 
         table = Table(title="Metrics", header_style="bold")
         table.add_column("name", no_wrap=True)
-        for column in ("family", "range", "needs", "threshold", "description"):
+        for column in ("family", "range", "needs", "threshold", "source", "description"):
             table.add_column(column, overflow="fold")
         for name in metric_names():
             cls = get_metric_class(name)
@@ -27,9 +33,12 @@ def metrics_command() -> None:
                 threshold = "-"
             low_high = cls.score_range
             span = f"{low_high[0]:g}..{low_high[1]:g}" if low_high else "-"
-            table.add_row(
-                name, cls.family, span, ", ".join(sorted(cls.needs)), threshold, cls.description
-            )
+            needs = ", ".join(sorted(cls.needs))
+            source = metric_source(name)
+            table.add_row(name, cls.family, span, needs, threshold, source, cls.description)
+        # A plugin that could not be loaded is listed with why, not silently missing.
+        for name, why in sorted(broken_plugins().items()):
+            table.add_row(name, "-", "-", "-", "-", why, "not loaded")
     stdout_console().print(table)
 
 

@@ -1,4 +1,10 @@
-"""The single place that maps a public metric name to its code."""
+"""The single place that maps a public metric name to its code.
+
+Built-in metrics register themselves (`register`) when their modules are imported;
+metrics of other distributions come in through the `assay.metrics` entry-point group
+under names namespaced by their distribution (`assay.metrics.plugins`). Each name
+knows its source (`metric_source`): "assay", or the distribution and entry point.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,9 @@ from assay.metrics.base import Metric
 _M = TypeVar("_M", bound=type[Metric])
 
 _REGISTRY: dict[str, type[Metric]] = {}
+# Plugin metrics: where each came from, and the ones that could not be loaded (why).
+_PLUGIN_SOURCES: dict[str, str] = {}
+_BROKEN: dict[str, str] = {}
 
 # Modules that register built-in metrics when imported. Imported lazily so that
 # `import assay` stays fast and a broken optional module names itself clearly.
@@ -51,7 +60,48 @@ def _ensure_loaded() -> None:
         return
     for module in _BUILTIN_MODULES:
         importlib.import_module(module)
+    _load_plugins()
     _loaded = True
+
+
+def _load_plugins() -> None:
+    from assay.metrics.plugins import discover
+
+    for found in discover():
+        if found.cls is None:
+            _BROKEN[found.name] = f"{found.source}: {found.error}"
+        else:
+            _REGISTRY[found.name] = found.cls
+            _PLUGIN_SOURCES[found.name] = found.source
+
+
+def refresh_plugins() -> None:
+    """Look for plugin metrics again (after installing or removing a distribution)."""
+    global _loaded
+    for name in _PLUGIN_SOURCES:
+        _REGISTRY.pop(name, None)
+    _PLUGIN_SOURCES.clear()
+    _BROKEN.clear()
+    _loaded = False
+
+
+def metric_source(name: str) -> str:
+    """Where metric `name` comes from: "assay", or "DIST VERSION (module:attr)"."""
+    get_metric_class(name)
+    return _PLUGIN_SOURCES.get(name, "assay")
+
+
+def broken_plugins() -> dict[str, str]:
+    """Plugin metrics that could not be loaded, with why."""
+    _ensure_loaded()
+    return dict(_BROKEN)
+
+
+def _unavailable(name: str) -> ConfigError | None:
+    why = _BROKEN.get(name)
+    if why is None:
+        return None
+    return ConfigError(f"metric {name!r} comes from a plugin that could not be loaded: {why}")
 
 
 def metric_names() -> list[str]:
@@ -64,7 +114,7 @@ def get_metric_class(name: str) -> type[Metric]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError.unknown("metric", name, _REGISTRY) from None
+        raise _unavailable(name) or ConfigError.unknown("metric", name, _REGISTRY) from None
 
 
 def build_metric(
@@ -81,7 +131,9 @@ def build_metric(
     if not (custom and name in custom):
         _ensure_loaded()
         if name not in _REGISTRY:
-            raise ConfigError.unknown("metric", name, [*_REGISTRY, *(custom or {})])
+            raise _unavailable(name) or ConfigError.unknown(
+                "metric", name, [*_REGISTRY, *(custom or {})]
+            )
     raw = _raw_options(name, criterion)
     if custom and name in custom:
         metric = custom[name]()
