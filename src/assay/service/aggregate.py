@@ -25,6 +25,7 @@ from typing import Any
 from assay.errors import StoreError
 from assay.service._results import duration, service_config
 from assay.store.eval_results import EvaluationResults, ResultRow
+from assay.store.namespace import Namespace, current_namespace
 from assay.store.runs import RunInfo
 
 DRAFT_VERSION = "draft"
@@ -184,18 +185,20 @@ class Aggregator:
         self._get_run = get_run
         self._recheck_s = recheck_s
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, str], EvaluationMetrics] = {}
+        # Keyed by namespace too: apps of one name may live in several projects.
+        self._cache: dict[tuple[Namespace, str, str], EvaluationMetrics] = {}
         self._generations: dict[tuple[str, str], int] = {}
         self._runs: dict[str, RunInfo] = {}
 
     def metrics(self, app: str, evaluation_id: str) -> EvaluationMetrics:
         """The evaluation's metrics as of now."""
-        key = (app, evaluation_id)
+        key = (current_namespace(), app, evaluation_id)
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(key)
             # Read before the watermark: a write landing after it bumps the generation.
-            generation = self._generations.get(key, 0)
+            # (Generations are not per namespace: a bump in another one costs a recheck.)
+            generation = self._generations.get((app, evaluation_id), 0)
         if (
             cached is not None
             and cached.generation == generation
@@ -222,7 +225,8 @@ class Aggregator:
     def forget(self, app: str) -> None:
         """Drop what is cached about `app` (after deleting a run, say)."""
         with self._lock:
-            for key in [k for k in self._cache if k[0] == app]:
+            ns = current_namespace()
+            for key in [k for k in self._cache if k[:2] == (ns, app)]:
                 del self._cache[key]
 
     def run(self, run_id: str) -> RunInfo:

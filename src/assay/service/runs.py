@@ -33,6 +33,7 @@ from assay.service.names import RESULTS, RUNS, check_app, check_id, parse_kind_n
 from assay.service.settings import RunOwner, ServiceRunSettings
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
 from assay.store.exceptions import RunNotFoundError
+from assay.store.namespace import current_namespace
 from assay.store.runs import RunInfo
 
 if TYPE_CHECKING:
@@ -299,9 +300,15 @@ def _run(ctx: ServiceContext, name: str) -> tuple[str, RunInfo]:
         run = ctx.store.get_run(parsed.id)
     except RunNotFoundError:
         run = None
-    if run is None or run.app != parsed.app:
+    if run is None or run.app != parsed.app or not in_namespace(run):
         raise NotFound(f"no evaluationRun {parsed.id!r} in app {parsed.app!r}")
     return parsed.app, run
+
+
+def in_namespace(run: RunInfo) -> bool:
+    """Whether `run` belongs to the project and location of this request."""
+    ns = current_namespace()
+    return (run.project, run.location) == (ns.project, ns.location)
 
 
 def render_run(ctx: ServiceContext, app: str, run: RunInfo) -> dict[str, Any]:

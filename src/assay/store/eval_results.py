@@ -20,8 +20,9 @@ from assay.model.error_types import ExecutionState
 from assay.model.results import Status
 from assay.store._document import expand_document
 from assay.store._repository import Repository, database_errors
+from assay.store.namespace import current_namespace
 from assay.store.runs import RunInfo, _run_info
-from assay.store.schema import RunStatus, case_results, runs
+from assay.store.schema import RunStatus, case_results, resources, runs
 from assay.store.types import utcnow
 
 SERVICE_KEY = "service"
@@ -79,11 +80,17 @@ def _row(row: Any) -> ResultRow:
     )
 
 
+def _app_runs(app: str) -> Any:
+    """Runs of `app` in the current namespace (project and location)."""
+    ns = current_namespace()
+    return and_(runs.c.project == ns.project, runs.c.location == ns.location, runs.c.app == app)
+
+
 def _of_evaluation(app: str, evaluation_id: str) -> Any:
     return and_(
         case_results.c.case_id == evaluation_id,
         case_results.c.run_id == runs.c.id,
-        runs.c.app == app,
+        _app_runs(app),
     )
 
 
@@ -142,7 +149,7 @@ class EvaluationResults(Repository):
         evaluation created again under the same id starts without history.
         """
         c = case_results.c
-        app_runs = select(runs.c.id).where(runs.c.app == app)
+        app_runs = select(runs.c.id).where(_app_runs(app))
         where = [c.case_id == evaluation_id, c.run_id.in_(app_runs)]
         if run_id is not None:
             where.append(c.run_id == run_id)
@@ -182,7 +189,7 @@ class EvaluationResults(Repository):
     @database_errors
     def runs_page(self, app: str, *, limit: int, before: str | None = None) -> list[RunInfo]:
         """The app's runs, newest first, with ids below `before` (a page token)."""
-        query = select(runs).where(runs.c.app == app)
+        query = select(runs).where(_app_runs(app))
         if before is not None:
             query = query.where(runs.c.id < before)
         query = query.order_by(runs.c.id.desc()).limit(limit)
@@ -272,3 +279,16 @@ class EvaluationResults(Repository):
             config = dict(row.config)
             config[SERVICE_KEY] = {**(config.get(SERVICE_KEY) or {}), flag: value}
             conn.execute(update(runs).where(runs.c.id == run_id).values(config=config))
+
+    @database_errors
+    def locations(self, project: str) -> list[str]:
+        """The locations of `project` that hold resources or runs, sorted."""
+        queries = [
+            select(resources.c.location).where(resources.c.project == project).distinct(),
+            select(runs.c.location).where(runs.c.project == project).distinct(),
+        ]
+        found: set[str] = set()
+        with self._engine.connect() as conn:
+            for query in queries:
+                found.update(row.location for row in conn.execute(query))
+        return sorted(found)

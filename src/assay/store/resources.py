@@ -2,7 +2,9 @@
 
 One generic table: the REST service keeps the resource JSON in `body` and this module
 owns what CES manages around it — the id, a display name unique within the app and
-kind, an etag that changes on every write, and create/update times.
+kind, an etag that changes on every write, and create/update times. Every operation
+applies the current namespace (project and location, `assay.store.namespace`): a
+resource of one namespace is invisible from another.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from assay.store.exceptions import (
     ResourceConflictError,
     ResourceNotFoundError,
 )
+from assay.store.namespace import current_namespace
 from assay.store.schema import RESOURCE_KINDS, resources
 from assay.store.types import utcnow
 
@@ -71,7 +74,10 @@ class ResourceRepository(Repository):
         if not display_name:
             raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
         now = utcnow()
+        ns = current_namespace()
         row = {
+            "project": ns.project,
+            "location": ns.location,
             "app": app,
             "kind": kind,
             "id": resource_id,
@@ -122,7 +128,15 @@ class ResourceRepository(Repository):
                 if current is None:
                     if etag is not None:
                         raise _not_found(app, kind, resource_id)
-                    ids = {"app": app, "kind": kind, "id": resource_id, "create_time": now}
+                    ns = current_namespace()
+                    ids = {
+                        "project": ns.project,
+                        "location": ns.location,
+                        "app": app,
+                        "kind": kind,
+                        "id": resource_id,
+                        "create_time": now,
+                    }
                     conn.execute(insert(resources).values(**ids, **values))
                 else:
                     if etag is not None and etag != current.etag:
@@ -149,7 +163,7 @@ class ResourceRepository(Repository):
         _check_kind(kind)
         query = (
             select(resources)
-            .where(resources.c.app == app, resources.c.kind == kind)
+            .where(_in_namespace(), resources.c.app == app, resources.c.kind == kind)
             .order_by(resources.c.create_time, resources.c.id)
             .offset(offset)
             .limit(limit)
@@ -191,9 +205,14 @@ def _check_kind(kind: str) -> None:
         )
 
 
+def _in_namespace() -> ColumnElement[bool]:
+    ns = current_namespace()
+    return and_(resources.c.project == ns.project, resources.c.location == ns.location)
+
+
 def _key(app: str, kind: str, resource_id: str) -> ColumnElement[bool]:
     c = resources.c
-    return and_(c.app == app, c.kind == kind, c.id == resource_id)
+    return and_(_in_namespace(), c.app == app, c.kind == kind, c.id == resource_id)
 
 
 def _not_found(app: str, kind: str, resource_id: str) -> ResourceNotFoundError:

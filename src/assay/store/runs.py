@@ -29,6 +29,7 @@ from assay.store._document import expand_document
 from assay.store._json import gc_paused
 from assay.store._repository import Repository, database_errors
 from assay.store.exceptions import DuplicateCaseResultError, RunNotFoundError
+from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_namespace
 from assay.store.schema import DEFAULT_APP, RunStatus, case_results
 from assay.store.schema import runs as runs_table
 from assay.store.types import utcnow
@@ -77,6 +78,8 @@ class RunInfo:
     config: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     updated_at: datetime | None = None
+    project: str = DEFAULT_PROJECT
+    location: str = DEFAULT_LOCATION
 
 
 # Crockford base32 (no i, l, o, u): ids are safe to read aloud and type.
@@ -138,8 +141,11 @@ class RunRepository(Repository):
     ) -> str:
         run_id = new_run_id()
         now = utcnow()
+        ns = current_namespace()
         values = {
             "id": run_id,
+            "project": ns.project,
+            "location": ns.location,
             "app": app,
             "name": name,
             "status": RunStatus.RUNNING.value,
@@ -416,4 +422,6 @@ def _run_info(row: Row[Any]) -> RunInfo:
         config=dict(row.config),
         error=row.error,
         updated_at=row.updated_at,
+        project=row.project,
+        location=row.location,
     )

@@ -1,12 +1,13 @@
 """The store's tables (SQLAlchemy Core), the source of truth for Alembic migrations.
 
-- `runs`: one row per evaluation run, its status, counts, config and summary.
+- `runs`: one row per evaluation run, its status, counts, config and summary (and the
+  CES project and location of a service run).
 - `case_results`: one row per completed case run; the full `CaseResult` document as
   JSON plus the columns queries filter on. The unique key (run, eval set, case, run
   index) means a case run is never stored twice, and is what resume skips.
 - `resources`: CES-shaped resources (evaluations, evaluation datasets, personas,
-  evaluation expectations, scheduled evaluation runs) with
-  a display name unique within an app and kind, an etag and create/update times.
+  evaluation expectations, scheduled evaluation runs) under a CES project and location,
+  with a display name unique within an app and kind, an etag and create/update times.
 - `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
   generation settings.
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
@@ -49,6 +50,9 @@ NAMING_CONVENTION = {
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 DEFAULT_APP = "default"
+# The CES project and location of rows written without one (see store/namespace.py).
+_PROJECT = text("'default'")
+_LOCATION = text("'global'")
 
 
 class RunStatus(StrEnum):
@@ -102,8 +106,11 @@ runs = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime),
+    Column("project", String(128), nullable=False, server_default=_PROJECT),
+    Column("location", String(128), nullable=False, server_default=_LOCATION),
     Index(None, "app", "created_at"),
     Index(None, "status"),
+    Index(None, "project", "location", "app", "created_at"),
 )
 
 case_results = Table(
@@ -137,6 +144,8 @@ case_results = Table(
 resources = Table(
     "resources",
     metadata,
+    Column("project", String(128), primary_key=True, server_default=_PROJECT),
+    Column("location", String(128), primary_key=True, server_default=_LOCATION),
     Column("app", String(128), primary_key=True),
     Column("kind", String(32), primary_key=True),
     Column("id", String(256), primary_key=True),
@@ -145,7 +154,7 @@ resources = Table(
     Column("etag", String(64), nullable=False),
     Column("create_time", UTCDateTime, nullable=False),
     Column("update_time", UTCDateTime, nullable=False),
-    UniqueConstraint("app", "kind", "display_name"),
+    UniqueConstraint("project", "location", "app", "kind", "display_name"),
 )
 
 judge_cache = Table(

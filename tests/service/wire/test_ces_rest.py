@@ -187,19 +187,69 @@ def test_run_evaluation_operation_runs_and_results(served: RunningServer) -> Non
     assert list(client.list_evaluation_results(parent=fresh.name)) == []
 
 
-def test_mcp_tools_see_what_the_client_wrote(served: RunningServer) -> None:
+def test_mcp_tools_see_the_default_namespace(served: RunningServer) -> None:
+    """The MCP tools (and /v1) address projects/default/locations/global, only that."""
     key = create_key(served.store)
     client = rest_client(served, key)
+    default = "projects/default/locations/global/apps/shop"
     made = client.create_evaluation(
-        parent=PARENT, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+        parent=default, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+    )
+    client.create_evaluation(
+        parent=PARENT, evaluation=golden_evaluation("elsewhere"), evaluation_id="elsewhere"
     )
 
-    async def through_mcp() -> dict[str, Any]:
+    async def through_mcp(name: str) -> Any:
         async with mcp_session(served, key) as session:
-            return await call(session, "get_evaluation", {"name": "apps/shop/evaluations/weather"})
+            try:
+                return await call(session, "get_evaluation", {"name": name})
+            except AssertionError as failed:  # `call` asserts the tool succeeded
+                return str(failed)
 
-    seen = asyncio.run(through_mcp())
+    seen = asyncio.run(through_mcp("apps/shop/evaluations/weather"))
     assert seen["displayName"] == "weather" and seen["etag"] == made.etag
+    assert "NOT_FOUND" in asyncio.run(through_mcp("apps/shop/evaluations/elsewhere"))
+
+
+def test_projects_and_locations_do_not_see_each_other(served: RunningServer) -> None:
+    client = rest_client(served, create_key(served.store))
+    other = "projects/other/locations/eu/apps/shop"
+    mine = client.create_evaluation(
+        parent=PARENT, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+    )
+    with pytest.raises(exceptions.NotFound):
+        client.get_evaluation(name=f"{other}/evaluations/weather")
+    assert list(client.list_evaluations(parent=other)) == []
+    # The same id and display name may exist in each namespace.
+    theirs = client.create_evaluation(
+        parent=other, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+    )
+    assert theirs.name == f"{other}/evaluations/weather" and theirs.etag != mine.etag
+
+    operation = client.run_evaluation(request={"app": PARENT, "evaluations": [mine.name]})
+    run_name = operation.result(timeout=60).evaluation_run
+    foreign_run = run_name.replace(PARENT, other)
+    with pytest.raises(exceptions.NotFound):
+        client.get_evaluation_run(name=foreign_run)
+    assert list(client.list_evaluation_runs(parent=other)) == []
+    assert list(client.list_evaluation_results(parent=theirs.name)) == []
+    assert len(list(client.list_evaluation_results(parent=mine.name))) == 1
+    with pytest.raises(exceptions.NotFound):
+        client.get_operation(
+            {"name": operation.operation.name.replace("acme/locations/us", "other/locations/eu")}
+        )
+    assert client.list_operations({"name": "projects/other/locations/eu"}).operations == []
+    client.delete_evaluation(name=theirs.name)
+    assert client.get_evaluation(name=mine.name).etag == mine.etag
+
+    # Locations: those of the project that hold data; any well-formed one can be read.
+    listed = client.list_locations({"name": "projects/acme"})
+    assert [(loc.name, loc.location_id) for loc in listed.locations] == [
+        ("projects/acme/locations/us", "us")
+    ]
+    assert client.get_location({"name": "projects/acme/locations/asia"}).location_id == "asia"
+    defaults = client.list_locations({"name": "projects/default"})
+    assert [loc.location_id for loc in defaults.locations] == ["global"]
 
 
 def _auth(server: RunningServer) -> dict[str, str]:

@@ -36,7 +36,7 @@ PENDING = {
     "CreateScheduledEvaluationRun", "GetScheduledEvaluationRun", "ListScheduledEvaluationRuns",
     "UpdateScheduledEvaluationRun", "DeleteScheduledEvaluationRun", "ImportEvaluations",
     "ExportEvaluations", "ExportEvaluationRuns", "ExportEvaluationResults",
-    "GenerateEvaluation", "RunEvaluationResultMetrics", "GetLocation", "ListLocations",
+    "GenerateEvaluation", "RunEvaluationResultMetrics",
 }  # fmt: skip
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]*)\}")
 

@@ -29,6 +29,7 @@ from assay.service.errors import (
     from_exception,
     logger,
 )
+from assay.service.wire import ces_methods
 from assay.service.wire.ces_methods import METHODS
 from assay.service.wire.ces_operations import Unimplemented
 from assay.service.wire.descriptors import Rpc, rpcs
@@ -94,7 +95,7 @@ def _behaviour(
                     f"assay does not implement {rpc.full_name} (yet); the methods it serves "
                     f"are {', '.join(sorted(METHODS))}"
                 )
-            return handler(ctx, request)
+            return ces_methods.call(handler, ctx, request)
         except Exception as exc:  # every failure is answered as a gRPC status
             error = from_exception(exc)
         context.abort_with_status(rpc_status.to_status(_status(error)))

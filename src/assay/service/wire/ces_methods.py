@@ -21,10 +21,11 @@ from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, KindSpec
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
-from assay.service.wire import ces_operations
+from assay.service.wire import ces_locations, ces_operations
 from assay.service.wire._proto import from_json, to_json
-from assay.service.wire.ces_names import Location, app_of, parse_location
+from assay.service.wire.ces_names import Location, app_of, namespace_of, parse_location
 from assay.service.wire.ces_operations import Unimplemented
+from assay.store.namespace import namespace_scope
 
 Handler = Callable[[ServiceContext, Any], Message]
 
@@ -283,7 +284,18 @@ METHODS: dict[str, Handler] = {
     "TestPersonaVoice": test_persona_voice,
     "UploadEvaluationAudio": upload_evaluation_audio,
     **ces_operations.METHODS,
+    **ces_locations.METHODS,
 }
+
+
+def call(handler: Handler, ctx: ServiceContext, request: Any) -> Message:
+    """Run `handler` on `request` within the project and location the request names."""
+    namespace = namespace_of(request)
+    if namespace is None:
+        return handler(ctx, request)
+    with namespace_scope(namespace):
+        return handler(ctx, request)
+
 
 # Served, but always answering UNIMPLEMENTED with the reason: audio cannot be processed.
 AUDIO_METHODS = frozenset({"TestPersonaVoice", "UploadEvaluationAudio"})

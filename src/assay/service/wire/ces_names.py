@@ -14,7 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import Message
+
 from assay.service.errors import InvalidArgument
+from assay.store.namespace import Namespace
 
 _SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,255}"
 _PREFIX = re.compile(rf"projects/(?P<project>{_SEGMENT})/locations/(?P<location>{_SEGMENT})/")
@@ -46,6 +49,11 @@ class Location:
     @property
     def prefix(self) -> str:
         return f"projects/{self.project}/locations/{self.location}"
+
+    @property
+    def namespace(self) -> Namespace:
+        """The store namespace of this project and location."""
+        return Namespace(self.project, self.location)
 
     def full(self, short: str) -> str:
         """`apps/...` (or `operations/...`) written under this project and location."""
@@ -92,6 +100,22 @@ class Location:
 
     def _full_if_short(self, value: str) -> str:
         return self.full(value) if value.startswith(("apps/", "operations/")) else value
+
+
+def namespace_of(request: Message) -> Namespace | None:
+    """The project and location a request addresses: those of the first full name among
+    its fields (its path fields come first), or None when it names none."""
+    for field, value in request.ListFields():
+        if isinstance(value, str):
+            match = _PREFIX.match(value + "/" if value.count("/") == 3 else value)
+            if match is not None:
+                return Namespace(match["project"], match["location"])
+        elif field.message_type is not None and not field.is_repeated:
+            inner = value.name if hasattr(value, "name") and isinstance(value.name, str) else ""
+            match = _PREFIX.match(inner)
+            if match is not None:
+                return Namespace(match["project"], match["location"])
+    return None
 
 
 def parse_location(name: str, field: str = "name") -> tuple[Location, str]:

@@ -54,9 +54,19 @@ def _run_of(ctx: ServiceContext, name: str) -> tuple[Location, RunInfo]:
         run = ctx.store.get_run(run_id)
     except RunNotFoundError:
         raise NotFound(f"operation {name} not found") from None
-    if SERVICE_KEY not in run.config or service_config(run).get(_DELETED):
+    if not _listed(run, where):
         raise NotFound(f"operation {name} not found")
     return where, run
+
+
+def _listed(run: RunInfo, where: Location) -> bool:
+    """Whether `run` has an operation in `where` (a service run of that project and
+    location whose operation was not deleted)."""
+    return (
+        SERVICE_KEY in run.config
+        and (run.project, run.location) == (where.project, where.location)
+        and not service_config(run).get(_DELETED)
+    )
 
 
 def _pack(message: Message) -> any_pb2.Any:
@@ -136,9 +146,7 @@ def list_operations(ctx: ServiceContext, request: Any) -> Any:
     limit = offset + size + 1
     while True:
         newest = ctx.store.list_runs(limit)
-        service_runs = [
-            r for r in newest if SERVICE_KEY in r.config and not service_config(r).get(_DELETED)
-        ]
+        service_runs = [r for r in newest if _listed(r, where)]
         if len(service_runs) > offset + size or len(newest) < limit:
             break
         limit *= 2

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument, NotFound, from_exception
 from assay.service.wire import _proto
-from assay.service.wire.ces_methods import METHODS, Handler
+from assay.service.wire.ces_methods import METHODS, Handler, call
 from assay.service.wire.ces_operations import Unimplemented
 from assay.service.wire.descriptors import Rpc, rpcs
 
@@ -176,7 +176,7 @@ async def _endpoint(request: Request) -> Response:
                 f"serves are {', '.join(sorted(METHODS))}"
             )
         message = await _transcode(rule, match, request)
-        answer = await anyio.to_thread.run_sync(rule.handler, ctx, message)
+        answer = await anyio.to_thread.run_sync(call, rule.handler, ctx, message)
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()
     return Response(_proto.render(answer, int_enums=int_enums), media_type="application/json")
