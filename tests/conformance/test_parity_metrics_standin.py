@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from assay import evaluate, formats
 from assay.cli import app
+from assay.testing.judge_server import JudgeServer, StandinRequest
 from assay.testing.standin_schema import instance_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +131,61 @@ def test_schema_instances_cover_each_rubric_id_once() -> None:
     assert [r["id"] for r in got["rubrics"]] == ["a", "b", "c"]
     assert {r["verdict"] for r in got["rubrics"]} == {"yes"}
     assert all(isinstance(r["turn"], int) for r in got["rubrics"])
+
+
+_IDS = re.compile(r"^- \[id: ([^\]]+)\]", re.MULTILINE)
+
+
+def _reply(request: StandinRequest) -> str:
+    """A judge answering each of the new prompts: checks written, then met or not."""
+    prompt = request.prompt
+    if "You rate how coherent" in prompt:
+        return json.dumps({"explanation": "clear", "score": 4})
+    if "You prepare the checklist" in prompt:
+        checks = [{"id": "a", "property": "First check."}, {"id": "b", "property": "Second."}]
+        return json.dumps({"rubrics": checks})
+    ids = _IDS.findall(prompt)
+    assert ids, prompt[:200]
+    entries = [
+        {"id": rid, "rationale": "seen", "verdict": "no" if i == 0 else "yes",
+         "turn": 1 if i == 0 else None}
+        for i, rid in enumerate(ids)
+    ]  # fmt: skip
+    return json.dumps({"rubrics": entries})
+
+
+@pytest.mark.parametrize("backend", ["openai", "gemini", "anthropic"])
+def test_every_new_metric_runs_on_every_judge_backend(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "stand-in")
+    monkeypatch.setenv("GEMINI_API_KEY", "stand-in")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "stand-in")
+    loaded = formats.load(ROOT / "tests" / "data" / "parity" / "multi_turn_trajectory.evalset.json")
+    recorded = loaded.model_copy(
+        update={"cases": [c.model_copy(update={"actual": c.reference}) for c in loaded.cases]}
+    )
+    with JudgeServer(_reply) as server:
+        base = server.openai_base_url if backend == "openai" else server.base_url
+        options = {"judge_model": f"{backend}:stand-in", "base_url": base, "num_samples": 1}
+        rubric = {"rubric_id": "r", "rubric_content": {"text_property": "Kept to the plan."}}
+        metrics = {name: {"judge_model_options": options} for name in NEW}
+        metrics["rubric_based_multi_turn_trajectory_quality_v1"]["rubrics"] = [rubric]
+        result = evaluate(recorded, metrics=metrics, use_cache=False)
+        requests = server.requests
+    assert server.errors == []
+    assert {r.dialect for r in requests} == {backend}
+    assert all(r.json_schema for r in requests)  # each metric asked for its reply's shape
+    # The criterion's rubric comes first and is the one not met; the fixture's cases add
+    # 3, 1 and 0 rubrics of their own.
+    trajectory = {"booking": 0.75, "single_turn": 0.5, "criterion_rubrics_only": 0.0}
+    for case in result.cases:
+        got = {name: case.metrics[name].score for name in NEW}
+        assert got == {
+            "rubric_based_multi_turn_trajectory_quality_v1": trajectory[case.case_id],
+            "multi_turn_task_success_v1": 0.5,
+            "multi_turn_trajectory_quality_v1": 0.5,
+            "multi_turn_tool_use_quality_v1": 0.5,
+            "response_evaluation_score": 4.0,
+        }, case.case_id
+        assert case.metrics["multi_turn_tool_use_quality_v1"].details["violations"] == {"a": 1}
