@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 from google.adk.evaluation.conversation_scenarios import ConversationScenario
 from google.adk.evaluation.eval_metrics import BaseCriterion, EvalMetric
+from google.adk.evaluation.eval_result import EvalCaseResult as AdkEvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluator import EvaluationResult
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 from judge_parity import JUDGE_MODEL, Marker, Router, ScriptedLlm, rubric_block
 
 from assay import evaluate, formats
+from assay.interop.adk_history import adk_case_result
 from assay.model.core import Scenario
 from assay.model.results import CaseResult, EvalResult
 from assay.report.json_report import case_to_adk
@@ -124,9 +126,29 @@ def assert_same(name: str, adk: Mapping[str, EvaluationResult], ours: EvalResult
         want = expected.per_invocation_results
         assert [p["score"] for p in per] == pytest.approx([w.score for w in want]), case_id
         assert [p["eval_status"] for p in per] == [w.eval_status.value for w in want], case_id
+        # Per-rubric verdicts of each invocation, as ADK's results carry them.
+        assert [_rubrics(p.get("details", {}).get("rubric_scores")) for p in per] == [
+            _rubrics([r.model_dump() for r in w.rubric_scores or []]) for w in want
+        ], case_id
+        assert _rubrics(overall.get("details", {}).get("rubric_scores")) == _rubrics(
+            [r.model_dump() for r in expected.overall_rubric_scores or []]
+        ), case_id
+        # ADK reads assay's eval history (ADK-shaped case results) with the verdicts.
+        history = AdkEvalCaseResult.model_validate(adk_case_result(cases[case_id]))
+        (read,) = [m for m in history.overall_eval_metric_results if m.metric_name == name]
+        got_rubrics = read.details.rubric_scores or []
+        assert _rubrics([r.model_dump() for r in got_rubrics]) == _rubrics(
+            [r.model_dump() for r in expected.overall_rubric_scores or []]
+        ), case_id
         if expected.overall_rubric_scores:
             got = cases[case_id].metrics[name].details["rubric_scores"]
             assert got == {r.rubric_id: r.score for r in expected.overall_rubric_scores}, case_id
+
+
+def _rubrics(entries: Sequence[Mapping[str, Any]] | None) -> dict[str, float]:
+    """rubric id -> score of ADK-shaped `rubric_scores` (entries without a score left out:
+    ADK lists a rubric no sample mentioned only when another sample did)."""
+    return {e["rubric_id"]: e["score"] for e in entries or [] if e.get("score") is not None}
 
 
 # -- rubric_based_multi_turn_trajectory_quality_v1 ---------------------------------------

@@ -81,15 +81,29 @@ def turn_to_invocation(turn: Turn, fallback_id: str) -> dict[str, Any]:
     return invocation
 
 
+def _rubric_details(details: dict[str, Any]) -> dict[str, Any]:
+    """ADK's `details.rubric_scores` ({rubric_id, score} per rubric) when the metric
+    judged rubrics, so ADK's tools show the verdicts per rubric; else nothing."""
+    scores = details.get("rubric_scores")
+    if not isinstance(scores, dict) or not scores:
+        return {}
+    rubric_scores = [
+        {"rubric_id": str(rid), "score": _finite(value)} for rid, value in scores.items()
+    ]
+    return {"details": {"rubric_scores": rubric_scores}}
+
+
 def _metric_entry(
-    name: str, score: float | None, threshold: float | None, informational: bool
+    name: str, score: Score, threshold: float | None, informational: bool
 ) -> dict[str, Any]:
-    code = _ADK_INFORMATIONAL if informational else status_for(score, threshold).adk_code
+    value = score.value
+    code = _ADK_INFORMATIONAL if informational else status_for(value, threshold).adk_code
     return {
         "metric_name": name,
         "threshold": threshold,
-        "score": _finite(score),
+        "score": _finite(value),
         "eval_status": code,
+        **_rubric_details(score.details),
     }
 
 
@@ -100,6 +114,7 @@ def _overall_entry(metric: MetricResult) -> dict[str, Any]:
         "threshold": metric.threshold,
         "score": _finite(metric.score),
         "eval_status": code,
+        **_rubric_details(metric.details),
     }
 
 
@@ -132,7 +147,7 @@ def case_to_adk(
             if score is None:
                 continue
             results.append(
-                _metric_entry(metric.name, score.value, metric.threshold, metric.status is None)
+                _metric_entry(metric.name, score, metric.threshold, metric.status is None)
             )
         per_invocation.append(
             {
