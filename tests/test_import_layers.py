@@ -18,7 +18,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
 FLOORS: list[set[str]] = [
     {"errors"},
     {"model"},
-    # Talking to models (backends, client, cache, policy) and reading configs.
+    # Calling models: pacing and retries, reading model APIs' answers (below every caller).
+    {"models"},
+    # Judges (backends, client, cache) and reading configs.
     {"judges", "config"},
     {"formats", "agents"},
     {"simulation"},

@@ -26,7 +26,8 @@ The endpoint runs its own tools, so FAKE / MIXED mocking is its job: the request
 carries the session's mocks and the mode so it can answer matching calls from them.
 The adapter keeps the session: a new `session_id` per session, the history, and the
 state with every ``state_update`` applied. A 429 is retried (`max_retries`, honouring
-Retry-After) and then raises QuotaExhaustedError; any other failure raises AgentError
+Retry-After, backing off as judge calls do: `assay.models.policy.RetryPolicy`) and then
+raises QuotaExhaustedError; any other failure raises AgentError
 naming the URL and what was wrong.
 """
 
@@ -46,7 +47,6 @@ from assay.agents._session_support import PerLoop, apply_input_variables, initia
 from assay.agents.base import SessionOptions
 from assay.agents.tools import ToolBehavior, ToolMock
 from assay.errors import AgentError, QuotaExhaustedError
-from assay.judges.backends import retry_after_seconds
 from assay.model.core import (
     AgentMessage,
     AgentTransfer,
@@ -58,6 +58,8 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.models.http import retry_after_seconds
+from assay.models.policy import RetryPolicy
 
 #: longest Retry-After the adapter waits for before giving up on a 429
 MAX_RETRY_AFTER_S = 30.0
@@ -227,7 +229,10 @@ class HttpAgent:
         self.url = url
         self.name = name or url
         self.timeout_s = timeout_s
+        if max_retries < 0:
+            raise AgentError(f"HTTP agent {url}: max_retries must be 0 or more, got {max_retries}")
         self.max_retries = max_retries
+        self._retry = RetryPolicy(max_retries=max_retries)
         fixed = dict(headers or {})
         self._clients: PerLoop[httpx.AsyncClient] = PerLoop(
             lambda: httpx.AsyncClient(headers=fixed, timeout=timeout_s),
@@ -248,14 +253,13 @@ class HttpAgent:
                 raise AgentError(f"HTTP agent {self.url} could not be reached: {exc}") from None
             if response.status_code != 429:
                 break
-            wait = retry_after_seconds(response.headers)
-            wait = 2.0**attempt if wait is None else wait
-            if attempt == self.max_retries or wait > MAX_RETRY_AFTER_S:
+            asked = retry_after_seconds(response.headers)
+            if not self._retry.should_retry(attempt, True) or (asked or 0) > MAX_RETRY_AFTER_S:
                 raise QuotaExhaustedError(
                     f"HTTP agent {self.url} kept answering 429 Too Many Requests "
                     f"({attempt + 1} attempt(s)): {response.text[:300]}"
                 )
-            await asyncio.sleep(wait)
+            await asyncio.sleep(self._retry.delay(attempt + 1, asked))
         return self._reply(response)
 
     def _reply(self, response: httpx.Response) -> AgentReply:

@@ -17,7 +17,9 @@ else ``OPENAI_API_KEY`` (OpenAI itself needs one; other endpoints get a placehol
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import itertools
 import json
 import os
 import time
@@ -31,7 +33,6 @@ from assay.agents._session_support import PerLoop, apply_input_variables, initia
 from assay.agents._tool_schema import ToolArgumentError, ToolSpec
 from assay.agents.base import SessionOptions
 from assay.errors import AgentError, QuotaExhaustedError
-from assay.judges.backends import PLACEHOLDER_API_KEY, error_detail
 from assay.model.core import (
     AgentMessage,
     EvalCase,
@@ -42,6 +43,13 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.models.http import (
+    PLACEHOLDER_API_KEY,
+    error_detail,
+    is_retryable_status,
+    retry_after_seconds,
+)
+from assay.models.policy import RetryPolicy
 
 #: what a seeded tool call whose response was not recorded answers in the history
 NOT_RECORDED = {"note": "no response was recorded for this tool call"}
@@ -56,6 +64,11 @@ def _openai_sdk() -> ModuleType:
             "OpenAIToolsAgent needs the openai SDK: pip install -e '.[openai]'"
         ) from None
     return openai
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    return retry_after_seconds(getattr(response, "headers", None))
 
 
 def _detail(exc: Any) -> str:
@@ -322,7 +335,8 @@ class OpenAIToolsAgent:
             lambda: sdk.AsyncOpenAI(
                 api_key=key,
                 base_url=self.base_url,
-                max_retries=max_retries,
+                # assay's retry policy is the only one (as for judges): the SDK tries once.
+                max_retries=0,
                 timeout=timeout_s,
                 # The SDK's own client closes itself on garbage collection by scheduling
                 # a task on whatever loop runs then, which fails once its loop is gone.
@@ -330,7 +344,10 @@ class OpenAIToolsAgent:
             ),
             lambda client: client.close(),
         )
+        if max_retries < 0:
+            raise AgentError(f"agent {self.name}: max_retries must be 0 or more, got {max_retries}")
         self._max_retries = max_retries
+        self._retry = RetryPolicy(max_retries=max_retries)
 
     def declarations(self) -> list[dict[str, Any]]:
         """The tools as ``{"name", "description", "parameters"}``."""
@@ -354,8 +371,9 @@ class OpenAIToolsAgent:
     async def complete(self, messages: Sequence[dict[str, Any]]) -> tuple[Any, Usage]:
         """One chat completion: (the reply message, its token usage).
 
-        The SDK retries rate limits and server errors (`max_retries`, honouring
-        Retry-After); a 429 that outlasts them is QuotaExhaustedError.
+        Rate limits, server errors, timeouts and lost connections are retried
+        (`max_retries`, honouring Retry-After) by `assay.models.policy.RetryPolicy`, the
+        retry policy of judge calls too; a 429 that outlasts them is QuotaExhaustedError.
         """
         params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if self.tools:
@@ -363,21 +381,19 @@ class OpenAIToolsAgent:
         if self.temperature is not None:
             params["temperature"] = self.temperature
         client, sdk = self._clients.get(), self._sdk
-        try:
-            completion = await client.chat.completions.create(**params)
-        except sdk.RateLimitError as exc:
-            raise QuotaExhaustedError(
-                f"{self.label} kept answering 429 (rate limit or quota) after "
-                f"{self._max_retries} retries: {_detail(exc)}"
-            ) from None
-        except sdk.APIStatusError as exc:
-            raise AgentError(
-                f"{self.label} answered HTTP {exc.status_code}: {_detail(exc)}"
-            ) from None
-        except sdk.APITimeoutError:
-            raise AgentError(f"{self.label} did not answer in time") from None
-        except sdk.APIConnectionError as exc:
-            raise AgentError(f"{self.label} could not be reached: {exc}") from None
+        for attempt in itertools.count():
+            try:
+                completion = await client.chat.completions.create(**params)
+                break
+            except sdk.APIStatusError as exc:
+                retryable, asked = is_retryable_status(exc.status_code), _retry_after(exc)
+                if not self._retry.should_retry(attempt, retryable):
+                    raise self._failure(exc) from None
+            except sdk.APIConnectionError as exc:  # timeouts included
+                if not self._retry.should_retry(attempt, True):
+                    raise self._failure(exc) from None
+                asked = None
+            await asyncio.sleep(self._retry.delay(attempt + 1, asked))
         if not completion.choices:
             raise AgentError(f"{self.label} answered with no choices")
         usage = completion.usage
@@ -386,6 +402,20 @@ class OpenAIToolsAgent:
             output_tokens=usage.completion_tokens if usage else 0,
         )
         return completion.choices[0].message, counted
+
+    def _failure(self, exc: Exception) -> AgentError:
+        """The error a call that failed for good raises (QuotaExhaustedError for 429)."""
+        sdk = self._sdk
+        if isinstance(exc, sdk.RateLimitError):
+            return QuotaExhaustedError(
+                f"{self.label} kept answering 429 (rate limit or quota) after "
+                f"{self._max_retries} retries: {_detail(exc)}"
+            )
+        if isinstance(exc, sdk.APIStatusError):
+            return AgentError(f"{self.label} answered HTTP {exc.status_code}: {_detail(exc)}")
+        if isinstance(exc, sdk.APITimeoutError):
+            return AgentError(f"{self.label} did not answer in time")
+        return AgentError(f"{self.label} could not be reached: {exc}")
 
     async def start_session(
         self, case: EvalCase, options: SessionOptions | None = None
