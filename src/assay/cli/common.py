@@ -171,16 +171,20 @@ def check_format(name: str, *, eval_set: bool) -> None:
 
 
 def check_distinct_ids(evalsets: Sequence[EvalSet], files: Sequence[Path]) -> None:
+    check_distinct_set_ids([e.id for e in evalsets], files)
+
+
+def check_distinct_set_ids(ids: Sequence[str], files: Sequence[Path]) -> None:
     # Checked before a run is stored, so an input error leaves no ERROR run behind.
     seen: dict[str, Path] = {}
-    for evalset, path in zip(evalsets, files, strict=True):
-        if evalset.id in seen:
+    for set_id, path in zip(ids, files, strict=True):
+        if set_id in seen:
             raise InputError(
-                f"eval set id {evalset.id!r} is also the id of {seen[evalset.id]}; "
+                f"eval set id {set_id!r} is also the id of {seen[set_id]}; "
                 "give each file a distinct eval set id",
                 file=str(path),
             )
-        seen[evalset.id] = path
+        seen[set_id] = path
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from assay.cli.common import (
     StoreOption,
     TagOption,
     check_distinct_ids,
+    check_distinct_set_ids,
     check_format,
     gc_paused,
     parse_mapping,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from assay.config import EvalConfig
     from assay.engine import RunOptions
     from assay.engine.judging import JudgeRunOptions
+    from assay.formats.stream import RowFile
     from assay.interop.sinks import SinkOptions
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
@@ -86,6 +88,14 @@ def eval_command(
         typer.Option(help="Runs of every case (default: 1 per golden, 5 per scenario)."),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Cases evaluated at once.")] = 4,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes scoring recorded rows (default: every core from 10,000 rows).",
+        ),
+    ] = None,
     timeout: Annotated[
         float, typer.Option(help="Per-case agent timeout in seconds (0: none).")
     ] = 300.0,
@@ -233,6 +243,7 @@ def eval_command(
             min_pass_rate=min_pass_rate,
             min_means=parse_min_means(min_mean),
             html=html,
+            workers=workers,
         )
         check_sinks(
             request.sinks or SinkOptions()
@@ -264,6 +275,7 @@ class _Request:
     min_means: dict[str, float] = field(default_factory=dict)
     html: Path | None = None
     prices_file: str | None = None
+    workers: int | None = None
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -334,6 +346,12 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     err = stderr_console()
     if req.from_format is not None:
         check_format(req.from_format, eval_set=True)
+    # Recorded row files are scored streamed, in memory bounded whatever their size.
+    files = _streamable(req, junit)
+    if files is not None:
+        code = _run_streamed(req, files, out=out, csv_path=csv_path)
+        if code is not None:
+            return code
     # Explicit criteria are checked before loading the data; defaults depend on it.
     explicit = _metrics_for(req, []) if req.config is not None or req.metric_flags else None
     with gc_paused(req.agent is None), warnings.catch_warnings(record=True) as skipped:
@@ -503,3 +521,156 @@ class _StoredLine:
         if run.result.run_id is None or self.quiet:
             return []
         return [f"run {run.result.run_id} stored"]
+
+
+def _streamable(req: _Request, junit: Path | None) -> list[RowFile] | None:
+    """The inputs as row files when this run can be streamed (`session.streaming`):
+    recorded rows, no agent, one run each, explicit metrics, and only the outputs a
+    streamed run writes (store, `--out`, `--csv`); else None (the data is loaded whole).
+    """
+    from assay.formats.stream import row_file
+
+    if (
+        req.agent is not None
+        or (req.options.runs or 1) != 1
+        or req.selection.active
+        or junit is not None
+        or req.html is not None
+        or (req.sinks is not None and req.sinks.mlflow_uri is not None)
+        or (req.config is None and not req.metric_flags)
+    ):
+        return None
+    files = [row_file(p, req.from_format) for p in req.data]
+    if any(f is None for f in files):
+        return None
+    return [f for f in files if f is not None]
+
+
+def _run_streamed(
+    req: _Request, files: list[RowFile], *, out: Path | None, csv_path: Path | None
+) -> int | None:
+    """Score `files` streamed; None when a metric needs the loaded path (a judge)."""
+    from assay.engine.aggregate import build_result
+    from assay.report import render_results, summary_text
+    from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
+    from assay.report.console_stream import render_streamed, tally_summary_text
+    from assay.report.gates import failed_gates_of, report_gates
+    from assay.session.run_session import run_options_doc
+    from assay.session.streaming import StreamingRun
+    from assay.store import Store
+
+    metrics, config_doc = _metrics_for(req, [])
+    if any(m.is_async for m in metrics):
+        return None
+    err = stderr_console()
+    check_distinct_set_ids([f.eval_set_id for f in files], req.data)
+    names = [m.name for m in metrics]
+    unknown = [n for n in req.min_means if n not in names]
+    if unknown:
+        raise ConfigError(
+            f"--min-mean {unknown[0]}: not a metric of this run; its metrics are: "
+            + ", ".join(names)
+        )
+    if req.config is not None and req.config.source and not req.quiet:
+        err.print(Text(f"criteria from {req.config.source}", style="dim"))
+    identity = {
+        "eval_set_ids": [f.eval_set_id for f in files],
+        "metrics": names,
+        "config": {
+            **config_doc,
+            "run_options": run_options_doc(
+                req.options,
+                str(req.persona_file) if req.persona_file is not None else None,
+                None,
+                {"prices_file": req.prices_file} if req.prices_file is not None else None,
+            ),
+        },
+        "agent": None,
+    }
+    progress = _progress_for(req, err)
+    db = Store.open(req.store_url or None) if req.store_url is not None else None
+    try:
+        outcome = StreamingRun(
+            files,
+            metrics,
+            identity,
+            store=db,
+            mapping=req.mapping,
+            out=out,
+            csv_path=csv_path,
+            workers=req.workers,
+            fresh=req.fresh,
+            name=req.name,
+            case_score_metrics=tuple(req.min_means),
+            keep_failing=MAX_FAILING_ROWS,
+            keep_all_up_to=MAX_CASE_ROWS,
+            progress=progress,
+            notify=lambda line: err.print(Text(line, style="yellow")),
+        ).run()
+    finally:
+        if progress is not None:
+            progress.close()
+        if db is not None:
+            db.close()
+    console = stdout_console()
+    result = None
+    if outcome.kept_all:  # a small run: shown and gated as a loaded one
+        result = build_result(outcome.kept, metrics, agent_run=False)
+        result.run_id = outcome.run_id
+    if result is not None:
+        if req.quiet:
+            console.print(summary_text(result))
+        else:
+            render_results(result, console)
+    elif req.quiet:
+        console.print(tally_summary_text(outcome.tally))
+    else:
+        render_streamed(outcome.tally, outcome.summary, outcome.kept, console)
+    for path in outcome.written:
+        err.print(Text(f"wrote {path}", style="dim"))
+    done = outcome.tally.cases
+    if outcome.error is not None:
+        where = "stored and reported" if outcome.run_id is not None else "reported"
+        err.print(
+            Text(
+                f"{done} rows before the malformed one were scored and {where}; fix the row"
+                " and run the same command again"
+                + (" to resume after them" if outcome.run_id is not None else ""),
+                style="bold yellow",
+            )
+        )
+        raise outcome.error
+    if outcome.interrupted:
+        err.print(
+            Text(
+                f"interrupted: {done} of {outcome.total} case runs completed; run the same"
+                " command again to resume",
+                style="bold yellow",
+            )
+        )
+        return EXIT_INTERRUPTED
+    if outcome.run_id is not None and not req.quiet:
+        err.print(Text(f"run {outcome.run_id} stored", style="dim"))
+    if req.min_pass_rate is not None or req.min_means:
+        if result is not None:
+            return _gate(req, result, err)
+        tally = outcome.tally
+        failures = failed_gates_of(
+            tally.statuses[Status.PASSED],
+            done,
+            tally.case_scores,
+            sorted(names),
+            min_pass_rate=req.min_pass_rate,
+            min_means=req.min_means,
+        )
+        return report_gates(failures, err)
+    return 0 if done and outcome.tally.statuses[Status.PASSED] == done else 1
+
+
+def _progress_for(req: _Request, err: Console) -> Any:
+    """A bar on a terminal, plain lines in logs (CI), nothing with --quiet."""
+    from assay.report.progress import PlainProgress, ProgressObserver
+
+    if req.quiet:
+        return None
+    return ProgressObserver(err) if err.is_terminal else PlainProgress(err)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.engine.stats import bootstrap_ci, pass_at_k, pass_hat_k
+from assay.engine.tally import Tally
 from assay.metrics.base import Metric, mean
 from assay.model.results import CaseResult, EvalResult, InvocationResult, Score, Status
 
@@ -96,23 +97,12 @@ def summarize(
     times); `runs` is accepted for callers written before that and not used.
     """
     del runs
-    row_count = sum(_row_count(c) for c in cases)
-    summary: dict[str, Any] = {"row_count": row_count}
-    # One pass over the cases collects every metric's scored values.
-    values: dict[str, list[float]] = {m.name: [] for m in metrics}
+    # One pass over the cases collects every metric's scored values; a streamed run
+    # counts through the same `Tally`, batch by batch.
+    tally = Tally(m.name for m in metrics)
     for case in cases:
-        n_inv = len(case.invocations)
-        for name, mr in case.metrics.items():
-            bucket = values.get(name)
-            if bucket is None:
-                continue
-            per = mr.per_invocation
-            if per and len(per) == n_inv:
-                bucket.extend([s.value for s in per if s.value is not None])
-            elif mr.score is not None:
-                bucket.append(mr.score)
-    for metric in metrics:
-        summary.update(metric.summary_columns(values[metric.name]))
+        tally.add(case)
+    summary = tally.summary(metrics)
     if agent_run:
         latencies = [v for c in cases for v in _case_latencies(c)]
         failures = [float(c.failure) for c in cases for _ in range(_row_count(c))]
@@ -120,14 +110,7 @@ def summarize(
         summary["latency_in_seconds/std"] = _std(latencies)
         summary["failure/mean"] = mean(failures)
         summary["failure/std"] = _std(failures)
-    counts = dict.fromkeys(Status, 0)
-    for case in cases:
-        counts[case.status] += 1
-    summary["case_count"] = len(cases)
-    summary["passed"] = counts[Status.PASSED]
-    summary["failed"] = counts[Status.FAILED]
-    summary["not_evaluated"] = counts[Status.NOT_EVALUATED]
-    summary["pass_rate"] = counts[Status.PASSED] / len(cases) if cases else None
+    summary.update(tally.status_columns())
     by_case: dict[tuple[str | None, str], list[CaseResult]] = defaultdict(list)
     for case in cases:
         by_case[(case.eval_set_id, case.case_id)].append(case)

@@ -57,6 +57,7 @@ __all__ = [
     "run",
     "runs_for",
     "score_case",
+    "score_recorded",
 ]
 
 
@@ -210,7 +211,13 @@ async def _evaluate_job(job: _Job, ctx: _Context) -> CaseResult:
 
 
 def _score_recorded(job: _Job, metrics: Sequence[Metric]) -> CaseResult:
-    case = job.case
+    return score_recorded(job.case, metrics, eval_set_id=job.evalset_id, run_index=job.run_index)
+
+
+def score_recorded(
+    case: EvalCase, metrics: Sequence[Metric], *, eval_set_id: str | None, run_index: int = 0
+) -> CaseResult:
+    """Score a case's recorded turns (no agent); a case without any says why."""
     if case.actual is None:
         inference = _nothing_recorded(case)
         return finish_case(
@@ -218,13 +225,11 @@ def _score_recorded(job: _Job, metrics: Sequence[Metric]) -> CaseResult:
             [],
             metrics,
             no_score_results(metrics, inference.error or NO_RESPONSE_REASON),
-            eval_set_id=job.evalset_id,
-            run_index=job.run_index,
+            eval_set_id=eval_set_id,
+            run_index=run_index,
             inference=inference,
         )
-    return score_case(
-        case, case.actual, metrics, eval_set_id=job.evalset_id, run_index=job.run_index
-    )
+    return score_case(case, case.actual, metrics, eval_set_id=eval_set_id, run_index=run_index)
 
 
 def _check_unique_sets(evalsets: Sequence[EvalSet]) -> None:

@@ -395,11 +395,18 @@ def _case(
     return case
 
 
+def case_of_row(index: int, row: Any, file: str | None, names: dict[str, str]) -> EvalCase:
+    """Row `index` of a row file as `load_data` builds it (`formats.stream` reads files
+    a batch at a time); `names` interns tool names across the rows of a batch."""
+    return _case(index, row, file, "$", names, file is not None)
+
+
 __all__ = [
     "KNOWN_COLUMNS",
     "NAME",
     "RUBRIC_GROUPS",
     "STEP_FIELDS",
+    "case_of_row",
     "detect",
     "dump",
     "load_data",

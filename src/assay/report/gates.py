@@ -8,7 +8,7 @@ gates decide: `--min-pass-rate 0.9` tolerates one failing case in ten, and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 from rich.text import Text
@@ -43,24 +43,47 @@ def failed_gates(
     result: EvalResult, *, min_pass_rate: float | None, min_means: Mapping[str, float]
 ) -> list[str]:
     """One line per gate the run misses (empty: every gate holds)."""
-    failures = []
     cases = result.cases
-    if min_pass_rate is not None:
-        passed = sum(c.status is Status.PASSED for c in cases)
-        rate = passed / len(cases) if cases else 0.0
-        if rate < min_pass_rate:
-            failures.append(
-                f"pass rate {rate:.3f} ({passed}/{len(cases)}) < --min-pass-rate {min_pass_rate:g}"
-            )
-    for name, minimum in min_means.items():
-        scores = [
+    scores = {
+        name: [
             m.score for c in cases if (m := c.metrics.get(name)) is not None and m.score is not None
         ]
-        if not scores:
-            known = sorted({n for c in cases for n in c.metrics})
+        for name in min_means
+    }
+    return failed_gates_of(
+        sum(c.status is Status.PASSED for c in cases),
+        len(cases),
+        scores,
+        sorted({n for c in cases for n in c.metrics}),
+        min_pass_rate=min_pass_rate,
+        min_means=min_means,
+    )
+
+
+def failed_gates_of(
+    passed: int,
+    total: int,
+    scores: Mapping[str, Sequence[float]],
+    known: Sequence[str],
+    *,
+    min_pass_rate: float | None,
+    min_means: Mapping[str, float],
+) -> list[str]:
+    """`failed_gates` from counts: passed of total case runs, each gated metric's case
+    scores, the run's metric names (a streamed run keeps only these)."""
+    failures = []
+    if min_pass_rate is not None:
+        rate = passed / total if total else 0.0
+        if rate < min_pass_rate:
+            failures.append(
+                f"pass rate {rate:.3f} ({passed}/{total}) < --min-pass-rate {min_pass_rate:g}"
+            )
+    for name, minimum in min_means.items():
+        values = scores.get(name) or []
+        if not values:
             failures.append(f"{name}: no case has a score (metrics of the run: {', '.join(known)})")
             continue
-        mean = math.fsum(scores) / len(scores)
+        mean = math.fsum(values) / len(values)
         if mean < minimum:
             failures.append(f"{name} mean {mean:.3f} < --min-mean {minimum:g}")
     return failures
@@ -74,6 +97,11 @@ def gate_exit_code(
 ) -> int:
     """With CI gates the gates decide the exit code (0 or 1), not each case's status."""
     failures = failed_gates(result, min_pass_rate=min_pass_rate, min_means=min_means)
+    return report_gates(failures, console)
+
+
+def report_gates(failures: Sequence[str], console: Console) -> int:
+    """Print each failed gate (or that they passed); the exit code they decide."""
     for line in failures:
         console.print(Text(f"gate failed: {line}", style="bold red"), soft_wrap=True)
     if not failures:

@@ -14,6 +14,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from assay.model.results import CaseResult, EvalResult, Status
@@ -28,12 +29,21 @@ class ProgressObserver:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[counts]}"),
+            TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=console,
             transient=True,
         )
         self._task: TaskID | None = None
         self._counts = {s: 0 for s in Status}
+        self._start = time.monotonic()
+        self._done = 0
+
+    def _rate(self) -> str:
+        elapsed = time.monotonic() - self._start
+        return f"{self._done / elapsed:,.1f}/s" if elapsed > 0 else ""
 
     def _counts_text(self) -> str:
         return (
@@ -44,12 +54,29 @@ class ProgressObserver:
 
     def on_start(self, total: int) -> None:
         self._progress.start()
-        self._task = self._progress.add_task("cases", total=total, counts=self._counts_text())
+        self._start = time.monotonic()
+        self._task = self._progress.add_task(
+            "cases", total=total, counts=self._counts_text(), rate=""
+        )
 
     def on_case_done(self, result: CaseResult) -> None:
         self._counts[result.status] += 1
+        self._done += 1
         if self._task is not None:
-            self._progress.update(self._task, advance=1, counts=self._counts_text())
+            self._progress.update(
+                self._task, advance=1, counts=self._counts_text(), rate=self._rate()
+            )
+
+    def advance(self, done: int, passed: int, failed: int, not_evaluated: int) -> None:
+        """A batch of case runs finished (streamed runs): `done` and the counts so far."""
+        self._done = done
+        self._counts.update(
+            {Status.PASSED: passed, Status.FAILED: failed, Status.NOT_EVALUATED: not_evaluated}
+        )
+        if self._task is not None:
+            self._progress.update(
+                self._task, completed=done, counts=self._counts_text(), rate=self._rate()
+            )
 
     def on_finish(self, result: EvalResult) -> None:
         self.close()
@@ -112,6 +139,21 @@ class PlainProgress:
             self._console.print(self.line(), highlight=False, soft_wrap=True)
 
     def on_finish(self, result: EvalResult) -> None:
+        self._console.print(self.line(), highlight=False, soft_wrap=True)
+
+    def advance(self, done: int, passed: int, failed: int, not_evaluated: int) -> None:
+        """A batch of case runs finished (streamed runs): `done` and the counts so far."""
+        self._done = done
+        self._counts.update(
+            {Status.PASSED: passed, Status.FAILED: failed, Status.NOT_EVALUATED: not_evaluated}
+        )
+        now = self._clock()
+        if now - self._last >= self._interval:
+            self._last = now
+            self._console.print(self.line(), highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        """The last line, when the run ends (streamed runs)."""
         self._console.print(self.line(), highlight=False, soft_wrap=True)
 
 

@@ -4,6 +4,7 @@ SQLite by default (`.assay/assay.db` in the working directory), PostgreSQL by UR
 see docs/store.md.
 """
 
+from assay.store._bulk import EncodedCase, encode_case
 from assay.store.connect import default_url, resolve_url
 from assay.store.exceptions import (
     DuplicateCaseResultError,
@@ -23,6 +24,7 @@ __all__ = [
     "RESOURCE_KINDS",
     "CaseKey",
     "DuplicateCaseResultError",
+    "EncodedCase",
     "EtagMismatchError",
     "JudgeCache",
     "Resource",
@@ -36,6 +38,7 @@ __all__ = [
     "StoreRecorder",
     "case_key",
     "default_url",
+    "encode_case",
     "judge_cache_key",
     "resolve_url",
 ]

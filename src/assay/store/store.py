@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from assay.model.results import CaseResult
+from assay.store._bulk import EncodedCase
 from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url
 from assay.store.judge_cache import JudgeCache
@@ -101,6 +102,11 @@ class Store:
         the batch, unless `replace` is true (then the new result replaces it).
         """
         self._runs.add_case_results(run_id, results, replace=replace)
+
+    def add_encoded(self, run_id: str, encoded: Sequence[EncodedCase]) -> None:
+        """Store results encoded by `encode_case` (elsewhere, e.g. in worker processes)
+        in one transaction, as `add_case_results` does."""
+        self._runs.add_encoded(run_id, encoded)
 
     def finish_run(
         self,

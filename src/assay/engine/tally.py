@@ -1,0 +1,96 @@
+"""`Tally`: a run's summary inputs, added case by case, kept as numbers only.
+
+`summarize` and a streamed run both count through a tally, so a run of a million rows
+gets the same summary as a loaded one without keeping its case results: per metric the
+scored values (8 bytes each, the summary's mean and deviation need them all) and status
+counts, and per run the row and status counts. Tallies of batches scored in worker
+processes are merged in batch order, which keeps the values in the loaded run's order
+and so the sums bit for bit the same.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from assay.metrics.base import Metric
+from assay.model.results import CaseResult, Status
+
+_STATUSES = tuple(Status)
+
+
+class Tally:
+    """Row count, case statuses, and per metric its scored values and status counts.
+
+    `case_scores` names the metrics whose case-level scores are kept as well (CI gates
+    average those, not the rows).
+    """
+
+    def __init__(self, names: Iterable[str], case_scores: Iterable[str] = ()) -> None:
+        self.names = list(names)
+        self.rows = 0
+        self.statuses = dict.fromkeys(_STATUSES, 0)
+        self.values: dict[str, array[float]] = {n: array("d") for n in self.names}
+        self.metric_statuses: dict[str, dict[Status, int]] = {
+            n: dict.fromkeys(_STATUSES, 0) for n in self.names
+        }
+        self.thresholds: dict[str, set[float | None]] = {n: set() for n in self.names}
+        self.case_scores: dict[str, array[float]] = {n: array("d") for n in case_scores}
+
+    @property
+    def cases(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, case: CaseResult) -> None:
+        """Count one case run (its rows: one per invocation, at least one)."""
+        n_inv = len(case.invocations)
+        self.rows += n_inv or 1
+        self.statuses[case.status] += 1
+        values, metric_statuses = self.values, self.metric_statuses
+        for name, mr in case.metrics.items():
+            bucket = values.get(name)
+            if bucket is None:
+                continue
+            per = mr.per_invocation
+            if per and len(per) == n_inv:
+                bucket.extend([s.value for s in per if s.value is not None])
+            elif mr.score is not None:
+                bucket.append(mr.score)
+            if mr.status is not None:
+                metric_statuses[name][mr.status] += 1
+            self.thresholds[name].add(mr.threshold)
+            scores = self.case_scores.get(name)
+            if scores is not None and mr.score is not None:
+                scores.append(mr.score)
+
+    def merge(self, other: Tally) -> None:
+        """Add `other`'s counts and values after this tally's own."""
+        self.rows += other.rows
+        for status, count in other.statuses.items():
+            self.statuses[status] += count
+        for name in self.names:
+            self.values[name].extend(other.values.get(name, ()))
+            for status, count in other.metric_statuses.get(name, {}).items():
+                self.metric_statuses[name][status] += count
+            self.thresholds[name] |= other.thresholds.get(name, set())
+        for name, scores in self.case_scores.items():
+            scores.extend(other.case_scores.get(name, ()))
+
+    def summary(self, metrics: Sequence[Metric]) -> dict[str, Any]:
+        """The Vertex summary of the tallied cases (`row_count`, `{metric}/mean`, ...,
+        status counts), in `summarize`'s key order, without the agent columns."""
+        summary: dict[str, Any] = {"row_count": self.rows}
+        for metric in metrics:
+            summary.update(metric.summary_columns(self.values[metric.name]))
+        return summary
+
+    def status_columns(self) -> dict[str, Any]:
+        cases = self.cases
+        return {
+            "case_count": cases,
+            "passed": self.statuses[Status.PASSED],
+            "failed": self.statuses[Status.FAILED],
+            "not_evaluated": self.statuses[Status.NOT_EVALUATED],
+            "pass_rate": self.statuses[Status.PASSED] / cases if cases else None,
+        }

@@ -1,0 +1,196 @@
+"""Vertex row files read lazily, a batch of rows at a time (`assay eval` at scale).
+
+`formats.load` reads a file whole into one `EvalSet`; a million recorded rows are then
+gigabytes of objects held for the whole run. A `RowFile` (JSON lines or CSV of Vertex
+rows) is instead read in batches of raw lines: the lines travel cheaply to worker
+processes, which parse them and build the cases (`batch_cases`) exactly as `load`
+would — the same case ids (`row-{index}` for rows without one), fields and checks — so
+the scores, store and reports of a streamed run equal those of a loaded one.
+
+A malformed row stops the batch at that row: `batch_cases` returns the cases before it
+with an `InputError` naming the file, the line, the case and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from assay.errors import InputError
+from assay.formats._common import NESTED_TOO_DEEP
+from assay.model.core import EvalCase
+
+ROW_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_PEEK_ROWS = 20
+
+RawRow = tuple[int, bytes | dict[str, Any]]
+"""A row's line number (1-based) and its text (JSON lines) or parsed cells (CSV)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawBatch:
+    """Consecutive rows of one file; `start` is the index of the first among all rows."""
+
+    file: str
+    kind: Literal["jsonl", "csv"]
+    start: int
+    rows: list[RawRow]
+
+
+@dataclass(frozen=True)
+class RowFile:
+    """A file of Vertex rows that can be read in batches."""
+
+    path: Path
+    kind: Literal["jsonl", "csv"]
+
+    @property
+    def eval_set_id(self) -> str:
+        """The id `formats.load` gives the set of a row file: the file's stem."""
+        return self.path.stem
+
+    def count_rows(self) -> int:
+        """The number of rows, for progress (a quick pass that builds no objects)."""
+        if self.kind == "csv":
+            with self.path.open(encoding="utf-8", newline="") as handle:
+                return max(sum(1 for _ in csv.reader(handle)) - 1, 0)
+        count = 0
+        with self.path.open("rb") as handle:
+            for line in handle:
+                if not line.isspace():
+                    count += 1
+        return count
+
+    def batches(self, size: int) -> Iterator[RawBatch]:
+        """The rows in batches of `size`, in file order."""
+        rows: list[RawRow] = []
+        start = 0
+        for row in self._rows():
+            rows.append(row)
+            if len(rows) >= size:
+                yield RawBatch(str(self.path), self.kind, start, rows)
+                start += len(rows)
+                rows = []
+        if rows:
+            yield RawBatch(str(self.path), self.kind, start, rows)
+
+    def _rows(self) -> Iterator[RawRow]:
+        if self.kind == "jsonl":
+            with self.path.open("rb") as handle:
+                for lineno, line in enumerate(handle, 1):
+                    # Blank lines are skipped, as `formats.load` skips them.
+                    if not line.isspace():
+                        yield lineno, line
+            return
+        with self.path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if not reader.fieldnames:
+                raise InputError("CSV file has no header row", file=str(self.path))
+            lineno = reader.line_num
+            for cells in reader:
+                yield lineno + 1, cells
+                lineno = reader.line_num
+
+
+def row_file(path: Path, fmt: str | None) -> RowFile | None:
+    """`path` as a `RowFile` when it holds Vertex rows in JSON lines or CSV, else None
+    (the file is then loaded whole, as every other format is)."""
+    kind = ROW_SUFFIXES.get(path.suffix.lower())
+    if kind is None or fmt not in (None, "vertex") or not path.is_file():
+        return None
+    candidate = RowFile(path, kind)  # type: ignore[arg-type]
+    if fmt == "vertex":
+        return candidate
+    from assay.formats import detect_format
+
+    sample = []
+    try:
+        for batch in candidate.batches(_PEEK_ROWS):
+            sample = [_parse(batch, lineno, raw) for lineno, raw in batch.rows]
+            break
+        return candidate if sample and detect_format(sample, path) == "vertex" else None
+    except InputError:
+        return None  # the whole-file load reports it, as it always has
+
+
+def _parse(batch: RawBatch, lineno: int, raw: bytes | dict[str, Any]) -> Any:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    # What orjson refuses and `formats.load` accepts (a byte-order mark, NaN literals),
+    # or a real error, worded as `formats.load` words it.
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text ({exc.reason})", file=batch.file, path=f"line {lineno}"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON: {exc.msg} at column {exc.colno}",
+            file=batch.file,
+            path=f"line {lineno}",
+        ) from None
+    except RecursionError:
+        raise InputError(NESTED_TOO_DEEP, file=batch.file, path=f"line {lineno}") from None
+
+
+def _csv_cells(batch: RawBatch, lineno: int, cells: dict[str, Any]) -> dict[str, Any]:
+    # As `mapping.clean_rows` does for a whole CSV file.
+    if None in cells:
+        raise InputError(
+            "row has more cells than the header has columns",
+            file=batch.file,
+            path=f"line {lineno}",
+            expected="one cell per header column",
+        )
+    return {k: v for k, v in cells.items() if v not in ("", None)}
+
+
+def batch_cases(
+    batch: RawBatch, mapping: Mapping[str, str] | None = None
+) -> tuple[list[EvalCase], InputError | None]:
+    """The cases of a batch's rows, built as `formats.load` builds them; at a malformed
+    row, the cases before it and the error (its location: file, line, case, field)."""
+    from assay.formats.mapping import apply_mapping
+    from assay.formats.vertex import KNOWN_COLUMNS, case_of_row
+
+    cases: list[EvalCase] = []
+    names: dict[str, str] = {}
+    for offset, (lineno, raw) in enumerate(batch.rows):
+        index = batch.start + offset
+        try:
+            row = _parse(batch, lineno, raw)
+            if batch.kind == "csv":
+                row = _csv_cells(batch, lineno, row)
+            if mapping:
+                row = apply_mapping([row], mapping, file=batch.file, known=KNOWN_COLUMNS)[0]
+            cases.append(case_of_row(index, row, batch.file, names))
+        except InputError as exc:
+            return cases, _at_line(exc, index, lineno)
+    return cases, None
+
+
+def _at_line(exc: InputError, index: int, lineno: int) -> InputError:
+    """The error located by line: `$[index].field` becomes `line N, field`."""
+    path = exc.path or ""
+    if path.startswith("line "):
+        return exc
+    prefix = f"$[{index}]"
+    field = path[len(prefix) :].lstrip(".") if path.startswith(prefix) else path
+    return type(exc)(
+        exc.detail,
+        file=exc.file,
+        case_id=exc.case_id,
+        path=f"line {lineno}" + (f", {field}" if field else ""),
+        expected=exc.expected,
+    )

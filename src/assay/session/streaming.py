@@ -1,0 +1,310 @@
+"""A streamed run: recorded Vertex rows scored batch by batch, in bounded memory.
+
+`assay eval rows.jsonl` on recorded rows (no agent) takes this path when every input is
+a row file (`formats.stream.row_file`): the rows are read lazily in batches, each batch
+is scored where it runs best — in this process, or in a pool of worker processes
+(`workers`; the batches come back in file order) — and every finished batch is written
+at once: to the store (one transaction per batch, before the next batch is taken), to
+the JSON report and the CSV (`report.json_stream`), and counted into the summary
+(`engine.tally.Tally`). Nothing per row is kept after it is written, so memory does not
+grow with the number of rows.
+
+The run is the one the loaded path would make — the same identity (so either path
+resumes the other's interrupted run), case ids, scores, stored documents, summary and
+report documents. A malformed row stops the run after the rows before it are stored and
+reported; the run is left INTERRUPTED, so once the row is fixed the same command
+resumes after the stored rows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from assay.engine.tally import Tally
+from assay.errors import InputError
+from assay.formats.stream import RawBatch, RowFile
+from assay.model.results import CaseResult, Status
+from assay.session.stream_batch import (
+    BatchOutput,
+    BatchSpec,
+    init_worker,
+    score_batch,
+    score_in_worker,
+)
+
+if TYPE_CHECKING:
+    from assay.metrics.base import Metric
+    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.store import Store
+
+_STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
+BATCH_ROWS = 1000
+"""Rows per batch: large enough that a worker's round trip is noise, small enough that
+the batches in flight stay a few MB."""
+POOL_MIN_ROWS = 10_000
+"""Below this many rows a worker pool costs more (starting it) than it saves."""
+
+
+def default_workers(rows: int) -> int:
+    """Worker processes when none are asked for: every core for large inputs, else none."""
+    return (os.cpu_count() or 1) if rows >= POOL_MIN_ROWS else 1
+
+
+class Progress(Protocol):
+    """What a streamed run reports progress to (`report.progress` has two)."""
+
+    def on_start(self, total: int) -> None: ...
+    def advance(self, done: int, passed: int, failed: int, not_evaluated: int) -> None: ...
+
+
+@dataclass
+class StreamOutcome:
+    """What a streamed run did: its summary, counts and the first failing cases."""
+
+    run_id: str | None
+    summary: dict[str, Any]
+    tally: Tally
+    kept: list[CaseResult]
+    """The first failing cases, or every case when `kept_all`."""
+    total: int
+    kept_all: bool = False
+    interrupted: bool = False
+    error: InputError | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class StreamingRun:
+    """One streamed run of `files` (see the module docstring).
+
+    `store` None runs without recording; `identity` is the run's identity in the store
+    (`eval_set_ids`, `metrics`, `config`, `agent`), as the loaded path computes it.
+    `workers` None picks `default_workers`.
+    """
+
+    files: Sequence[RowFile]
+    metrics: Sequence[Metric]
+    identity: dict[str, Any]
+    store: Store | None = None
+    mapping: dict[str, str] | None = None
+    out: Path | None = None
+    csv_path: Path | None = None
+    workers: int | None = None
+    batch_rows: int = BATCH_ROWS
+    fresh: bool = False
+    name: str | None = None
+    case_score_metrics: tuple[str, ...] = ()
+    keep_failing: int = 0
+    keep_all_up_to: int = 0
+    progress: Progress | None = None
+    notify: Callable[[str], None] | None = None
+
+    def run(self) -> StreamOutcome:
+        total = sum(f.count_rows() for f in self.files)
+        run_id, skip, previous = self._open(total)
+        tally = Tally((m.name for m in self.metrics), self.case_score_metrics)
+        failing: list[CaseResult] = []
+        # A small run keeps its cases, so it is shown as a loaded one is (a case table).
+        keep_all = total <= self.keep_all_up_to
+        keep = total if keep_all else self.keep_failing
+        json_writer, spool = self._writers(run_id)
+        spec = BatchSpec(
+            metrics=tuple(self.metrics),
+            mapping=self.mapping,
+            run_id=run_id,
+            store=self.store is not None,
+            cases_json=json_writer is not None,
+            rows=spool is not None,
+            eval_set_files={f.eval_set_id: str(f.path) for f in self.files},
+            skip=frozenset(skip),
+            case_score_metrics=self.case_score_metrics,
+            keep=keep,
+            keep_all=keep_all,
+        )
+        for case in previous:  # the resumed run's results join the summary and reports
+            self._write_previous(case, spec, tally, json_writer, spool, failing)
+        outcome = StreamOutcome(run_id, {}, tally, failing, total, kept_all=keep_all)
+        seen: set[tuple[str, str]] = set()
+        done = len(previous)
+        if self.progress is not None:
+            self.progress.on_start(total)
+        try:
+            for output in self._outputs(spec, total):
+                self._write(output, run_id, tally, json_writer, spool, failing, seen)
+                del failing[keep:]
+                done += output.tally.cases
+                if self.progress is not None:
+                    counts = tally.statuses
+                    self.progress.advance(done, *(counts[s] for s in _STATUSES))
+                output.raise_error()
+        except InputError as exc:
+            outcome.error, outcome.interrupted = exc, True
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+        except BaseException as exc:
+            if self.store is not None and run_id is not None:
+                self.store.finish_run(
+                    run_id, summary=None, status="ERROR", error=f"{type(exc).__name__}: {exc}"
+                )
+            if json_writer is not None:
+                json_writer.discard()
+            if spool is not None:
+                spool.close()
+            raise
+        outcome.summary = {**tally.summary(self.metrics), **tally.status_columns()}
+        self._finish(outcome, json_writer, spool)
+        return outcome
+
+    # -- the run in the store -----------------------------------------------------------
+
+    def _open(self, total: int) -> tuple[str | None, set[tuple[str, str, int]], list[CaseResult]]:
+        if self.store is None:
+            return None, set(), []
+        from assay.session.resume import Resumption, find_resumable
+
+        found = None if self.fresh else find_resumable(self.store, **self.identity)
+        if found is None:
+            run_id = self.store.start_run(**self.identity, runs=1, name=self.name)
+            self.store.set_total(run_id, total)
+            return run_id, set(), []
+        resumed = Resumption.load(self.store, found.id)
+        self.store.set_total(found.id, total)
+        if self.notify is not None:
+            self.notify(
+                f"resuming run {found.id}: {len(resumed.skip)} of {total} case runs already"
+                " done (--fresh starts a new run)"
+            )
+        return found.id, resumed.skip, resumed.previous
+
+    def _finish(
+        self,
+        outcome: StreamOutcome,
+        json_writer: JsonReportWriter | None,
+        spool: RowSpool | None,
+    ) -> None:
+        from assay.report.json_stream import write_csv_from
+
+        if self.store is not None and outcome.run_id is not None:
+            if outcome.interrupted:
+                self.store.finish_run(outcome.run_id, summary=None, status="INTERRUPTED")
+            else:
+                self.store.finish_run(outcome.run_id, summary=outcome.summary, status="COMPLETED")
+        if json_writer is not None:
+            outcome.written.append(json_writer.finish(outcome.summary))
+        if spool is not None and self.csv_path is not None:
+            outcome.written.append(write_csv_from(spool, self.csv_path))
+        if spool is not None:
+            spool.close()
+
+    # -- batches ------------------------------------------------------------------------
+
+    def _batches(self) -> Iterator[RawBatch]:
+        for row_file in self.files:
+            yield from row_file.batches(self.batch_rows)
+
+    def _outputs(self, spec: BatchSpec, total: int) -> Iterator[BatchOutput]:
+        workers = self.workers if self.workers is not None else default_workers(total)
+        if workers <= 1:
+            for batch in self._batches():
+                yield score_batch(spec, batch)
+            return
+        # Forked workers inherit the loaded modules and the metrics: they start in
+        # milliseconds instead of re-importing assay.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
+                                   initargs=(spec,))  # fmt: skip
+        pending: deque[Future[BatchOutput]] = deque()
+        try:
+            batches = self._batches()
+            # Two batches per worker in flight: one being scored, one waiting; the rest
+            # of the file stays unread.
+            for batch in batches:
+                pending.append(pool.submit(score_in_worker, batch))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _writers(self, run_id: str | None) -> tuple[JsonReportWriter | None, RowSpool | None]:
+        from assay.report.json_stream import JsonReportWriter, RowSpool
+
+        spool = None
+        if self.out is not None or self.csv_path is not None:
+            spool = RowSpool(self.out if self.out is not None else self.csv_path)  # type: ignore[arg-type]
+        json_writer = None
+        if self.out is not None:
+            json_writer = JsonReportWriter(
+                self.out,
+                run_id=run_id,
+                eval_set_ids=self.identity["eval_set_ids"],
+                metrics=[m.name for m in self.metrics],
+                rows=spool,
+            )
+        return json_writer, spool
+
+    def _write(
+        self,
+        output: BatchOutput,
+        run_id: str | None,
+        tally: Tally,
+        json_writer: JsonReportWriter | None,
+        spool: RowSpool | None,
+        failing: list[CaseResult],
+        seen: set[tuple[str, str]],
+    ) -> None:
+        for case_id in output.case_ids:
+            key = (output.file, case_id)
+            if key in seen:
+                raise InputError(
+                    "duplicate case id",
+                    file=output.file,
+                    case_id=case_id,
+                    expected="case ids unique within an eval set",
+                )
+            seen.add(key)
+        if self.store is not None and run_id is not None and output.encoded:
+            # Durable before the next batch is taken: a kill re-scores only the batches
+            # in flight.
+            self.store.add_encoded(run_id, output.encoded)
+        tally.merge(output.tally)
+        if json_writer is not None:
+            for encoded in output.cases_json:
+                json_writer.add_encoded_case(encoded)
+        if spool is not None:
+            for shape, line in output.rows:
+                spool.add_encoded(shape, line)
+        failing.extend(output.kept)
+
+    def _write_previous(
+        self,
+        case: CaseResult,
+        spec: BatchSpec,
+        tally: Tally,
+        json_writer: JsonReportWriter | None,
+        spool: RowSpool | None,
+        failing: list[CaseResult],
+    ) -> None:
+        from assay.engine.aggregate import case_rows
+        from assay.report.json_report import case_to_adk
+
+        tally.add(case)
+        if json_writer is not None:
+            set_file = spec.eval_set_files.get(case.eval_set_id or "")
+            json_writer.add_case(case_to_adk(case, run_id=spec.run_id, eval_set_file=set_file))
+        if spool is not None:
+            for row in case_rows(case, list(self.metrics), False):
+                spool.add(row)
+        if spec.keep_all or (len(failing) < spec.keep and case.status is not Status.PASSED):
+            failing.append(case)

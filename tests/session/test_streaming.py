@@ -1,0 +1,194 @@
+"""Streamed `assay eval` of recorded rows: the same results as the loaded path, bounded
+batches, worker processes, a malformed row deep in a file, resuming after it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.store import Store
+
+runner = CliRunner()
+TOOLS = ["search_flights", "book_hotel", "get_weather"]
+WORDS = [
+    "the",
+    "flight",
+    "to",
+    "paris",
+    "leaves",
+    "at",
+    "nine",
+    "and",
+    "the",
+    "hotel",
+    "near",
+    "the",
+    "station",
+    "costs",
+]
+CRITERIA = {
+    "trajectory_exact_match": 1.0,
+    "trajectory_in_order_match": 1.0,
+    "trajectory_precision": 0.5,
+    "trajectory_recall": 0.5,
+    "trajectory_single_tool_use": {"threshold": 1.0, "tool_name": "get_weather"},
+    "response_match_score": 0.6,
+}
+
+
+def _rows(n: int, seed: int = 3) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        ref = [
+            {"tool_name": rng.choice(TOOLS), "tool_input": {"n": rng.randint(1, 3)}}
+            for _ in range(rng.randint(1, 3))
+        ]
+        pred = ref[::-1] if rng.random() < 0.3 else list(ref)
+        reference = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 10)))
+        row: dict[str, Any] = {
+            "prompt": f"trip {i}",
+            "response": reference if rng.random() < 0.5 else "something else entirely",
+            "reference": reference,
+            "predicted_trajectory": pred,
+            "reference_trajectory": ref,
+        }
+        if i % 7:  # the others get the loader's default id, row-{index}
+            row["id"] = f"case-{i}"
+        rows.append(row)
+    return rows
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    return path
+
+
+def _eval(tmp_path: Path, data: Path, *extra: str, tag: str) -> tuple[Any, dict[str, Any]]:
+    out = tmp_path / f"{tag}.json"
+    result = runner.invoke(
+        app,
+        ["eval", str(data), "--config", str(_config(tmp_path)), "--quiet", "--out", str(out),
+         "--csv", str(tmp_path / f"{tag}.csv"), "--store", f"sqlite:///{tmp_path / 'db.sqlite'}",
+         "--fresh", *extra],
+    )  # fmt: skip
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    return result, doc
+
+
+def _without_run_ids(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = dict(doc)
+    doc.pop("run_id")
+    doc["cases"] = [{k: v for k, v in c.items() if k != "session_id"} for c in doc["cases"]]
+    return doc
+
+
+def _stored(db_path: Path, run_id: str) -> list[dict[str, Any]]:
+    with Store.open(f"sqlite:///{db_path}") as db:
+        return db.case_results(run_id)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_streamed_run_equals_the_loaded_run(tmp_path: Path, workers: str) -> None:
+    # 2,600 rows: three batches, more than the console's case table holds.
+    data = _write_jsonl(tmp_path / "rows.jsonl", _rows(2_600))
+    # --junit needs every case at the end, so it takes the loaded path: the reference.
+    loaded, loaded_doc = _eval(tmp_path, data, "--junit", str(tmp_path / "j.xml"), tag="loaded")
+    streamed, streamed_doc = _eval(tmp_path, data, "--workers", workers, tag="streamed")
+    assert loaded.exit_code == streamed.exit_code == 1, streamed.output
+    assert _without_run_ids(streamed_doc) == _without_run_ids(loaded_doc)
+    assert streamed_doc["summary"]["case_count"] == 2_600
+    assert (tmp_path / "streamed.csv").read_text() == (tmp_path / "loaded.csv").read_text()
+    assert streamed.stdout == loaded.stdout  # the summary line
+    stored = _stored(tmp_path / "db.sqlite", streamed_doc["run_id"])
+    reference = _stored(tmp_path / "db.sqlite", loaded_doc["run_id"])
+    assert len(stored) == 2_600
+    assert stored == reference
+    with Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}") as db:
+        info = db.get_run(streamed_doc["run_id"])
+    assert info.status == "COMPLETED"
+    assert info.summary == streamed_doc["summary"]
+
+
+def test_small_streamed_runs_print_the_case_table(tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "rows.jsonl", _rows(12))
+    out = tmp_path / "r.json"
+    args = ["eval", str(data), "--config", str(_config(tmp_path)), "--no-store"]
+    streamed = runner.invoke(app, [*args, "--out", str(out)])
+    loaded = runner.invoke(app, [*args, "--junit", str(tmp_path / "j.xml")])
+    assert streamed.exit_code == loaded.exit_code == 1
+    assert streamed.stdout == loaded.stdout
+    assert "case-1" in streamed.stdout
+
+
+def test_csv_rows_stream_like_the_loaded_csv(tmp_path: Path) -> None:
+    rows = _rows(120)
+    path = tmp_path / "rows.csv"
+    columns = ["id", "prompt", "response", "reference", "predicted_trajectory",
+               "reference_trajectory"]  # fmt: skip
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(
+                {k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()}
+            )
+    loaded, loaded_doc = _eval(tmp_path, path, "--junit", str(tmp_path / "j.xml"), tag="l")
+    streamed, streamed_doc = _eval(tmp_path, path, tag="s")
+    assert streamed.exit_code == loaded.exit_code == 1
+    assert _without_run_ids(streamed_doc) == _without_run_ids(loaded_doc)
+
+
+def test_a_malformed_row_deep_in_the_file_keeps_the_rows_before_it(tmp_path: Path) -> None:
+    rows = _rows(2_500)
+    good = rows[2_299]
+    rows[2_299] = {**good, "predicted_trajectory": 42}  # line 2,300
+    data = _write_jsonl(tmp_path / "rows.jsonl", rows)
+    db_path = tmp_path / "db.sqlite"
+    args = ["eval", str(data), "--config", str(_config(tmp_path)), "--quiet",
+            "--store", f"sqlite:///{db_path}"]  # fmt: skip
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 2
+    message = failed.stderr
+    assert "line 2300" in message and "predicted_trajectory" in message, message
+    assert "Traceback" not in failed.output
+    with Store.open(f"sqlite:///{db_path}") as db:
+        (info,) = db.list_runs()
+        assert info.status == "INTERRUPTED"
+        assert len(db.case_results(info.id)) == 2_299
+    # Fixed, the same command resumes after the stored rows.
+    rows[2_299] = good
+    _write_jsonl(data, rows)
+    fixed = runner.invoke(app, [*args, "--out", str(tmp_path / "r.json")])
+    assert fixed.exit_code == 1, fixed.output
+    assert "resuming run" in fixed.stderr
+    with Store.open(f"sqlite:///{db_path}") as db:
+        (info,) = db.list_runs()
+        assert info.status == "COMPLETED"
+        assert len(db.case_results(info.id)) == 2_500
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["summary"]["case_count"] == 2_500 == len(doc["cases"])
+
+
+def test_invalid_json_names_its_line(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    lines = [json.dumps(r) for r in _rows(60)]
+    lines[41] = lines[41][:-5]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(data), "--config", str(_config(tmp_path)),
+                                 "--no-store", "--quiet"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "line 42" in result.stderr and "not valid JSON" in result.stderr
