@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,10 @@ from assay.errors import StoreError
 from assay.model import EvalCase, EvalSet, Turn
 from assay.model.results import CaseResult, EvalResult
 from assay.store import Store, StoreRecorder
+
+# These tests are about batched writes; however slowly the machine runs them, the
+# recorder must not switch to writing each slow case at once (tested on its own below).
+BATCHED = math.inf
 
 
 def _start(store: Store) -> str:
@@ -35,7 +40,9 @@ def _summary(results: list[CaseResult]) -> EvalResult:
 
 def test_writes_every_batch_size_results(store: Store) -> None:
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=3, flush_interval_s=3600)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=3, flush_interval_s=3600
+    )
     recorder.on_start(7)
     results = [row_result(i) for i in range(7)]
     for r in results:
@@ -53,7 +60,9 @@ def test_writes_every_batch_size_results(store: Store) -> None:
 
 def test_without_on_start_batches_are_written_by_the_caller(store: Store) -> None:
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=3, flush_interval_s=3600)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=3, flush_interval_s=3600
+    )
     stored_after = []
     for i in range(7):
         recorder.on_case_done(row_result(i))
@@ -74,7 +83,9 @@ def test_a_slow_store_holds_back_the_run_instead_of_buffering(
 
     monkeypatch.setattr(store, "add_case_results", slow)
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=2, flush_interval_s=3600, backlog=2)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=2, flush_interval_s=3600, backlog=2
+    )
     recorder.on_start(30)
     pending_after = []
     for i in range(30):
@@ -87,7 +98,9 @@ def test_a_slow_store_holds_back_the_run_instead_of_buffering(
 
 def test_timer_writes_results_while_no_case_completes(store: Store) -> None:
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=1000, flush_interval_s=0.05)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=1000, flush_interval_s=0.05
+    )
     recorder.on_start(2)
     recorder.on_case_done(row_result(1))
     # No further case completes, yet the result lands.
@@ -100,7 +113,9 @@ def test_timer_writes_results_while_no_case_completes(store: Store) -> None:
 
 def test_mark_interrupted_writes_the_buffer(store: Store) -> None:
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=100, flush_interval_s=3600)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=100, flush_interval_s=3600
+    )
     recorder.on_start(10)
     for i in range(4):
         recorder.on_case_done(row_result(i))
@@ -112,7 +127,7 @@ def test_mark_interrupted_writes_the_buffer(store: Store) -> None:
 
 def test_mark_error_keeps_the_message(store: Store) -> None:
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id)
+    recorder = StoreRecorder(store, run_id, durable_after_s=BATCHED)
     recorder.on_start(1)
     recorder.on_case_done(row_result(0))
     recorder.mark_error("agent module failed to import")
@@ -144,7 +159,9 @@ def test_failed_write_raises_and_keeps_results(
 ) -> None:
     attempts = _fail_first_write(store, monkeypatch)
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=2, flush_interval_s=3600)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=2, flush_interval_s=3600
+    )
     recorder.on_case_done(row_result(0))
     with pytest.raises(StoreError, match="database is locked"):
         recorder.on_case_done(row_result(1))
@@ -158,7 +175,9 @@ def test_failed_write_raises_and_keeps_results(
 def test_failed_background_write_is_retried(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     attempts = _fail_first_write(store, monkeypatch)
     run_id = _start(store)
-    recorder = StoreRecorder(store, run_id, batch_size=1000, flush_interval_s=0.05)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=1000, flush_interval_s=0.05
+    )
     recorder.on_start(3)
     recorder.on_case_done(row_result(0))
     _eventually(lambda: len(attempts) >= 1)
@@ -201,7 +220,7 @@ def test_engine_run_is_stored_as_it_completes(store: Store) -> None:
         agent="tests:agent",
         runs=2,
     )
-    recorder = StoreRecorder(store, run_id, batch_size=3)
+    recorder = StoreRecorder(store, run_id, durable_after_s=BATCHED, batch_size=3)
     from assay.agents import as_agent
 
     result = run(
@@ -234,7 +253,9 @@ def test_interrupted_run_resumes_from_completed_cases(store: Store) -> None:
 
         def on_finish(self, result: EvalResult) -> None: ...
 
-    recorder = StoreRecorder(store, run_id, batch_size=100, flush_interval_s=3600)
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=BATCHED, batch_size=100, flush_interval_s=3600
+    )
     with pytest.raises(KeyboardInterrupt):
         run([evalset], metrics, observers=[recorder, StopAfterFour()])
     recorder.mark_interrupted()
@@ -249,3 +270,18 @@ def test_interrupted_run_resumes_from_completed_cases(store: Store) -> None:
     assert sorted(d["case_id"] for d in store.case_results(run_id)) == [
         f"order-{i}" for i in range(6)
     ]
+
+
+def test_slow_cases_are_each_durable_before_the_engine_goes_on(store: Store) -> None:
+    run_id = _start(store)
+    # durable_after_s=0: every case counts as slow (an agent run), so no batching.
+    recorder = StoreRecorder(
+        store, run_id, durable_after_s=0, batch_size=1000, flush_interval_s=3600
+    )
+    recorder.on_start(4)
+    for i in range(4):
+        recorder.on_case_done(row_result(i))
+        assert store.get_run(run_id).case_count == i + 1
+        assert recorder.pending == 0
+    recorder.on_finish(_summary([row_result(i) for i in range(4)]))
+    assert store.get_run(run_id).status == "COMPLETED"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -221,3 +223,21 @@ def show_assay_warnings() -> None:
 
     warnings.showwarning = show
     warnings.simplefilter("always", AssayWarning)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, a CI job cancelled, a container stopped) stops like Ctrl-C: the
+    command's KeyboardInterrupt handling marks the run INTERRUPTED, resumable."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

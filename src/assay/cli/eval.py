@@ -40,6 +40,7 @@ from assay.cli.common import (
     gc_paused,
     parse_mapping,
     parse_metric_flags,
+    sigterm_as_interrupt,
     stderr_console,
     stdout_console,
     user_errors,
@@ -248,7 +249,8 @@ def eval_command(
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run
-        code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
+        with sigterm_as_interrupt():
+            code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
 
 

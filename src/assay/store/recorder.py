@@ -13,6 +13,9 @@ from assay.store.store import Store
 
 # How often the writer thread looks at the clock when nothing wakes it.
 _TICK_S = 0.25
+# Cases slower than this on average (an agent, a judge) are each written before the
+# engine goes on; faster ones (scoring recorded rows) are written in batches.
+DURABLE_AFTER_S = 0.005
 
 
 class StoreRecorder:
@@ -24,6 +27,12 @@ class StoreRecorder:
     database work overlaps with it (SQLite and PostgreSQL release the GIL while they
     write). If the writer falls `backlog` batches behind, the engine's thread writes
     itself, which keeps memory bounded.
+
+    Slow case runs are durable one by one: once cases take `durable_after_s` or more on
+    average since `on_start` (an agent or a judge runs), each result is written in
+    `on_case_done` itself, in the engine's thread, before the slot that finished it
+    takes new work — so a SIGKILL loses only the case runs in flight, never a paid-for
+    one. `durable_after_s=0` writes every result that way.
 
     `on_finish` writes the rest and marks the run COMPLETED; callers catching
     KeyboardInterrupt (or another error) call `mark_interrupted` (or `mark_error`).
@@ -40,6 +49,7 @@ class StoreRecorder:
         batch_size: int = 500,
         flush_interval_s: float = 1.0,
         backlog: int = 4,
+        durable_after_s: float = DURABLE_AFTER_S,
     ) -> None:
         if batch_size < 1 or flush_interval_s <= 0 or backlog < 1:
             raise StoreError(
@@ -59,6 +69,9 @@ class StoreRecorder:
         self._background_failed = False
         self._stop = threading.Event()
         self._writer: threading.Thread | None = None
+        self._durable_after = durable_after_s
+        self._started: float | None = None  # set by on_start
+        self._results_seen = 0
 
     @property
     def run_id(self) -> str:
@@ -72,7 +85,7 @@ class StoreRecorder:
 
     def on_start(self, total: int) -> None:
         self._store.set_total(self._run_id, total)
-        self._last_write = time.monotonic()
+        self._last_write = self._started = time.monotonic()
         if self._writer is None:
             self._stop.clear()
             self._writer = threading.Thread(
@@ -81,12 +94,18 @@ class StoreRecorder:
             self._writer.start()
 
     def on_case_done(self, result: CaseResult) -> None:
+        self._results_seen += 1
+        slow = self._started is not None and (
+            time.monotonic() - self._started >= self._durable_after * self._results_seen
+        )
         with self._wake:
             self._buffer.append(result)
             waiting = len(self._buffer)
             if waiting >= self._batch_size:
                 self._wake.notify()
-        if self._writer is None and (waiting >= self._batch_size or self._interval_passed()):
+        if slow:
+            self.flush()  # durable before the caller goes on (see the class docstring)
+        elif self._writer is None and (waiting >= self._batch_size or self._interval_passed()):
             self.flush()  # no writer thread (on_start was not called): write here
         elif waiting >= self._max_pending or self._background_failed:
             self.flush()

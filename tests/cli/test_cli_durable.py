@@ -1,0 +1,128 @@
+"""Runs that lose nothing: a real `assay eval` process with an agent at --concurrency 2,
+killed with SIGKILL (finished case runs are already stored, the re-run calls the agent
+only for the rest) or stopped with SIGTERM (the run is marked INTERRUPTED)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from assay.store import Store
+
+CASES = 12
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
+    # The agent logs "start ID" when called and "end ID" when it answers.
+    (tmp_path / "loggingbot.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            import time
+
+            def _log(line):
+                with open(os.environ["BOT_LOG"], "a") as log:
+                    log.write(line + "\\n")
+
+            def answer(prompt):
+                _log("start " + prompt)
+                time.sleep(0.2)
+                _log("end " + prompt)
+                return prompt.upper()
+            """
+        ),
+        encoding="utf-8",
+    )
+    rows = [{"id": f"q{i}", "prompt": f"q{i}", "reference": f"Q{i}"} for i in range(CASES)]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    db = tmp_path / "assay.db"
+    command = [
+        sys.executable, "-m", "assay", "eval", str(data), "--agent", "loggingbot:answer",
+        "--metric", "response_match_score", "--store", f"sqlite:///{db}",
+        "--concurrency", "2", "--quiet",
+    ]  # fmt: skip
+    env = {**os.environ, "BOT_LOG": str(tmp_path / "calls.log"), "PYTHONUNBUFFERED": "1"}
+    return command, env, db
+
+
+def _log(tmp_path: Path) -> list[tuple[str, str]]:
+    path = tmp_path / "calls.log"
+    if not path.exists():
+        return []
+    return [tuple(line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
+
+
+def _wait_for_ends(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while sum(event == "end" for event, _ in _log(tmp_path)) < count:
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        assert time.monotonic() < deadline, "the agent was not called in time"
+        time.sleep(0.02)
+
+
+def test_sigkill_reruns_only_the_case_runs_in_flight(tmp_path: Path) -> None:
+    command, env, db = _setup(tmp_path)
+    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for_ends(tmp_path, 4, proc)
+        # Scoring and storing a finished case takes milliseconds; the results used to
+        # wait up to a second for the next batch write.
+        time.sleep(0.3)
+        finished = {case for event, case in _log(tmp_path) if event == "end"}
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    with Store.open(f"sqlite:///{db}") as store:
+        (run,) = store.list_runs()
+        stored = {doc["case_id"] for doc in store.case_results(run.id)}
+    assert finished <= stored  # every finished case run was durable before the kill
+    calls_before = len(_log(tmp_path))
+    again = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, check=False)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "resuming run" in again.stderr
+    rerun = {case for event, case in _log(tmp_path)[calls_before:] if event == "start"}
+    assert not rerun & finished  # no finished case run was paid for twice
+    assert rerun == {f"q{i}" for i in range(CASES)} - stored
+    with Store.open(f"sqlite:///{db}") as store:
+        (run,) = store.list_runs()
+        assert run.status == "COMPLETED"
+        counts = Counter(doc["case_id"] for doc in store.case_results(run.id))
+    assert counts == Counter(f"q{i}" for i in range(CASES))
+
+
+def test_sigterm_stops_cleanly_with_the_run_interrupted(tmp_path: Path) -> None:
+    command, env, db = _setup(tmp_path)
+    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for_ends(tmp_path, 2, proc)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "run the same command again to resume" in stderr.replace("\n", " ")
+    with Store.open(f"sqlite:///{db}") as store:
+        (run,) = store.list_runs()
+        assert run.status == "INTERRUPTED"
+        assert 1 <= len(store.case_results(run.id)) < CASES
