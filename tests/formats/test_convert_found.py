@@ -88,3 +88,17 @@ def test_ces_scenario_without_a_task_is_refused_not_written_undetectable(
     data = json.loads((tmp_path / "ces.json").read_text(encoding="utf-8"))
     ces_v1beta.Evaluation.from_json(json.dumps(data), ignore_unknown_fields=False)
     assert back.cases == fitted.cases
+
+
+def test_golden_answer_comes_back_from_mlflow_as_the_final_response(tmp_path: Path) -> None:
+    # MLflow holds a golden's answer as `expected_response`; ADK's evaluator and CES
+    # goldens read it as the last turn's final response, and that is where it returns.
+    case = EvalCase(id="c", reference=[_turn("hi", answer="hello"), _turn("2+2?", answer="4")])
+    for fmt in ("adk", "ces"):
+        source = _through(EvalSet(id="s", cases=[case]), fmt, tmp_path / fmt)
+        in_mlflow = _through(source, "mlflow", tmp_path / f"{fmt}-mlflow")
+        assert in_mlflow.cases[0].expected_response == "4"
+        again, losses = fit(in_mlflow, fmt)
+        assert losses == []
+        back = _through(again, fmt, tmp_path / f"{fmt}-back")
+        assert back.cases == source.cases

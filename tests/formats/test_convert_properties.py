@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from convert_helpers import SUFFIX, present
+from convert_helpers import SUFFIX, accepted_by_own_tools, present
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +43,7 @@ from assay.model.core import (
 
 FORMATS = ("adk", "ces", "vertex", "mlflow")
 SETTINGS = settings(
-    max_examples=int(__import__("os").environ.get("ASSAY_PROP_EXAMPLES", "5")),
+    max_examples=int(__import__("os").environ.get("ASSAY_PROP_EXAMPLES", "20")),
     derandomize=True,
     deadline=None,
     database=None,
@@ -183,6 +183,7 @@ def written(evalset: EvalSet, fmt: str, folder: Path) -> EvalSet:
     path = folder / f"{evalset.id}{SUFFIX[fmt]}"
     format_module(fmt).write(evalset, path)
     assert detect_format(read_structured(path), path) == fmt
+    accepted_by_own_tools(path, fmt)
     back = load(path, fmt)
     assert difference(evalset, back) is None
     return back

@@ -22,7 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assay.formats._golden import as_expectations, as_steps, is_plain, transfers
+from assay.formats._golden import (
+    answer_to_final_response,
+    as_expectations,
+    as_steps,
+    is_plain,
+    transfers,
+)
 from assay.formats._loss import Loss, Losses
 from assay.model.core import EvalCase, EvalSet, SessionInput, Step, ToolResponse, Turn
 
@@ -44,6 +50,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
             drop("the case (an ADK conversation_scenario needs a starting_prompt and a "
                  "conversation_plan)")  # fmt: skip
             continue
+        answer_to_final_response(case)  # where ADK's evaluator reads the answer
         if case.reference is not None:
             case.reference = [_fit_turn(t, drop) for t in case.reference]
         for t in case.actual or []:

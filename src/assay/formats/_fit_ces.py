@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
-from assay.formats._golden import as_expectations
+from assay.formats._golden import answer_to_final_response, as_expectations
 from assay.formats._loss import Loss, Losses
 from assay.model.core import (
     EvalCase,
@@ -84,6 +84,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
 
 def _fit_case(case: EvalCase, drop: Drop) -> bool:
     """Fit `case` in place; False when no Evaluation can hold it at all."""
+    answer_to_final_response(case)  # the golden's last agentResponse
     for name in _ROW_FIELDS:
         if getattr(case, name) is not None:
             drop(name)

@@ -3,7 +3,7 @@
 A row is one case with one exchange (Vertex: one reference and one actual turn; MLflow:
 a text conversation). Translations (nothing is lost): golden expectations without notes
 become steps and the final response (`assay.formats._golden`); a golden's answer goes
-to the column the format's tools read (`_place_answer`).
+to the column the format's tools read (`assay.formats._golden.answer_to_final_response`).
 
 Losses: turn ids, timestamps, token usage (Vertex) and tool-response latencies, which no
 column holds; the set's creation time; and whole cases the row writer refuses, named
@@ -16,7 +16,12 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from assay.errors import InputError
-from assay.formats._golden import as_steps, is_plain
+from assay.formats._golden import (
+    answer_to_expected_response,
+    answer_to_final_response,
+    as_steps,
+    is_plain,
+)
 from assay.formats._loss import Loss, Losses
 from assay.model.core import EvalCase, EvalSet, Expectation, Step, Turn
 
@@ -35,7 +40,7 @@ def fit_rows(
     """The set as rows hold it (see the module doc); `row` is the format's row writer.
 
     `answer_in`: the column a golden's answer is written to (MLflow's `expected_response`,
-    Vertex's `reference`; see `_place_answer`). `set_fields`: whether the format has a
+    Vertex's `reference`; see `assay.formats._golden`). `set_fields`: whether the format has a
     place for the set's name, description and metadata (Vertex's `eval_cases` envelope;
     MLflow files are rows only).
     """
@@ -61,7 +66,10 @@ def fit_rows(
         for where in ("reference", "actual"):
             for t in getattr(case, where) or []:
                 _fit_turn(t, where, drop, usage)
-        _place_answer(case, answer_in)
+        if answer_in == "expected_response":
+            answer_to_expected_response(case)
+        else:
+            answer_to_final_response(case)
         try:
             row(case, len(cases))
         except InputError as exc:
@@ -70,27 +78,6 @@ def fit_rows(
         cases.append(case)
     es.cases = cases
     return es, losses.items
-
-
-def _place_answer(case: EvalCase, answer_in: str) -> None:
-    """Say a golden's one answer where the format's tools look for it.
-
-    A single-turn case's `expected_response` and its reference turn's final response are
-    the same reference answer (`assay.metrics.lexical.reference_text`). MLflow has only
-    the `expected_response` column; Vertex's EvalTask reads `reference`. Moving the
-    answer there when the other place is empty keeps A -> B -> A equal whichever of the
-    two A used.
-    """
-    if not case.reference:
-        return
-    last = case.reference[-1]
-    if answer_in == "expected_response":
-        if case.actual or last.final_response is None:
-            return
-        if case.expected_response in (None, last.final_response):
-            case.expected_response, last.final_response = last.final_response, None
-    elif len(case.reference) == 1 and last.final_response is None:
-        last.final_response, case.expected_response = case.expected_response, None
 
 
 def _fit_turn(t: Turn, where: str, drop: Drop, usage: bool) -> None:

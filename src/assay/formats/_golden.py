@@ -16,7 +16,7 @@ Agent transfers stay steps in both formats (CES has `agentTransfer` steps).
 
 from __future__ import annotations
 
-from assay.model.core import AgentMessage, Expectation, Step, Turn
+from assay.model.core import AgentMessage, EvalCase, Expectation, Step, Turn
 
 _PLAIN = ("tool_call", "tool_response", "agent_response", "updated_variables")
 
@@ -80,3 +80,29 @@ def mirror(expectations: list[Expectation]) -> tuple[list[Step], str | None]:
 
 def transfers(turn: Turn) -> list[Step]:
     return [s for s in turn.steps if s.agent_transfer is not None]
+
+
+def answer_to_final_response(case: EvalCase) -> None:
+    """Say a golden's reference answer as its last turn's final response.
+
+    A case's `expected_response` and its last reference turn's final response are the
+    same reference answer (`assay.metrics.lexical.reference_text`): MLflow rows have only
+    the first, ADK's evaluator, CES goldens and Vertex's `reference` column read the
+    second. Moving the answer there when that place is empty keeps A -> MLflow -> A
+    equal. The inverse is `answer_to_expected_response`.
+    """
+    if case.reference and case.expected_response is not None:
+        last = case.reference[-1]
+        if last.final_response is None:
+            last.final_response, case.expected_response = case.expected_response, None
+
+
+def answer_to_expected_response(case: EvalCase) -> None:
+    """A golden's last reference answer as the case's `expected_response` (MLflow)."""
+    if case.reference and not case.actual:
+        last = case.reference[-1]
+        if last.final_response is not None and case.expected_response in (
+            None,
+            last.final_response,
+        ):
+            case.expected_response, last.final_response = last.final_response, None
