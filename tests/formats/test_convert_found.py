@@ -16,6 +16,7 @@ from assay.model.core import (
     EvalCase,
     EvalSet,
     Scenario,
+    SessionInput,
     Step,
     Turn,
     UserInput,
@@ -101,4 +102,17 @@ def test_golden_answer_comes_back_from_mlflow_as_the_final_response(tmp_path: Pa
         again, losses = fit(in_mlflow, fmt)
         assert losses == []
         back = _through(again, fmt, tmp_path / f"{fmt}-back")
+        assert back.cases == source.cases
+
+
+def test_an_empty_session_input_is_no_session_input_in_rows(tmp_path: Path) -> None:
+    # ADK and CES read an empty session input back as none; rows must say the same
+    # (and MLflow must not refuse a case over a session input that says nothing).
+    case = EvalCase(id="c", session_input=SessionInput(), reference=[_turn("hi")])
+    for fmt in ("vertex", "mlflow"):
+        fitted, losses = fit(EvalSet(id="s", cases=[case]), fmt)
+        assert losses == [] and fitted.cases[0].session_input is None
+        source = _through(fitted, fmt, tmp_path / fmt)
+        in_adk = _through(source, "adk", tmp_path / f"{fmt}-adk")
+        back = _through(fit(in_adk, fmt)[0], fmt, tmp_path / f"{fmt}-back")
         assert back.cases == source.cases

@@ -23,7 +23,7 @@ from assay.formats._golden import (
     is_plain,
 )
 from assay.formats._loss import Loss, Losses
-from assay.model.core import EvalCase, EvalSet, Expectation, Step, Turn
+from assay.model.core import EvalCase, EvalSet, Expectation, SessionInput, Step, Turn
 
 Drop = Callable[[str], None]
 RowWriter = Callable[[EvalCase, int], Any]
@@ -63,6 +63,8 @@ def fit_rows(
         if case.created_at is not None:
             drop("created_at")
             case.created_at = None
+        if case.session_input == SessionInput():
+            case.session_input = None  # says nothing (ADK and CES read it back as none)
         for where in ("reference", "actual"):
             for t in getattr(case, where) or []:
                 _fit_turn(t, where, drop, usage)
