@@ -73,7 +73,8 @@ def test_chat_messages_become_turns() -> None:
     assert [s.agent_message.text for s in first.steps] == ["Thinking"]  # type: ignore[union-attr]
     assert (last.user_input.text, last.final_response) == ("Bye?", "Bye.")
     written = mlflow.dump(evalset)[0]
-    assert written["request"] == request
+    # Written as MLflow 3 rows: the conversation is the `messages` input.
+    assert written["inputs"] == request and written["outputs"] == "Bye."
     assert _load([written]) == evalset
 
 
@@ -88,7 +89,7 @@ def test_chat_completion_responses_keep_text_and_usage() -> None:
     assert turn.final_response == "Four."
     assert turn.usage is not None and (turn.usage.input_tokens, turn.usage.output_tokens) == (10, 2)
     turn.final_response = "4"
-    written = mlflow.dump(evalset)[0]["response"]
+    written = mlflow.dump(evalset)[0]["outputs"]
     assert written["id"] == "cmpl-1" and written["choices"][0]["message"]["content"] == "4"
 
 
@@ -110,6 +111,37 @@ def test_mlflow3_rows_keep_their_input_names_and_custom_expectations() -> None:
     assert written["inputs"] == row["inputs"] and written["outputs"] == "Paris"
     assert written["expectations"] == {"expected_response": "Paris", "must_cite": True}
     assert _load([written]) == evalset
+
+
+def test_rows_are_written_as_mlflow3_rows_and_read_back_the_same() -> None:
+    # `mlflow.genai.evaluate` takes `inputs` / `outputs` / `expectations` and tags as an
+    # object of strings (tests/formats/test_convert_tools.py runs it on written files).
+    flat = {**FLAT, "tags": ["smoke", "geo"]}
+    evalset = _load([flat])
+    written = mlflow.dump(evalset)[0]
+    assert written == {
+        "request_id": "r1",
+        "inputs": {"request": "What is MLflow?"},
+        "outputs": "A platform.",
+        "expectations": {
+            "expected_response": "An ML platform.",
+            "expected_facts": ["open source"],
+            "guidelines": ["Be brief"],
+            "expected_retrieved_context": [{"doc_uri": "doc1"}],
+        },
+        "retrieved_context": [{"doc_uri": "doc1", "content": "MLflow is ..."}],
+        "tags": {"smoke": "", "geo": ""},
+    }
+    # The flat row and the MLflow 3 row say the same case.
+    assert _load([written]) == evalset
+    repeated = _load([{**flat, "tags": ["a", "a"]}])
+    fitted, losses = mlflow.fit(repeated)
+    assert fitted.cases == [] and "repeat a tag" in losses[0].field
+
+
+def test_csv_is_written_flat() -> None:
+    evalset = _load([FLAT])
+    assert "request" in mlflow.dump(evalset, flat=True)[0]
 
 
 def test_mlflow3_prompt_choice() -> None:

@@ -6,12 +6,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from assay.cli.common import (
     FromOption,
     MapOption,
     check_format,
     parse_mapping,
+    stderr_console,
     stdout_console,
     user_errors,
 )
@@ -32,11 +34,21 @@ def convert_command(
             "print how many of each were dropped (without it, such a conversion is refused).",
         ),
     ] = False,
+    sidecar: Annotated[
+        bool,
+        typer.Option(
+            "--sidecar",
+            help="Keep what the target cannot hold in TARGET.assay-sidecar.json beside it "
+            "(the target stays a plain file of its format); converting TARGET again reads "
+            "it back.",
+        ),
+    ] = False,
 ) -> None:
     """Convert an eval set between formats (or a config to ADK's test_config.json).
 
     Refuses (exit 2) when the target format cannot hold a field of the source, naming
-    each case and field; see docs/convert.md for what each format holds.
+    each case and field, unless --lossy or --sidecar; a source with a sidecar beside it
+    is read with it. See docs/convert.md for what each format holds.
     """
     with user_errors():
         from assay.formats._loss import by_field
@@ -56,13 +68,36 @@ def convert_command(
             stdout_console().print(f"wrote {target} (adk-config)")
             return
         done = convert_file(
-            source, target, to, from_format=from_format, mapping=mapping, lossy=lossy
+            source,
+            target,
+            to,
+            from_format=from_format,
+            mapping=mapping,
+            lossy=lossy,
+            sidecar=sidecar,
         )
         out = stdout_console()
+        back = done.restored_from
+        if back is not None:
+            out.print(
+                f"read {back.sidecar} ({back.restored} case"
+                f"{'s' if back.restored != 1 else ''} restored whole)",
+                soft_wrap=True,
+                markup=False,
+            )
+            for case_id in back.edited:
+                message = (
+                    f"warning: case {case_id!r} differs from what was converted: taken "
+                    f"as {source.name} says (its round-trip-only fields are not restored)"
+                )
+                stderr_console().print(Text(message, style="yellow"), soft_wrap=True)
         count = len(done.evalset.cases)
         out.print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})", soft_wrap=True)
-        if done.dropped:
-            out.print(f"dropped ({to} cannot hold them):", soft_wrap=True)
-            for name, n, cases in by_field(done.dropped):
+        reports = ((f"kept in {done.kept_in}", done.kept), ("dropped", done.dropped))
+        for what, losses in reports:
+            if not losses:
+                continue
+            out.print(f"{what} ({to} cannot hold them):", soft_wrap=True, markup=False)
+            for name, n, cases in by_field(losses):
                 where = f" (in {cases} case{'s' if cases != 1 else ''})" if cases else ""
                 out.print(f"  {name}: {n}{where}", soft_wrap=True, markup=False)

@@ -60,6 +60,13 @@ def detect_format(data: Any, path: Path | None = None) -> str:
     # Checked last and reported as such so that `load` can say "pass it with --config".
     if format_module("adk-config").detect(path, data):
         return "adk-config"
+    if isinstance(data, Mapping) and "assay_sidecar" in data:
+        raise UnknownFormatError(
+            f"this is the sidecar of {data.get('file')!r} (what its format cannot hold), "
+            "not an eval set",
+            file=str(path) if path else None,
+            expected=f"the file it belongs to; `assay convert {data.get('file')} ...` reads it",
+        )
     raise UnknownFormatError(
         "cannot tell the format of this data",
         file=str(path) if path else None,

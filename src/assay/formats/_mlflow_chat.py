@@ -16,6 +16,9 @@ from assay.formats._loss import Loss
 from assay.model.core import AgentMessage, EvalSet, Step, Turn, Usage
 
 _REQUEST = "a string, or {messages: [{role, content}]}"
+SYSTEM = "mlflow:system"  # metadata: leading system messages of a chat
+RAW_RESPONSE = "mlflow:response"  # metadata: a response object, written back
+PROMPT_KEYS = ("request", "messages", "question", "query", "input", "prompt")
 
 
 def conversation(
@@ -160,3 +163,11 @@ def fit_answers(fitted: EvalSet) -> list[Loss]:
                 t.steps.pop()
                 t.final_response = message.text
     return losses
+
+
+def prompt_key(inputs: Mapping[str, Any]) -> str | None:
+    for key in PROMPT_KEYS:
+        if inputs.get(key) is not None:
+            return key
+    strings = [k for k, v in inputs.items() if isinstance(v, str)]
+    return strings[0] if len(inputs) == 1 and strings else None

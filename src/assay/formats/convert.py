@@ -1,10 +1,11 @@
 """Converting an eval set between formats without silent loss (`assay convert`).
 
 `fit(evalset, fmt)` gives the set as `fmt` holds it and the `Loss`es: fields `fmt` has
-no place for. `convert_file` refuses a conversion with losses unless `lossy=True`,
+no place for. `convert_file` refuses a conversion with losses unless `lossy=True` (drop
+them) or `sidecar=True` (keep them in `OUT.assay-sidecar.json`, `assay.formats._sidecar`),
 writes the fitted set, and reads the written file back — detecting its format as any
-user's run would — to check it says exactly the fitted set. The contract for every
-pair of formats is docs/convert.md.
+user's run would — to check it says exactly the fitted set. A source with a sidecar
+beside it is read with it. The contract for every pair of formats is docs/convert.md.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay.errors import InputError
+from assay.errors import ConversionLossError, InputError
+from assay.formats import _sidecar as sidecars
 from assay.formats import detect_format, format_module, load
 from assay.formats._common import read_structured
 from assay.formats._loss import Loss, refuse
+from assay.formats._sidecar import Restored
 from assay.model.core import EvalSet
 
 WRITABLE = ("adk", "ces", "vertex", "mlflow", "trace")
@@ -32,11 +35,16 @@ _NAMES = {
 
 @dataclass
 class Converted:
-    """What `convert_file` wrote: the fitted set and what was dropped (`lossy` only)."""
+    """What `convert_file` wrote: the fitted set, what was dropped (`lossy`) or kept in
+    the sidecar (`sidecar`, then `kept_in` is its path), and what the source's own
+    sidecar gave back (`restored_from`)."""
 
     evalset: EvalSet
     source_format: str
     dropped: list[Loss] = field(default_factory=list)
+    kept: list[Loss] = field(default_factory=list)
+    kept_in: Path | None = None
+    restored_from: Restored | None = None
 
 
 def fit(evalset: EvalSet, fmt: str) -> tuple[EvalSet, list[Loss]]:
@@ -58,15 +66,28 @@ def convert_file(
     from_format: str | None = None,
     mapping: Mapping[str, str] | None = None,
     lossy: bool = False,
+    sidecar: bool = False,
 ) -> Converted:
     """Convert `source` into `target` in format `to` (see the module doc)."""
     if to not in WRITABLE:
         raise InputError(f"cannot write format {to!r}", expected=f"one of {', '.join(WRITABLE)}")
     evalset = load(source, from_format, mapping)
     fmt = from_format or detect_format(read_structured(source), source)
+    restored = _with_sidecar(evalset, source, fmt)
+    if restored is not None:
+        evalset = restored.evalset
     fitted, losses = fit(evalset, to)
-    if losses and not lossy:
-        raise refuse(losses, _NAMES[to]).located(file=str(source))
+    if losses and not (lossy or sidecar):
+        error = refuse(losses, _NAMES[to])
+        raise ConversionLossError(
+            error.detail,
+            losses=error.losses,
+            file=str(source),
+            case_id=error.case_id,
+            expected=f"data {to} can hold; pass --sidecar to keep the rest in "
+            f"{target.name}{sidecars.SUFFIX} (read back when converting it again), "
+            "or --lossy to drop it",
+        )
     if not fitted.cases and (evalset.cases or to in ("vertex", "mlflow")):
         what = f"none of its {len(evalset.cases)} cases" if evalset.cases else "it has no cases:"
         raise InputError(
@@ -77,13 +98,48 @@ def convert_file(
     # Written beside the target first and moved into place only once it reads back
     # as what was meant: a failed check leaves no half-right file behind.
     temp = target.with_name(f".{target.stem}.assay-tmp{target.suffix}")
+    side = sidecars.sidecar_path(target)
+    side_temp = side.with_name(f".{side.name}.assay-tmp")
+    keep = bool(losses) and sidecar
     try:
         format_module(to).write(fitted, temp)
         _check_readback(fitted, temp, to)
+        if keep:
+            side_temp.write_text(sidecars.dump(evalset, target, to, losses), encoding="utf-8")
+            _check_restores(evalset, fitted, temp, to, side_temp, target)
+            os.replace(side_temp, side)
+        elif side.is_file():
+            side.unlink()  # a stale sidecar of an earlier conversion to this path
         os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
-    return Converted(fitted, fmt, losses)
+        side_temp.unlink(missing_ok=True)
+    if keep:
+        return Converted(fitted, fmt, kept=losses, kept_in=side, restored_from=restored)
+    return Converted(fitted, fmt, dropped=losses, restored_from=restored)
+
+
+def _with_sidecar(evalset: EvalSet, source: Path, fmt: str) -> sidecars.Restored | None:
+    """`evalset` merged with the sidecar beside `source`, if there is one."""
+    side = sidecars.sidecar_path(source)
+    if not side.is_file():
+        return None
+    original = sidecars.read(side, source, fmt)
+    return sidecars.restore(evalset, original, fit(original, fmt)[0], side)
+
+
+def _check_restores(
+    evalset: EvalSet, fitted: EvalSet, written: Path, to: str, side: Path, target: Path
+) -> None:
+    """The written file and its sidecar give the source set back."""
+    back = sidecars.restore(load(written, to), sidecars.read(side, target, to), fitted, side)
+    problem = difference(evalset, back.evalset)
+    if problem is not None or back.evalset.cases != evalset.cases:
+        raise InputError(
+            f"the written file and its sidecar read back differently ({problem}); "
+            "nothing was written",
+            expected="a conversion assay can read back (please report this)",
+        )
 
 
 def _check_readback(fitted: EvalSet, path: Path, to: str) -> None:

@@ -8,8 +8,9 @@ Two row styles, one case per row (JSON list or dict of columns, JSONL, CSV, memo
   content?}]`, `tags[]`;
 - MLflow 3: `{inputs, outputs?, expectations?}`. The prompt is `inputs.request`,
   `.messages`, `.question`, `.query`, `.input` or `.prompt` (the first present), else
-  the only string value; the whole `inputs` object is kept in metadata (`inputs`) so
-  other inputs and the key name survive a round trip. `expectations` may hold
+  the only string value; an `inputs` object other than `{request: TEXT}` or
+  `{messages: [...]}` is kept in metadata (`inputs`) so other inputs and the key name
+  survive a round trip. MLflow 3 `tags` valued `""` are the case's tags. `expectations` may hold
   `expected_response`, `expected_facts`, `guidelines`, `expected_retrieved_context`;
   other expectations are kept in metadata (`expectations`).
 
@@ -29,7 +30,8 @@ MLflow's classic columns (`query` / `question` / `inputs`, `ground_truth` / `tar
 `predictions`, `context`, list cells as Python literals) are recognised and renamed:
 see `assay.formats._mlflow_classic`.
 
-Column mapping: see `assay.formats.mapping`.
+Writing: JSON / JSONL as MLflow 3 rows (what `mlflow.genai.evaluate` takes), CSV as
+flat columns. Column mapping: see `assay.formats.mapping`.
 """
 
 from __future__ import annotations
@@ -42,10 +44,7 @@ from assay.errors import InputError
 from assay.formats._build import eval_case, eval_set, retrieval_step, turn
 from assay.formats._columns import (
     EXPECTED_FIELDS,
-    add_metadata,
     columns_of,
-    dump_chunks,
-    dump_expected,
     parse_chunks,
     parse_expected,
     parse_str_list,
@@ -55,15 +54,22 @@ from assay.formats._columns import (
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._fit_rows import fit_rows
 from assay.formats._loss import Loss, refuse
-from assay.formats._mlflow_chat import conversation, fit_answers, response_of, with_text
+from assay.formats._mlflow_chat import (
+    PROMPT_KEYS,
+    RAW_RESPONSE,
+    SYSTEM,
+    conversation,
+    fit_answers,
+    prompt_key,
+    response_of,
+)
 from assay.formats._mlflow_classic import classic_rows, is_classic
+from assay.formats._mlflow_write import case_row, inputs_of
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
-from assay.model.core import EvalCase, EvalSet, Step, Turn
+from assay.model.core import EvalCase, EvalSet, Step
 
 NAME = "mlflow"
 
-SYSTEM = "mlflow:system"
-RAW_RESPONSE = "mlflow:response"
 _FLAT = frozenset(
     {
         "request_id",
@@ -89,7 +95,6 @@ _FOREIGN = frozenset(
         "eval_case_id",
     }
 )
-_PROMPT_KEYS = ("request", "messages", "question", "query", "input", "prompt")
 
 
 def detect(path: Path | None, data: Any) -> bool:
@@ -161,8 +166,11 @@ def _case(index: int, row: Any, file: str | None) -> EvalCase:
     if system:
         metadata[SYSTEM] = system
     extra = parse_expected(expectations, file, case_id, exp_path)
-    # A list of tags is the case's; MLflow 3 tag objects stay in metadata.
+    # A list of tags, or MLflow 3 tags all valued "" (how assay writes them), are the
+    # case's; other MLflow 3 tag objects stay in metadata.
     tags = row.get("tags")
+    if isinstance(tags, Mapping) and tags and all(v == "" for v in tags.values()):
+        tags = list(tags)
     if isinstance(tags, list):
         extra["tags"] = parse_str_list(tags, file, case_id, f"{where}.tags")
         known = known | {"tags"}
@@ -221,19 +229,21 @@ def _v3_parts(
         raise row_error(
             file, case_id, f"{where}.inputs", f"got {type_name(inputs)}", "an object of inputs"
         )
-    key = _prompt_key(inputs)
+    key = prompt_key(inputs)
     if key is None:
         raise row_error(
             file,
             case_id,
             f"{where}.inputs",
             f"no prompt among the inputs {sorted(inputs)}",
-            f"one of {', '.join(_PROMPT_KEYS)}, or a single string input",
+            f"one of {', '.join(PROMPT_KEYS)}, or a single string input",
         )
-    metadata["inputs"] = dict(inputs)
     request = inputs[key]
     if key == "messages":
         request = {"messages": request}
+    if dict(inputs) != inputs_of(None, request):
+        # Other inputs, or another key name: kept so they are written back.
+        metadata["inputs"] = dict(inputs)
     expectations = row.get("expectations") or {}
     if not isinstance(expectations, Mapping):
         raise row_error(
@@ -255,14 +265,6 @@ def _v3_parts(
     )
 
 
-def _prompt_key(inputs: Mapping[str, Any]) -> str | None:
-    for key in _PROMPT_KEYS:
-        if inputs.get(key) is not None:
-            return key
-    strings = [k for k, v in inputs.items() if isinstance(v, str)]
-    return strings[0] if len(inputs) == 1 and strings else None
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -270,126 +272,24 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
     """The set as MLflow rows hold it, and what they cannot (`assay.formats._fit_rows`;
     earlier answers: `assay.formats._mlflow_chat.fit_answers`)."""
     fitted, losses = fit_rows(
-        evalset, _row, answer_in="expected_response", usage=True, set_fields=False
+        evalset, case_row, answer_in="expected_response", usage=True, set_fields=False
     )
     return fitted, losses + fit_answers(fitted)
 
 
-def dump(evalset: EvalSet) -> list[dict[str, Any]]:
-    """One row per case: MLflow-3 style for cases loaded from it, else flat.
+def dump(evalset: EvalSet, *, flat: bool = False) -> list[dict[str, Any]]:
+    """One row per case: MLflow 3 rows (`inputs`, `outputs`, `expectations`: what
+    `mlflow.genai.evaluate` takes), or with `flat` Databricks' flat columns for cases
+    that did not come from MLflow 3 rows.
 
     Refuses (`ConversionLossError`) a set whose fit loses a field.
     """
     fitted, losses = fit(evalset)
     if losses:
         raise refuse(losses, "an MLflow dataset")
-    return [_row(case, i) for i, case in enumerate(fitted.cases)]
+    return [case_row(case, i, flat) for i, case in enumerate(fitted.cases)]
 
 
 def write(evalset: EvalSet, path: Path) -> None:
-    write_records(dump(evalset), path)
-
-
-def _row(case: EvalCase, index: int) -> dict[str, Any]:
-    def fail(message: str) -> InputError:
-        return InputError(
-            f"cannot be written as an MLflow row: {message}",
-            case_id=case.id,
-            expected="a text conversation with a response and retrieved context; "
-            "use adk or trace for tool calls and scenarios",
-        )
-
-    if case.scenario is not None:
-        raise fail("it is a scenario")
-    blocked = [
-        f
-        for f in ("description", "session_input", "final_session_state")
-        if getattr(case, f) is not None
-    ] + (["rubrics"] if case.rubrics else [])
-    if blocked:
-        raise fail(f"rows have no place for its {', '.join(blocked)}")
-    turns = case.actual or case.reference
-    if not turns:
-        raise fail("it has no turns")
-    expected_response = case.expected_response
-    if case.actual and case.reference:
-        if [t.user_input for t in case.reference] != [t.user_input for t in case.actual]:
-            raise fail("its reference and actual turns have different user inputs")
-        if any(t.steps for t in case.reference):
-            raise fail("its reference turns hold steps")
-        earlier = zip(case.reference[:-1], case.actual[:-1], strict=True)
-        if any(r.final_response not in (None, a.final_response) for r, a in earlier):
-            raise fail("its earlier reference and actual responses differ")
-        last_ref = case.reference[-1].final_response
-        if last_ref is not None and expected_response not in (None, last_ref):
-            raise fail("its reference response differs from expected_response")
-        expected_response = expected_response or last_ref
-    messages: list[dict[str, str]] = [
-        {"role": "system", "content": s} for s in case.metadata.get(SYSTEM, [])
-    ]
-    for t in turns[:-1]:
-        messages.append({"role": "user", "content": _text(t, fail)})
-        for step in t.steps:
-            if step.agent_message is None:
-                raise fail(f"an earlier turn holds a {step.kind} step")
-            messages.append({"role": "assistant", "content": step.agent_message.text})
-        if t.final_response is not None:
-            messages.append({"role": "assistant", "content": t.final_response})
-    last = turns[-1]
-    prompt = _text(last, fail)
-    request: Any = prompt
-    if len(messages) > 0:
-        request = {"messages": [*messages, {"role": "user", "content": prompt}]}
-    recorded = case.actual is not None and last is case.actual[-1]
-    chunks = [c for s in last.steps if s.retrieval is not None for c in s.retrieval.chunks]
-    if any(s.retrieval is None for s in last.steps) or (chunks and not recorded):
-        raise fail("its last turn holds steps other than a retrieval")
-    if not recorded and last.final_response is not None:
-        expected_response = expected_response or last.final_response
-    response: Any = last.final_response if recorded else None
-    raw = case.metadata.get(RAW_RESPONSE)
-    if response is not None and isinstance(raw, dict):
-        response = with_text(raw, response, last.usage)
-    expected = dump_expected(case, expected_response)
-
-    row: dict[str, Any] = {}
-    inputs = case.metadata.get("inputs")
-    if isinstance(inputs, dict):
-        if case.id != f"row-{index}":
-            row["request_id"] = case.id
-        new_inputs = dict(inputs)
-        key = _prompt_key(inputs) or "request"
-        if key == "messages":
-            new_inputs[key] = (
-                request["messages"]
-                if isinstance(request, dict)
-                else [{"role": "user", "content": request}]
-            )
-        else:
-            new_inputs[key] = request
-        row["inputs"] = new_inputs
-        if response is not None:
-            row["outputs"] = response
-        expected.update(case.metadata.get("expectations") or {})
-        if expected:
-            row["expectations"] = expected
-    else:
-        if case.id != f"row-{index}":
-            row["request_id"] = case.id
-        row["request"] = request
-        if response is not None:
-            row["response"] = response
-        row.update(expected)
-    if chunks or (recorded and response is None):
-        row["retrieved_context"] = dump_chunks(chunks)
-    if case.tags:
-        row["tags"] = list(case.tags)
-    add_metadata(row, case.metadata, (SYSTEM, RAW_RESPONSE, "inputs", "expectations"), fail)
-    return row
-
-
-def _text(t: Turn, fail: Any) -> str:
-    ui = t.user_input
-    if ui.text is None or ui.dtmf or ui.blobs or ui.event or ui.variables or ui.tool_responses:
-        raise fail("a user input is not plain text")
-    return ui.text
+    """JSON / JSONL: MLflow 3 rows; CSV: flat columns (a cell holds no object)."""
+    write_records(dump(evalset, flat=path.suffix.lower() == ".csv"), path)
