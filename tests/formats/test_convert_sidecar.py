@@ -111,3 +111,30 @@ def test_a_sidecar_is_not_taken_for_an_eval_set(tmp_path: Path) -> None:
     side = tmp_path / "home.json.assay-sidecar.json"
     result = runner.invoke(app, ["convert", str(side), str(tmp_path / "x.json"), "--to", "adk"])
     assert result.exit_code == 2 and "sidecar of 'home.json'" in result.output
+
+
+def test_multi_turn_adk_to_vertex_is_refused_or_kept_never_flattened(tmp_path: Path) -> None:
+    # The part of the old behaviour issue #19 keeps: a multi-turn case is not flattened
+    # into one row. Refused by default; with --sidecar it comes back whole.
+    src = tmp_path / "in" / "founder.evalset.json"
+    src.parent.mkdir()
+    shutil.copy(
+        REALWORLD
+        / "adk"
+        / "camelcase_founder_validation"
+        / "founder_validation_agent_eval.evalset.json",
+        src,
+    )
+    out = tmp_path / "rows.json"
+    refused = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex"])
+    assert refused.exit_code == 2
+    assert "case 'multi_turn_full_flow': created_at" in refused.output
+    assert "the case (it has 3 reference turns)" in refused.output
+    kept = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex", "--sidecar"])
+    assert kept.exit_code == 0, kept.output
+    rows = json.loads(out.read_text(encoding="utf-8"))
+    cases = rows["eval_cases"] if isinstance(rows, dict) else rows
+    assert "multi_turn_full_flow" not in json.dumps(cases)
+    back = tmp_path / "back.evalset.json"
+    assert runner.invoke(app, ["convert", str(out), str(back), "--to", "adk"]).exit_code == 0
+    assert load(back).cases == load(src).cases
