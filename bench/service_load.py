@@ -1,10 +1,11 @@
 """Service load: REST reads and guarded writes while an evaluation run writes results.
 
-    python bench/service_load.py                      # 30 s, 32 clients
+    python bench/service_load.py                      # 30 s, 32 clients, 1 process
+    python bench/service_load.py --workers 2          # assay serve --workers 2
     python bench/service_load.py --seconds 10 --clients 16 --evaluations 100
 
-1. Starts `assay serve`'s app (uvicorn, API keys on) in a child process on 127.0.0.1,
-   over a SQLite store in a temporary directory, with a callable agent that sleeps
+1. Starts `assay serve --workers N` as a user does (API keys on) on 127.0.0.1, over a
+   SQLite store in a temporary directory, with a callable agent that sleeps
    `--agent-ms` per turn.
 2. Creates `--evaluations` golden evaluations and starts one run over all of them
    (`runCount` large enough to keep writing results for the whole load).
@@ -15,18 +16,22 @@
    evaluation since it was read) re-reads and retries: those conflicts are counted
    separately, they are the etag check doing its job. Any other non-2xx answer or
    exception is an error.
-4. Prints requests/s, p50/p99 latency per operation, errors (must be 0), conflicts,
-   and how many results the run stored during the load. Exits 1 if there were errors.
+4. Prints requests/s, p50/p99 latency per operation, the server's CPU time per request
+   (all its processes, from /proc; the run's work included), errors (must be 0),
+   conflicts, and how many results the run stored during the load. Exits 1 if there
+   were errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
+import json
+import os
 import random
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,31 +44,32 @@ import httpx
 HOT_SET = 8
 
 
-async def _agent(text: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
-    await asyncio.sleep(_AGENT_S)
+AGENT = """
+import asyncio, os
+
+DELAY_S = float(os.environ.get("BENCH_AGENT_S", "0.02"))
+
+
+async def agent(text: str, state=None) -> dict:
+    await asyncio.sleep(DELAY_S)
     return {
         "response": "Sunny.",
         "predicted_trajectory": [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}],
     }
+"""
 
 
-_AGENT_S = 0.02
-
-
-def _serve(url: str, port: int, key_file: str, agent_s: float) -> None:
-    import uvicorn
-
-    from assay.agents.callable import CallableAgent
-    from assay.service.app import create_app
-    from assay.store import Store
-
-    global _AGENT_S
-    _AGENT_S = agent_s
-    store = Store.open(url)
-    _info, secret = store.api_keys.create("bench")
-    Path(key_file).write_text(secret)
-    app = create_app(store, agent=CallableAgent(_agent, name="bench-agent"))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+def _server_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of the server process and its worker processes."""
+    pids = [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    ticks = 0
+    for each in pids:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -104,46 +110,85 @@ class Stats:
         self.latency[op].append(time.perf_counter() - started)
 
 
-async def _client(
-    http: httpx.AsyncClient, names: list[str], stop_at: float, stats: Stats, seed: int
-) -> None:
+class Conn:
+    """One kept-alive HTTP/1.1 connection, as lean as a client can be in Python.
+
+    httpx costs ~2-5 ms of CPU per request; 32 of them in one process saturate a core
+    before the server does, and the bench would measure the client. This one writes the
+    request bytes and reads the answer by Content-Length (the server never chunks JSON).
+    """
+
+    def __init__(self, host: str, port: int, key: str) -> None:
+        self.host, self.port = host, port
+        self.auth = f"Authorization: Bearer {key}\r\n".encode()
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        payload = json.dumps(body).encode() if body is not None else b""
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+        ).encode()
+        self.writer.write(head + self.auth + b"\r\n" + payload)
+        try:
+            header = await self.reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.writer = None
+            raise
+        status = int(header[9:12])
+        length = 0
+        for line in header.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def _client(conn: Conn, names: list[str], stop_at: float, stats: Stats, seed: int) -> None:
     rng = random.Random(seed)
     while time.monotonic() < stop_at:
         pick = rng.random()
         try:
             if pick < 0.5:
-                await _get(http, rng.choice(names), stats)
+                await _get(conn, rng.choice(names), stats)
             elif pick < 0.75:
                 started = time.perf_counter()
-                reply = await http.get("/v1/apps/bench/evaluations", params={"pageSize": 20})
+                reply = await conn.request("GET", "/v1/apps/bench/evaluations?pageSize=20")
                 stats.timed("list", started)
                 _check(reply, "list", stats)
             else:
-                await _update(http, rng.choice(names[:HOT_SET]), rng, stats)
-        except httpx.HTTPError as exc:
+                await _update(conn, rng.choice(names[:HOT_SET]), rng, stats)
+        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             stats.errors.append(f"{type(exc).__name__}: {exc}")
 
 
-async def _get(http: httpx.AsyncClient, name: str, stats: Stats) -> dict[str, Any] | None:
+async def _get(conn: Conn, name: str, stats: Stats) -> dict[str, Any] | None:
     started = time.perf_counter()
-    reply = await http.get(f"/v1/{name}")
+    reply = await conn.request("GET", f"/v1/{name}")
     stats.timed("get", started)
-    return reply.json() if _check(reply, "get", stats) else None
+    return json.loads(reply[1]) if _check(reply, "get", stats) else None
 
 
-async def _update(http: httpx.AsyncClient, name: str, rng: random.Random, stats: Stats) -> None:
+async def _update(conn: Conn, name: str, rng: random.Random, stats: Stats) -> None:
     for _attempt in range(50):
-        current = await _get(http, name, stats)
+        current = await _get(conn, name, stats)
         if current is None:
             return
         started = time.perf_counter()
-        reply = await http.patch(
-            f"/v1/{name}",
-            params={"updateMask": "description"},
-            json={"description": f"edit {rng.random():.6f}", "etag": current["etag"]},
+        reply = await conn.request(
+            "PATCH",
+            f"/v1/{name}?updateMask=description",
+            {"description": f"edit {rng.random():.6f}", "etag": current["etag"]},
         )
         stats.timed("update", started)
-        if reply.status_code == 409:
+        if reply[0] == 409:
             stats.conflicts += 1
             continue
         _check(reply, "update", stats)
@@ -151,10 +196,10 @@ async def _update(http: httpx.AsyncClient, name: str, rng: random.Random, stats:
     stats.errors.append(f"update of {name} kept conflicting")
 
 
-def _check(reply: httpx.Response, op: str, stats: Stats) -> bool:
-    if reply.is_success:
+def _check(reply: tuple[int, bytes], op: str, stats: Stats) -> bool:
+    if 200 <= reply[0] < 300:
         return True
-    stats.errors.append(f"{op}: HTTP {reply.status_code} {reply.text[:200]}")
+    stats.errors.append(f"{op}: HTTP {reply[0]} {reply[1][:200]!r}")
     return False
 
 
@@ -163,7 +208,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _load(base: str, key: str, args: argparse.Namespace) -> int:
+async def _load(base: str, key: str, args: argparse.Namespace, server_pid: int) -> int:
     headers = {"Authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=args.clients + 4)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as http:
@@ -181,17 +226,33 @@ async def _load(base: str, key: str, args: argparse.Namespace) -> int:
         await asyncio.sleep(1.0)  # let the run get going
         before = (await http.get(f"/v1/{run}")).json()["progress"]
         stats = Stats()
+        port = int(base.rsplit(":", 1)[1])
+        conns = [Conn("127.0.0.1", port, key) for _ in range(args.clients)]
+        cpu_before = _server_cpu_s(server_pid)
+        client_before = time.process_time()
         started = time.monotonic()
         stop_at = started + args.seconds
         await asyncio.gather(
-            *(_client(http, names, stop_at, stats, seed) for seed in range(args.clients))
+            *(_client(c, names, stop_at, stats, seed) for seed, c in enumerate(conns))
         )
         elapsed = time.monotonic() - started
+        server_cpu = _server_cpu_s(server_pid) - cpu_before
+        client_cpu = time.process_time() - client_before
+        for conn in conns:
+            conn.close()
         after = (await http.get(f"/v1/{run}")).json()
     written = after["progress"]["completedCount"] - before["completedCount"]
     total = sum(len(v) for v in stats.latency.values())
-    print(f"{args.clients} clients, {elapsed:.1f} s, {args.evaluations} evaluations")
+    print(
+        f"{args.clients} clients, {elapsed:.1f} s, {args.evaluations} evaluations, "
+        f"assay serve --workers {args.workers}"
+    )
     print(f"requests: {total} ({total / elapsed:.0f}/s)")
+    print(
+        f"server CPU: {server_cpu:.1f} s = {server_cpu / max(total, 1) * 1000:.2f} ms per request"
+        " (including the run writing results)"
+    )
+    print(f"client CPU: {client_cpu:.1f} s ({client_cpu / elapsed:.0%} of a core)")
     print(f"{'op':<8}{'count':>8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
     for op_name in ("get", "list", "update"):
         values = stats.latency.get(op_name, [])
@@ -219,32 +280,45 @@ def main() -> int:
     parser.add_argument("--evaluations", type=int, default=200)
     parser.add_argument("--run-count", type=int, default=50)
     parser.add_argument("--agent-ms", type=float, default=20.0)
+    parser.add_argument("--workers", type=int, default=1, help="assay serve --workers")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'assay.db'}"
-        key_file = str(Path(tmp) / "key")
+        (Path(tmp) / "bench_agent.py").write_text(AGENT)
+        created = subprocess.run(
+            [sys.executable, "-m", "assay", "keys", "create", "--name", "bench", "--store", url],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        key = created.stdout.strip()
         port = _free_port()
-        server = multiprocessing.get_context("spawn").Process(
-            target=_serve, args=(url, port, key_file, args.agent_ms / 1000), daemon=True
-        )
-        server.start()
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            "BENCH_AGENT_S": str(args.agent_ms / 1000),
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "assay", "serve", "--store", url, "--port", str(port),
+             "--agent", "bench_agent:agent", "--log-level", "warning",
+             *(["--workers", str(args.workers)] if args.workers > 1 else [])],
+            env=env, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while True:
             try:
-                if Path(key_file).exists() and httpx.get(f"{base}/openapi.json").is_success:
+                if httpx.get(f"{base}/openapi.json").is_success:
                     break
             except httpx.HTTPError:
                 pass
-            if time.monotonic() > deadline or not server.is_alive():
+            if time.monotonic() > deadline or server.poll() is not None:
                 print("the server did not start", file=sys.stderr)
                 return 2
             time.sleep(0.1)
         try:
-            return asyncio.run(_load(base, Path(key_file).read_text(), args))
+            return asyncio.run(_load(base, key, args, server.pid))
         finally:
             server.terminate()
-            server.join(10)
+            server.wait(30)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,11 @@ def is_quota_error(exc: BaseException) -> bool:
 
 
 def _require_adk(what: str) -> None:
-    if importlib.util.find_spec("google.adk") is None:
+    try:
+        installed = importlib.util.find_spec("google.adk") is not None
+    except ModuleNotFoundError:  # the parent package ("google") is missing
+        installed = False
+    if not installed:
         raise AgentError(f"{what} needs google-adk, which is not installed; {INSTALL_HINT}")
 
 

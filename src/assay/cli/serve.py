@@ -7,6 +7,7 @@ without authentication is refused unless the server binds a loopback address.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from datetime import datetime
 from typing import Annotated, Any
@@ -20,6 +21,18 @@ from assay.cli.common import StoreOption, command_app, stderr_console, user_erro
 from assay.errors import ConfigError
 
 keys_app = command_app("keys", "API keys of the evaluation service (`assay serve`).")
+
+MAX_WORKERS = 64
+
+
+def _check_workers_can_share(url: str) -> None:
+    """Worker processes share the store: an in-memory SQLite one cannot be shared."""
+    in_memory = ":memory:" in url or url.rstrip("/") in ("sqlite:", "sqlite:/")
+    if url.startswith("sqlite") and in_memory:
+        raise ConfigError(
+            "--workers > 1 needs a store the processes can share: a SQLite file or "
+            "PostgreSQL, not an in-memory database"
+        )
 
 
 def serve_command(
@@ -51,6 +64,24 @@ def serve_command(
             "--grpc-port", help="Also serve CES over gRPC on this port (the 'ces' extra)."
         ),
     ] = None,
+    rate_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--rate-limit",
+            help="Requests per second per API key (per address without auth); 429 beyond.",
+        ),
+    ] = None,
+    rate_burst: Annotated[
+        int | None,
+        typer.Option("--rate-burst", help="Requests a client may make at once (default: rate)."),
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Server processes sharing the port (use the cores; runs execute in them).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
     err = stderr_console()
@@ -65,6 +96,7 @@ def serve_command(
 
         from assay.service.app import create_app
         from assay.service.auth import is_loopback
+        from assay.service.workers import SETTINGS_ENV, ServeSettings
         from assay.store import Store
 
         if no_auth and not is_loopback(host):
@@ -77,9 +109,19 @@ def serve_command(
             raise ConfigError(f"--max-body-bytes must be positive (got {max_body_bytes})")
         if not 1.0 <= run_lease <= 86_400.0:
             raise ConfigError(f"--run-lease must be from 1 to 86400 seconds (got {run_lease})")
+        if rate_limit is not None and not 0 < rate_limit <= 1_000_000:
+            raise ConfigError(f"--rate-limit must be above 0 requests/s (got {rate_limit})")
+        if rate_burst is not None and (rate_limit is None or rate_burst < 1):
+            raise ConfigError("--rate-burst needs --rate-limit, and must be at least 1")
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ConfigError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers})")
+        if workers > 1 and grpc_port == 0:
+            raise ConfigError("--grpc-port 0 (any free port) cannot be shared by --workers > 1")
         db = Store.open(store)
+        if workers > 1:
+            _check_workers_can_share(db.url)
         try:
-            loaded = None
+            loaded = grpc_server = None
             if agent is not None:
                 from assay.agents.loader import load_agent
 
@@ -94,23 +136,55 @@ def serve_command(
                     ),
                     soft_wrap=True,
                 )
-            app = create_app(
-                db,
-                auth=not no_auth,
-                agent=loaded,
-                max_body_bytes=max_body_bytes,
-                run_lease_s=run_lease,
-            )
-            grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
+            if workers > 1:
+                settings = ServeSettings(
+                    store_url=db.engine.url.render_as_string(hide_password=False),
+                    auth=not no_auth,
+                    agent=agent,
+                    max_body_bytes=max_body_bytes,
+                    run_lease_s=run_lease,
+                    grpc_host=host,
+                    grpc_port=grpc_port,
+                    rate_limit=rate_limit,
+                    rate_burst=rate_burst,
+                )
+            else:
+                app = create_app(
+                    db,
+                    auth=not no_auth,
+                    agent=loaded,
+                    max_body_bytes=max_body_bytes,
+                    run_lease_s=run_lease,
+                    rate_limit=rate_limit,
+                    rate_burst=rate_burst,
+                )
+                grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:
             db.close()
             raise
     shown = f"[{host}]" if ":" in host else host
     auth = "off (loopback only)" if no_auth else "API key required"
+    processes = f"; {workers} worker processes" if workers > 1 else ""
     err.print(
-        f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}; API docs at /docs)",
+        f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
+        "API docs at /docs)",
         soft_wrap=True,
     )
+    if workers > 1:
+        # Each worker opens the store and loads the agent itself (see service.workers).
+        db.close()
+        if grpc_port is not None:
+            err.print(f"CES over gRPC on {shown}:{grpc_port} (insecure channel)", soft_wrap=True)
+        os.environ[SETTINGS_ENV] = settings.model_dump_json()
+        uvicorn.run(
+            "assay.service.workers:app_from_environment",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level=log_level,
+        )
+        return
     if grpc_server is not None:
         err.print(f"CES over gRPC on {shown}:{grpc_server[1]} (insecure channel)", soft_wrap=True)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -15,6 +15,7 @@ from assay.service import mcp_server, runs_api, wire
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
+from assay.service.ratelimit import RateLimiter, RateLimitMiddleware
 from assay.service.routes import collection_router, generic_router
 from assay.store import Store
 from assay.view import create_view_app
@@ -35,12 +36,18 @@ def create_app(
     agent: Agent | None = None,
     max_body_bytes: int = 4_000_000,
     run_lease_s: float = 120.0,
+    on_close: Sequence[Callable[[], object]] = (),
+    rate_limit: float | None = None,
+    rate_burst: int | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
     `auth=False` accepts requests without a key (callers must only allow that on a
     loopback address; `assay serve` does). A run whose server has not sent a heartbeat
-    for `run_lease_s` seconds is taken over and resumed by this one.
+    for `run_lease_s` seconds is taken over and resumed by this one. `on_close` runs
+    when the app shuts down, after its runs have stopped (last first). `rate_limit`:
+    requests per second per API key (per client address without auth), in bursts of
+    `rate_burst` (default: one second's worth); None: no limit.
     """
     ctx = ServiceContext(
         store=store, agent=agent, max_body_bytes=max_body_bytes, run_lease_s=run_lease_s
@@ -50,6 +57,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            for close in on_close:
+                stack.callback(close)
             for hook in hooks:
                 await stack.enter_async_context(hook)
             yield
@@ -75,6 +84,9 @@ def create_app(
     # The viewer's pages (`assay view`) at /ui, behind the same API-key middleware.
     app.mount("/ui", create_view_app(store))
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    if rate_limit is not None:
+        # After the key check (it names the client), before the body is read.
+        app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(rate_limit, rate_burst))
     if auth:
         # Added last, so it runs first: unauthenticated requests are not read at all.
         app.add_middleware(ApiKeyMiddleware, store=store)

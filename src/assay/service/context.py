@@ -33,7 +33,8 @@ class ServiceContext:
     parts: dict[str, object] = field(default_factory=dict)
 
 
-def get_ctx(request: Request) -> ServiceContext:
-    """FastAPI dependency: the app's context (`app.state.ctx`)."""
+async def get_ctx(request: Request) -> ServiceContext:
+    """FastAPI dependency: the app's context (`app.state.ctx`); a coroutine, so FastAPI
+    does not hand it to the thread pool."""
     ctx: ServiceContext = request.app.state.ctx
     return ctx

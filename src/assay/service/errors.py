@@ -99,6 +99,12 @@ class PayloadTooLarge(ServiceError):
     http_status, code = 413, "RESOURCE_EXHAUSTED"
 
 
+class RateLimited(ServiceError):
+    """Too many requests from one API key (or, without auth, one client address)."""
+
+    http_status, code = 429, "RESOURCE_EXHAUSTED"
+
+
 class Internal(ServiceError):
     http_status, code = 500, "INTERNAL"
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from assay.service import operations
 from assay.service._fields import SPECS, KindSpec
 from assay.service._listing import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from assay.service._routing import OffloadedRoute
 from assay.service.context import ServiceContext, get_ctx
 
 Ctx = Annotated[ServiceContext, Depends(get_ctx)]
@@ -58,10 +59,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     },
     409: {"model": ErrorBody, "description": "ALREADY_EXISTS or ABORTED (stale etag)"},
     413: {"model": ErrorBody, "description": "RESOURCE_EXHAUSTED: request body too large"},
+    429: {
+        "model": ErrorBody,
+        "description": "RESOURCE_EXHAUSTED: over the server's --rate-limit for this API key; "
+        "the Retry-After header says when to retry",
+    },
 }
 
-collection_router = APIRouter(prefix="/v1", responses=ERRORS)
-generic_router = APIRouter(prefix="/v1", responses=ERRORS)
+collection_router = APIRouter(prefix="/v1", responses=ERRORS, route_class=OffloadedRoute)
+generic_router = APIRouter(prefix="/v1", responses=ERRORS, route_class=OffloadedRoute)
 
 
 def _add_collection(spec: KindSpec) -> None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, FastAPI, Query
 
 from assay.service import _results, runs
+from assay.service._routing import OffloadedRoute
 from assay.service.context import ServiceContext, get_ctx
 from assay.service.routes import ERRORS
 from assay.store import Resource
@@ -33,7 +34,9 @@ PageToken = Annotated[
 RECENT_RUNS = 10
 """How many run names an evaluation's `evaluationRuns` lists (newest first)."""
 
-router = APIRouter(prefix="/v1", tags=["evaluationRuns"], responses=ERRORS)
+router = APIRouter(
+    prefix="/v1", tags=["evaluationRuns"], responses=ERRORS, route_class=OffloadedRoute
+)
 
 
 @router.post(

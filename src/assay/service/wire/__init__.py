@@ -25,7 +25,10 @@ CES_EXTRA_HINT = "pip install -e '.[ces]'"
 
 def ces_available() -> bool:
     """Whether the CES client package (the `ces` extra) is installed."""
-    return importlib.util.find_spec("google.cloud.ces_v1beta") is not None
+    try:
+        return importlib.util.find_spec("google.cloud.ces_v1beta") is not None
+    except ModuleNotFoundError:  # the parent package ("google.cloud") is missing
+        return False
 
 
 async def _missing_extra(_request: Request) -> Response:
