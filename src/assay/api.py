@@ -30,6 +30,9 @@ from assay.model.results import EvalResult
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
+    from assay.config import EvalConfig
+    from assay.model.core import EvalSet
+    from assay.session.sinks import RunSink
     from assay.simulation import SimulatorOptions
 
 _T = TypeVar("_T")
@@ -82,6 +85,9 @@ async def aevaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    mlflow: str | None = None,
+    mlflow_experiment: str | None = None,
+    adk_history: bool | str | Path = False,
 ) -> EvalResult:
     """Async `evaluate` for code that already runs an event loop and wants to await."""
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -97,6 +103,12 @@ async def aevaluate(
         simulator=simulator_options(user_model, simulator, personas),
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
+    agent_label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
+    sinks = _interop_sinks(
+        evalsets, cfg, agent, adapter, agent_label,
+        mlflow=mlflow, mlflow_experiment=mlflow_experiment, adk_history=adk_history,
+        judge=judge, runs=runs,
+    )  # fmt: skip
     opened = _open_store(store)
     session = RunSession(
         evalsets,
@@ -106,17 +118,58 @@ async def aevaluate(
         judges=judge_options,
         store=opened,
         config=cfg.dump() if cfg is not None else {},
-        agent_label=agent if isinstance(agent, str) else getattr(adapter, "name", None),
+        agent_label=agent_label,
         persona_source=_persona_source(personas),
         name=run_name,
         fresh=fresh,
         observers=observers,
+        sinks=sinks,
     )
     try:
         return await session.arun()
     finally:
         if opened is not None and opened is not store:
             opened.close()
+
+
+def _interop_sinks(
+    evalsets: Sequence[EvalSet],
+    cfg: EvalConfig | None,
+    agent: Any,
+    adapter: Any,
+    agent_label: str | None,
+    *,
+    mlflow: str | None,
+    mlflow_experiment: str | None,
+    adk_history: bool | str | Path,
+    judge: str | None,
+    runs: int | None,
+) -> list[RunSink]:
+    """MLflow tracking and ADK eval history, as `assay eval --mlflow` / its ADK history
+    write them; the MLflow URI is checked before the run starts."""
+    if mlflow is None and adk_history is False:
+        return []
+    from assay.interop.sinks import SinkOptions, check_sinks, interop_sinks
+
+    options = SinkOptions(
+        adk_history=adk_history is not False,
+        mlflow_uri=mlflow,
+        mlflow_experiment=mlflow_experiment,
+        adk_folder=None if isinstance(adk_history, bool) else adk_history,
+    )
+    check_sinks(options)
+    config = cfg.dump() if cfg is not None else {}
+    params = {
+        "eval_sets": [e.id for e in evalsets],
+        "agent": agent_label,
+        "criteria": config.get("criteria"),
+        "judge_model": judge,
+        "runs": runs,
+    }
+    return interop_sinks(
+        options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
+        params=params,
+    )  # fmt: skip
 
 
 def _persona_source(
@@ -151,6 +204,9 @@ def evaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    mlflow: str | None = None,
+    mlflow_experiment: str | None = None,
+    adk_history: bool | str | Path = False,
 ) -> EvalResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
@@ -183,6 +239,14 @@ def evaluate(
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
       replies are cached in `store` (in memory without one), `use_cache=False` calls
       the judge anyway. The summary gets `judge/calls`, `judge/cache_hits`, ....
+    - `mlflow`: an MLflow tracking URI (`sqlite:///mlflow.db`, `http://host:5000`) the
+      completed run is also logged to, as `assay eval --mlflow` does (experiment
+      `mlflow_experiment`, default "assay"; needs `assay[mlflow]`); an unusable URI
+      fails before anything runs. `adk_history=True`: an ADK agent's completed run is
+      also written to its folder's `.adk/eval_history/`, where `adk web` lists it (the
+      folder of the module defining the agent as `root_agent`; or pass the agent
+      folder, `adk_history="path/to/agent"`). `assay eval` does that by default; from
+      Python it is asked for.
 
     Works inside a running event loop (Jupyter) too, where the result shows itself as
     a table (`_repr_html_`).
@@ -209,6 +273,9 @@ def evaluate(
             simulator=simulator,
             personas=personas,
             fresh=fresh,
+            mlflow=mlflow,
+            mlflow_experiment=mlflow_experiment,
+            adk_history=adk_history,
         )
     )
     return EvalTaskResult.from_result(result)

@@ -75,6 +75,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[Any]]:
     folder = tmp_path_factory.mktemp("mlflow")
     patch = pytest.MonkeyPatch()
     patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    patch.chdir(folder)  # MLflow's artifact root is ./mlruns: not in the checkout
     try:
         _record(f"sqlite:///{folder / 'mlflow.db'}")
         experiment = mlflow.get_experiment_by_name("traces")

@@ -133,3 +133,47 @@ def test_an_unwritable_history_folder_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("a file where the agent folder should be")
     with pytest.raises(AssayError, match=r"cannot write ADK eval history .*--no-adk-history"):
         write_history(EvalResult({}, cases=[]), AdkApp(tmp_path, "app"))
+
+
+def test_the_python_api_writes_history_for_an_agent_object(
+    tmp_path: Path, travel_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assay
+
+    # An app folder whose agent.py defines its own root_agent (a copy, so no other
+    # imported module holds the same object), imported the way adk web imports it.
+    folder = tmp_path / "api_travel"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from . import agent\n")
+    (folder / "agent.py").write_text(
+        "from adk_fixtures.travel_agent.agent import root_agent as _base\n\n"
+        "root_agent = _base.model_copy()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    module = importlib.import_module("api_travel.agent")
+    history = folder / ".adk" / "eval_history"
+    assay.evaluate(EVALSET, agent=module.root_agent)  # off by default from Python
+    assert not history.exists()
+    result = assay.evaluate(EVALSET, agent=module.root_agent, adk_history=True)
+    (written,) = history.glob("*.evalset_result.json")
+    manager = LocalEvalSetResultsManager(agents_dir=str(tmp_path))
+    loaded = manager.get_eval_set_result(
+        "api_travel", written.name.removesuffix(".evalset_result.json")
+    )
+    assert {c.eval_id for c in loaded.eval_case_results} == {c.case_id for c in result.cases}
+
+    # An explicit folder wins; a re-exported agent (two folders) must be named.
+    elsewhere = tmp_path / "named" / "api_travel"
+    elsewhere.mkdir(parents=True)
+    assay.evaluate(EVALSET, agent=module.root_agent, adk_history=str(elsewhere))
+    assert len(list((elsewhere / ".adk" / "eval_history").glob("*.json"))) == 1
+    with pytest.raises(AssayError, match="not an agent folder"):
+        assay.evaluate(EVALSET, agent=module.root_agent, adk_history=str(tmp_path / "nope"))
+    again = tmp_path / "reexport"
+    again.mkdir()
+    (again / "agent.py").write_text("from api_travel.agent import root_agent\n")
+    importlib.import_module("reexport.agent")
+    with pytest.raises(AssayError, match="several folders"):
+        assay.evaluate(EVALSET, agent=module.root_agent, adk_history=True)

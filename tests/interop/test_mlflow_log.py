@@ -21,7 +21,10 @@ AGENT = "examples.home_automation.agent:root_agent"
 def test_the_run_metrics_table_and_reports_land_in_mlflow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(REPO)
+    # The agent imports from the checkout; MLflow writes artifacts under ./mlruns of
+    # the working directory, which must not be the checkout.
+    monkeypatch.syspath_prepend(str(REPO))
+    monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "report.json"
     result = CliRunner().invoke(
@@ -67,7 +70,10 @@ def test_the_run_metrics_table_and_reports_land_in_mlflow(
 def test_an_unusable_tracking_uri_fails_before_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str, message: str
 ) -> None:
-    monkeypatch.chdir(REPO)
+    # The agent imports from the checkout; MLflow writes artifacts under ./mlruns of
+    # the working directory, which must not be the checkout.
+    monkeypatch.syspath_prepend(str(REPO))
+    monkeypatch.chdir(tmp_path)
     calls = tmp_path / "calls.log"
     (tmp_path / "counting_bot.py").write_text(
         f"def answer(prompt):\n    open({str(calls)!r}, 'a').write(prompt)\n    return prompt\n"
@@ -94,3 +100,35 @@ def test_without_mlflow_installed_the_message_names_the_extra(
     )
     assert result.exit_code == 2
     assert "pip install -e '.[mlflow]'" in result.output
+
+
+def test_evaluate_logs_to_mlflow_like_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assay
+    from assay.errors import AssayError
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rows = [
+        {"prompt": "Capital of France?", "response": "Paris.", "reference": "Paris."},
+        {"prompt": "Capital of Peru?", "response": "Lyon.", "reference": "Lima."},
+    ]
+    result = assay.evaluate(
+        rows, metrics={"exact_match": 1.0}, mlflow=uri, mlflow_experiment="from-python"
+    )
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("from-python")
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert (
+        run.data.metrics["exact_match/mean"]
+        == pytest.approx(result.summary["exact_match/mean"])
+        == pytest.approx(0.5)
+    )
+    assert run.data.tags["assay.status"] == "FAILED"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert "eval_results_table.json" in artifacts
+    # An unusable tracking URI fails before anything is scored.
+    with pytest.raises(AssayError, match="does not exist"):
+        assay.evaluate(rows, metrics=["exact_match"], mlflow="sqlite:///no/such/dir/m.db")

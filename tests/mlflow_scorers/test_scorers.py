@@ -54,7 +54,10 @@ def test_a_scorer_returns_feedback_with_the_judges_rationale(judge: JudgeServer)
     assert (wrong.value, wrong.rationale) == ("no", "It says Lyon, not Lima.")
 
 
-def test_mlflow_genai_evaluate_runs_assay_scorers(judge: JudgeServer, tmp_path: Path) -> None:
+def test_mlflow_genai_evaluate_runs_assay_scorers(
+    judge: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # MLflow's artifact root is ./mlruns: not in the checkout
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     # MLflow remembers the active experiment across stores; name one in this store.
     mlflow.set_experiment("assay-scorers")

@@ -117,6 +117,11 @@ class AdkAgent:
         # None: a fresh in-memory one per session.
         self.artifact_service: Any = None
 
+    @property
+    def source(self) -> Any:
+        """The agent (or App) this adapter was made from, as its module defines it."""
+        return self._app if self._app is not None else self._source_root
+
     def app_details(self) -> dict[str, Any]:
         """Each LlmAgent's name, instructions and tool declarations (ADK's app_details)."""
         from assay.agents._adk_tree import agent_details

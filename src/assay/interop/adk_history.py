@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError
+from assay.errors import AssayError, ConfigError
 from assay.model.results import CaseResult, EvalResult
 from assay.report.json_report import case_to_adk
 
@@ -71,6 +72,40 @@ def app_for_agent_spec(spec: str | None) -> AdkApp | None:
         return None
     folder = Path(found.origin).resolve().parent
     return AdkApp(folder.parent, folder.name)
+
+
+def app_for_agent(agent: Any) -> AdkApp | None:
+    """The ADK app folder of an ADK agent object: the folder of the module that defines
+    it as `root_agent` (or `app`), which is how `adk web` finds it, looked up in reverse
+    among the imported modules. None when no imported module holds it; an error when
+    modules of several folders do (a re-export), since the right one cannot be told."""
+    source = getattr(agent, "source", None)
+    if source is None:
+        return None
+    folders: dict[Path, None] = {}
+    for module in list(sys.modules.values()):
+        if any(getattr(module, name, None) is source for name in ("root_agent", "app")):
+            origin = getattr(module, "__file__", None)
+            if origin:
+                folders[Path(origin).resolve().parent] = None
+    if len(folders) > 1:
+        listed = ", ".join(str(f) for f in folders)
+        raise ConfigError(
+            f"ADK eval history: agent {getattr(agent, 'name', '?')!r} is the root_agent of "
+            f"modules in several folders ({listed}); pass the agent folder itself "
+            "(adk_history='path/to/agent_folder')"
+        )
+    for folder in folders:
+        return AdkApp(folder.parent, folder.name)
+    return None
+
+
+def app_for_folder(folder: str | Path) -> AdkApp:
+    """The ADK app whose agent folder is `folder` (it must exist)."""
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise ConfigError(f"ADK eval history: {folder} is not an agent folder (no such folder)")
+    return AdkApp(path.parent, path.name)
 
 
 def _safe_segment(value: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from assay.model.results import EvalResult
@@ -21,9 +22,15 @@ class SinkOptions:
     adk_history: bool = True
     mlflow_uri: str | None = None
     mlflow_experiment: str | None = None
+    #: the ADK agent folder to write history into (default: the agent's own folder)
+    adk_folder: str | Path | None = None
 
 
 def check_sinks(options: SinkOptions) -> None:
+    if options.adk_history and options.adk_folder is not None:
+        from assay.interop.adk_history import app_for_folder
+
+        app_for_folder(options.adk_folder)
     if options.mlflow_uri is not None:
         from assay.interop.mlflow_log import check_tracking_uri
 
@@ -36,7 +43,7 @@ def interop_sinks(
     """The sinks `options` turn on, in the order they run (ADK history, then MLflow)."""
     sinks: list[RunSink] = []
     if options.adk_history:
-        sinks.append(AdkHistorySink(agent_spec, agent))
+        sinks.append(AdkHistorySink(agent_spec, agent, options.adk_folder))
     if options.mlflow_uri is not None:
         sinks.append(MlflowSink(options.mlflow_uri, options.mlflow_experiment, params))
     return sinks
@@ -48,10 +55,11 @@ class AdkHistorySink:
 
     agent_spec: str | None
     agent: Any
+    folder: str | Path | None = None
     partial: bool = False
 
     def deliver(self, run: FinishedRun) -> list[str]:
-        return _adk_history(run.result, self.agent_spec, self.agent)
+        return _adk_history(run.result, self.agent_spec, self.agent, self.folder)
 
 
 @dataclass(frozen=True)
@@ -76,14 +84,23 @@ class MlflowSink:
         return [f"logged MLflow run {run_id} to {self.uri}"]
 
 
-def _adk_history(result: EvalResult, spec: str | None, agent: Any) -> list[str]:
+def _adk_history(
+    result: EvalResult, spec: str | None, agent: Any, folder: str | Path | None
+) -> list[str]:
     from assay.agents.adk import AdkAgent
 
     if not isinstance(agent, AdkAgent):
         return []
-    from assay.interop.adk_history import app_for_agent_spec, write_history
+    from assay.interop.adk_history import (
+        AdkApp,
+        app_for_agent,
+        app_for_agent_spec,
+        app_for_folder,
+        write_history,
+    )
 
-    app = app_for_agent_spec(spec)
+    app: AdkApp | None = app_for_folder(folder) if folder is not None else None
+    app = app or app_for_agent_spec(spec) or app_for_agent(agent)
     if app is None:
         return []
     return [f"wrote ADK eval history {path}" for path in write_history(result, app)]
