@@ -122,6 +122,7 @@ async def aevaluate(
         persona_source=_persona_source(personas),
         name=run_name,
         fresh=fresh,
+        environment=_environment() if opened is not None else None,
         observers=observers,
         sinks=sinks,
     )
@@ -170,6 +171,12 @@ def _interop_sinks(
         options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
         params=params,
     )  # fmt: skip
+
+
+def _environment() -> dict[str, Any]:
+    from assay.report.html import run_environment
+
+    return run_environment()
 
 
 def _persona_source(

@@ -141,3 +141,17 @@ def test_cache_stats_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         # With the cache cleared the same judge is asked again.
         _, summary = _eval(tmp_path)
         assert summary["judge/calls"] == 2 and len(server.requests) == 4
+
+
+def test_progress_lines_count_the_judge_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    with JudgeServer(_yes) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        result, _summary = _eval(tmp_path)  # no terminal: plain progress lines
+        assert result.exit_code == 0, result.output
+        again, _summary = _eval(tmp_path)
+    # The last progress line of each run says how the judge was used.
+    assert "judge: 2 calls, 0 cached" in result.output.replace("\n", " ")
+    assert "judge: 0 calls, 2 cached" in again.output.replace("\n", " ")

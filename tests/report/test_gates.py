@@ -45,3 +45,22 @@ def test_plain_progress_prints_a_line_per_interval() -> None:
     assert len(lines) == 4
     assert lines[0].startswith("progress: 4/14 case runs (29%), 0.3/s, ETA 30s; ")
     assert lines[-1].startswith("progress: 14/14 case runs (100%), 0.3/s; 10 passed, 4 failed")
+
+
+def test_plain_progress_shows_the_runs_judge_work() -> None:
+    from assay.judges.stats import JudgeStats
+
+    console = Console(record=True, width=200, color_system=None)
+    stats = JudgeStats()
+    progress = PlainProgress(console, interval=0.0, clock=lambda: 1.0, judges=stats)
+    result = home_result()
+    progress.on_start(2)
+    progress.on_case_done(result.cases[0])  # no judge used yet: nothing said about one
+    stats.record_call("openai")
+    stats.record_call("openai")
+    stats.record_cache_hits("openai", 3)
+    stats.record_error("openai")
+    progress.on_case_done(result.cases[1])
+    first, second = console.export_text().splitlines()
+    assert "judge" not in first
+    assert second.endswith("; judge: 2 calls, 3 cached, 1 error")

@@ -204,7 +204,14 @@ def eval_command(
         from assay.interop.sinks import SinkOptions, check_sinks
 
         # Checked here, so a mistyped flag is a usage error before any work starts.
-        judges = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=not no_cache)
+        from assay.judges.stats import JudgeStats
+
+        judges = JudgeRunOptions(
+            model=judge,
+            concurrency=judge_concurrency,
+            use_cache=not no_cache,
+            stats=JudgeStats(),  # shown live by the progress lines
+        )
         cfg = _config_for(config, data[0])
         options = RunOptions(
             runs=runs,
@@ -341,6 +348,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     from assay.agents import load_agent
     from assay.engine.runner import count_case_runs
     from assay.engine.selection import select_cases
+    from assay.report.html import run_environment
     from assay.report.progress import PlainProgress, ProgressObserver
     from assay.session.run_session import RunSession
     from assay.store import Store
@@ -381,11 +389,11 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     observers: list[Any] = []
     progress = None
     if not req.quiet and err.is_terminal:
-        progress = ProgressObserver(err)
+        progress = ProgressObserver(err, judges=req.judges.stats)
         observers.append(progress)
     elif not req.quiet:
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
-        observers.append(PlainProgress(err))
+        observers.append(PlainProgress(err, judges=req.judges.stats))
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     session = RunSession(
         evalsets,
@@ -402,6 +410,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         run_extra={"prices_file": req.prices_file} if req.prices_file is not None else None,
         name=req.name,
         fresh=req.fresh,
+        environment=run_environment(),
         observers=observers,
         sinks=_sinks(req, evalsets, config_doc, agent_obj, out=out, junit=junit, csv_path=csv_path),
         say=lambda line: err.print(Text(line, style="dim")),

@@ -38,6 +38,8 @@ class JudgeRunOptions:
     max_retries: int = 4
     store: Any = None
     base_url: str | None = None
+    #: the pool's counters (a `JudgeStats`), when the caller shows them as the run goes
+    stats: Any = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -65,6 +67,7 @@ class JudgeRunOptions:
             use_cache=self.use_cache,
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
+            stats=self.stats,
         )
 
 

@@ -264,6 +264,7 @@ class JudgePool:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
+        stats: JudgeStats | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -284,7 +285,8 @@ class JudgePool:
             self.cache = StoreReplyCache(store.judge_cache)
         else:
             self.cache = MemoryReplyCache()
-        self.stats = JudgeStats()
+        # Given by a caller that shows the counters while the run goes (progress lines).
+        self.stats = stats if stats is not None else JudgeStats()
         self._factory = backend_factory
         self._clock = clock
         self._sleep = sleep

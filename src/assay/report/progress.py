@@ -17,13 +17,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from assay.judges.stats import JudgeCounts
 from assay.model.results import CaseResult, EvalResult, Status
 
 
 class ProgressObserver:
     """Shows case runs completed, with running pass/fail counts; removed when done."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, judges: JudgeCounts | None = None) -> None:
+        self._judges = judges
         self._progress = Progress(
             TextColumn("[bold]evaluating"),
             BarColumn(),
@@ -46,11 +48,15 @@ class ProgressObserver:
         return f"{self._done / elapsed:,.1f}/s" if elapsed > 0 else ""
 
     def _counts_text(self) -> str:
-        return (
+        text = (
             f"[green]{self._counts[Status.PASSED]} passed[/] "
             f"[red]{self._counts[Status.FAILED]} failed[/] "
             f"[yellow]{self._counts[Status.NOT_EVALUATED]} not evaluated[/]"
         )
+        judges = self._judges
+        if judges is not None and (judges.calls or judges.cache_hits):
+            text += f" [dim]judge {judges.calls} calls, {judges.cache_hits} cached[/]"
+        return text
 
     def on_start(self, total: int) -> None:
         self._progress.start()
@@ -91,7 +97,9 @@ class PlainProgress:
     seconds, and a last one when the run ends.
 
     `progress: 40/100 case runs (40%), 3.2/s, ETA 19s; 35 passed, 4 failed, 1 not
-    evaluated; 1 agent error`. `clock` is injectable for tests.
+    evaluated; 1 agent error; judge: 80 calls, 12 cached, 1 error`. The judge part comes
+    from `judges` (the run's `JudgeStats`), once a judge has been used. `clock` is
+    injectable for tests.
     """
 
     def __init__(
@@ -100,6 +108,7 @@ class PlainProgress:
         *,
         interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        judges: JudgeCounts | None = None,
     ) -> None:
         self._console = console
         self._interval = interval
@@ -109,6 +118,7 @@ class PlainProgress:
         self._done = 0
         self._errors = 0
         self._counts = {s: 0 for s in Status}
+        self._judges = judges
 
     def on_start(self, total: int) -> None:
         self._start = self._last = self._clock()
@@ -127,6 +137,12 @@ class PlainProgress:
         )
         if self._errors:
             text += f"; {self._errors} agent error{'s' if self._errors != 1 else ''}"
+        judges = self._judges
+        if judges is not None and (judges.calls or judges.cache_hits or judges.errors):
+            text += f"; judge: {judges.calls} call{'s' if judges.calls != 1 else ''}"
+            text += f", {judges.cache_hits} cached"
+            if judges.errors:
+                text += f", {judges.errors} error{'s' if judges.errors != 1 else ''}"
         return text
 
     def on_case_done(self, result: CaseResult) -> None:

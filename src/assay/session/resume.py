@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 UNFINISHED = (RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value)
 
 
+#: the key of a stored run's config that records where the run was made (git commit,
+#: assay version); not part of the run's identity
+ENVIRONMENT_KEY = "environment"
+
+
 def find_resumable(
     db: Store,
     *,
@@ -35,15 +40,18 @@ def find_resumable(
     agent: str | None,
     app: str | None = None,
 ) -> RunInfo | None:
-    """The newest unfinished run of exactly this evaluation, if any."""
+    """The newest unfinished run of exactly this evaluation, if any (where it was made,
+    the config's `ENVIRONMENT_KEY`, does not count)."""
     wanted = json.loads(json.dumps(dict(config)))  # as the store gives it back
+    wanted.pop(ENVIRONMENT_KEY, None)
     for info in db.list_runs(limit=200, app=app):
+        stored = {k: v for k, v in info.config.items() if k != ENVIRONMENT_KEY}
         if (
             info.status in UNFINISHED
             and info.eval_set_ids == list(eval_set_ids)
             and info.metrics == list(metrics)
             and info.agent == agent
-            and info.config == wanted
+            and stored == wanted
         ):
             return info
     return None

@@ -23,7 +23,7 @@ from assay.engine import RunObserver, RunOptions, arun, count_case_runs
 from assay.engine.aggregate import build_result
 from assay.engine.judging import JudgeRunOptions
 from assay.model.results import CaseResult, EvalResult
-from assay.session.resume import Resumption, find_resumable
+from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import FinishedRun, RunSink
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ class RunSession:
     continue_run: str | None = None
     recorder: Callable[[Store, str], StoreRecorder] | None = None
     offload: bool = False
+    environment: Mapping[str, Any] | None = None
     _abandoned: bool = field(default=False, init=False, repr=False)
     _resumption: Resumption | None = field(default=None, init=False, repr=False)
     _recorder: StoreRecorder | None = field(default=None, init=False, repr=False)
@@ -193,9 +194,12 @@ class RunSession:
             return
         found = None if self.fresh else find_resumable(self.store, **self.identity.as_kwargs())
         if found is None:
-            run_id = self.store.start_run(
-                **self.identity.as_kwargs(), runs=self.options.runs or 1, name=self.name
-            )
+            started = self.identity.as_kwargs()
+            if self.environment:
+                # Where the run was made (git commit, assay version): shown by the
+                # reports of the stored run, not part of what a resumption must match.
+                started["config"] = {**started["config"], ENVIRONMENT_KEY: dict(self.environment)}
+            run_id = self.store.start_run(**started, runs=self.options.runs or 1, name=self.name)
             self._resumption = Resumption(run_id)
         else:
             self._resumption = Resumption.load(self.store, found.id)

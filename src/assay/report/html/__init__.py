@@ -19,9 +19,16 @@ from typing import Any
 
 from assay.errors import AssayError
 from assay.model.results import EvalResult
-from assay.report.html.data import git_commit, report_data
+from assay.report.html.data import git_commit, report_data, run_environment
 
-__all__ = ["git_commit", "render_html", "report_data", "static_text", "write_html"]
+__all__ = [
+    "git_commit",
+    "render_html",
+    "report_data",
+    "run_environment",
+    "static_text",
+    "write_html",
+]
 
 
 def static_text(name: str) -> str:

@@ -58,6 +58,16 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def run_environment() -> dict[str, Any]:
+    """Where a run is made, stored with it: the git commit of the working directory
+    (when there is one) and the assay version."""
+    found: dict[str, Any] = {"assay_version": __version__}
+    commit = git_commit()
+    if commit is not None:
+        found["git_commit"] = commit
+    return found
+
+
 def _finite(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
@@ -238,7 +248,8 @@ def report_data(
         "started": _when(getattr(run, "created_at", None)),
         "finished": _when(getattr(run, "finished_at", None)),
         "version": __version__,
-        "commit": commit,
+        # A stored run says where it was made; a run being reported now, the caller.
+        "commit": commit or (config.get("environment") or {}).get("git_commit"),
         "counts": counts,
         "pass_at_k": list(repeated) if repeated else None,
     }
