@@ -115,6 +115,12 @@ def test_real_ces_scenario_runs_five_times_by_default(server: JudgeServer) -> No
     assert turn.tool_responses()[0].latency_s is not None
     assert first.metrics["scenario_expectations"].score == 1.0, first.metrics
     assert result.summary["runs"] == 5 and result.summary["pass^5"] == 1.0
+    # Why each conversation ended travels with its result.
+    conversation = first.conversation
+    assert conversation is not None
+    assert conversation["stopped_by"] == "stop_signal"
+    assert conversation["user_turns"] == 1 and conversation["simulator_calls"] == 2
+    assert conversation["user_model"] == "openai:user-sim"
 
 
 def test_scenario_without_a_user_model_is_not_supported() -> None:

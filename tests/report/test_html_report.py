@@ -107,3 +107,29 @@ def test_table_filters_and_sorts(browser: Any, tmp_path: Path) -> None:
         shot = open_page(browser, path.as_uri(), width=1150, height=760)
         shot.page.screenshot(path=str(SCREENSHOT))
     assert w.errors == [] and w.outside() == []
+
+
+def test_a_scenario_case_page_says_why_the_conversation_ended(browser: Any, tmp_path: Path) -> None:
+    from assay.store._document import encode_document, expand_document
+
+    result = home_result()
+    case = result.cases[0]
+    case.conversation = {
+        "stopped_by": "max_turns", "user_turns": 5, "max_turns": 5, "persona": "impatient",
+        "user_model": "openai:user-sim", "initiator": "USER", "simulator_calls": 5,
+    }  # fmt: skip
+    # Stored and read back unchanged.
+    assert expand_document(json.loads(encode_document(case))) == case.to_dict()
+    path = write_html(result, tmp_path / "report.html")
+    key = f"{case.eval_set_id}%2F{case.case_id}%231"
+    w = _open(browser, path, "#case/" + key)
+    w.page.wait_for_selector("#case-page #conversation")
+    text = w.page.inner_text("#conversation")
+    assert "Ended: it reached the turn limit (max_turns)." in text
+    assert "persona impatient" in text and "5 of at most 5 user turns" in text
+    # A case without a conversation has no such section.
+    other = result.cases[1]
+    w.page.goto(path.as_uri() + f"#case/{other.eval_set_id}%2F{other.case_id}%231")
+    w.page.wait_for_selector("#case-page")
+    assert w.page.locator("#conversation").count() == 0
+    assert w.errors == []

@@ -37,6 +37,8 @@ class Inference:
     latency_s: float | None = None
     error: str | None = None
     error_type: ErrorType | None = None
+    #: a scenario run's conversation: why it ended (`stopped_by`), user turns, persona...
+    conversation: dict[str, Any] | None = None
 
 
 def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]]) -> list[Step]:

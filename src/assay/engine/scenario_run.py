@@ -76,6 +76,10 @@ async def run_scenario(
 
     inference = await guarded(work, turns, timeout_s, label="scenario conversation")
     if not outcome:  # timed out, or the simulation itself raised
+        user_turns = sum(1 for t in turns if t.user_input.text is not None)
+        timed_out = " timed out after " in (inference.error or "")
+        stopped = "timeout" if timed_out else "error"
+        inference.conversation = {"stopped_by": stopped, "user_turns": user_turns}
         return inference
     result = outcome[0]
     timings = list(hook.timings)
@@ -84,4 +88,5 @@ async def run_scenario(
         for t in result.turns
     ]
     inference.error, inference.error_type = result.error, result.error_type
+    inference.conversation = {"stopped_by": result.stopped_by, **result.metadata}
     return inference

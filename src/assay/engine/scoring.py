@@ -155,6 +155,7 @@ def finish_case(
         latency_s=inference.latency_s if inference else None,
         failure=error_type == ErrorType.RUNTIME_FAILURE,
         error=inference.error if inference else None,
+        conversation=inference.conversation if inference else None,
         error_type=error_type,
         eval_set_id=eval_set_id,
     )

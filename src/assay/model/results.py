@@ -104,6 +104,10 @@ class CaseResult:
     error: str | None = None
     error_type: ErrorType | None = None
     eval_set_id: str | None = None
+    #: a scenario run's conversation: `stopped_by` ("stop_signal": the simulated user
+    #: ended it, "max_turns", "error", "timeout"), `user_turns`, `max_turns`, `persona`,
+    #: `user_model`, `initiator`, `simulator_calls`, `stop_message`; None otherwise
+    conversation: dict[str, Any] | None = None
 
     @property
     def execution_state(self) -> ExecutionState:

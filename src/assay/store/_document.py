@@ -153,6 +153,8 @@ def compact_document(result: CaseResult) -> dict[str, Any]:
         doc["error_type"] = ErrorType(result.error_type)._value_
     if result.eval_set_id is not None:
         doc["eval_set_id"] = result.eval_set_id
+    if result.conversation is not None:
+        doc["conversation"] = result.conversation
     return doc
 
 
@@ -262,4 +264,5 @@ def expand_document(doc: Any) -> Any:
         "error": doc.get("error"),
         "error_type": doc.get("error_type"),
         "eval_set_id": doc.get("eval_set_id"),
+        "conversation": doc.get("conversation"),
     }

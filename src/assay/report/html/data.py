@@ -178,6 +178,7 @@ def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
         "invocations": invocations,
         "error": case.error,
         "error_type": str(case.error_type) if case.error_type else None,
+        "conversation": case.conversation,
         "findings": [f.to_dict() for f in found.findings] if found else [],
     }
 

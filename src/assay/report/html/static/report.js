@@ -315,6 +315,26 @@
       stepsList(a),
       scores.length ? el("ul", { class: "scores" }, scores) : null);
   }
+  var ENDINGS = {
+    stop_signal: "the simulated user ended the conversation (goal reached or given up)",
+    max_turns: "it reached the turn limit",
+    error: "it failed",
+    timeout: "it timed out"
+  };
+  function conversationNode(conv) {
+    if (!conv) return null;
+    var why = ENDINGS[conv.stopped_by] || conv.stopped_by;
+    var facts = [];
+    if (conv.persona) facts.push("persona " + conv.persona);
+    if (conv.user_model) facts.push("simulated by " + conv.user_model);
+    if (conv.initiator === "AGENT") facts.push("the agent spoke first");
+    if (conv.user_turns != null) facts.push(conv.user_turns + (conv.max_turns != null ? " of at most " + conv.max_turns : "") + " user turns");
+    return el("section", { class: "conversation", id: "conversation" },
+      el("h2", { text: "Scenario conversation" }),
+      el("p", { class: "ended" }, el("strong", { text: "Ended: " }), why + " (" + conv.stopped_by + ")."),
+      facts.length ? el("p", { class: "muted", text: facts.join(" · ") }) : null,
+      conv.stop_message ? el("p", null, el("span", { class: "who", text: "the user's last message" }), " " + conv.stop_message) : null);
+  }
   function casePage(key) {
     var c = byKey[key], d = D.details[key];
     root.textContent = "";
@@ -333,6 +353,7 @@
         return el("li", { class: "finding " + f.cause.replace(/ /g, "-") }, el("span", { class: "mark", text: f.cause }), " " + f.text);
       })) : null,
       d.error ? el("p", { class: "error", text: (d.error_type ? d.error_type + ": " : "") + d.error }) : null,
+      conversationNode(d.conversation),
       siblings.length ? el("p", null, "Other runs of this case: ", siblings.map(function (s) {
         return el("a", { href: caseHref(s.key), class: "chip " + s.status, text: "run " + s.run + " " + s.status });
       })) : null,
