@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.formats._otel_turns import decoded_json as decoded
+
 from assay.model.core import (
     Chunk,
     Retrieval,
@@ -70,16 +72,6 @@ def is_row(value: Any) -> bool:
         and "trace_id" in value
         and ("trace" in value or "spans" in value)
     )
-
-
-def decoded(value: Any) -> Any:
-    """An MLflow attribute value: JSON-encoded in the stored form (plain strings stay)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 def plain(value: Any) -> Any:
@@ -313,3 +305,6 @@ def turn_of(trace: MlflowTrace) -> tuple[Turn | None, str]:
         ),
         "",
     )
+
+
+__all__ = ["MlflowTrace", "decoded", "is_doc", "is_row", "plain", "read_trace", "turn_of"]

@@ -49,7 +49,7 @@ def conversation_key(spans: Sequence[Span], attribute: str | None = None) -> str
     return None
 
 
-def _json(value: Any) -> Any:
+def decoded_json(value: Any) -> Any:
     """A JSON-encoded attribute decoded (plain strings stay strings)."""
     if isinstance(value, str):
         try:
@@ -94,7 +94,7 @@ def _openinference_messages(attrs: dict[str, Any], prefix: str, role: str) -> li
 
 def _user_text(agent: Span | None, models: Sequence[Span]) -> str | None:
     if agent is not None and agent.attributes.get("input.value") is not None:
-        value = _json(agent.attributes["input.value"])
+        value = decoded_json(agent.attributes["input.value"])
         if isinstance(value, dict):
             for key in ("input", "query", "question", "message", "text"):
                 if isinstance(value.get(key), str):
@@ -102,7 +102,7 @@ def _user_text(agent: Span | None, models: Sequence[Span]) -> str | None:
         return str(agent.attributes["input.value"])
     for model in models:
         attrs = model.attributes
-        users = _message_texts(_json(attrs.get("gen_ai.input.messages")), "user")
+        users = _message_texts(decoded_json(attrs.get("gen_ai.input.messages")), "user")
         users = users or _openinference_messages(attrs, "llm.input_messages", "user")
         if users:
             return users[-1]
@@ -114,7 +114,7 @@ def _final_response(agent: Span | None, models: Sequence[Span]) -> str | None:
         return str(agent.attributes["output.value"])
     for model in reversed(models):
         attrs = model.attributes
-        texts = _message_texts(_json(attrs.get("gen_ai.output.messages")), "assistant")
+        texts = _message_texts(decoded_json(attrs.get("gen_ai.output.messages")), "assistant")
         texts = texts or _openinference_messages(attrs, "llm.output_messages", "assistant")
         if texts:
             return texts[-1]
@@ -134,7 +134,7 @@ def _tool_steps(tool: Span) -> list[Step]:
         or attrs.get("tool.parameters")
         or (attrs.get("input.value") if attrs.get("openinference.span.kind") else None)
     )
-    args = _json(raw_args) if raw_args is not None else {}
+    args = decoded_json(raw_args) if raw_args is not None else {}
     call_id = attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id")
     steps = [
         Step(
@@ -151,7 +151,9 @@ def _tool_steps(tool: Span) -> list[Step]:
         or (attrs.get("output.value") if attrs.get("openinference.span.kind") else None)
     )
     if raw_result is not None or tool.status_error:
-        response = _json(raw_result) if raw_result is not None else {"error": tool.status_error}
+        response: Any = {"error": tool.status_error}
+        if raw_result is not None:
+            response = decoded_json(raw_result)
         steps.append(
             Step(
                 tool_response=ToolResponse(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from assay.formats._mlflow_trace_turns import (
     read_trace,
     turn_of,
 )
-from assay.formats.otel import TraceSkipped
+from assay.formats.otel import TraceSkipped, json_documents
 from assay.model.core import EvalCase, EvalSet, Turn
 
 NAME = "mlflow-trace"
@@ -100,23 +100,6 @@ def _check_mapping(mapping: Mapping[str, str] | None, file: str | None) -> str |
     return (mapping or {}).get("case_id")
 
 
-def _lines(text: str, file: str | None) -> Iterator[Any]:
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    if whole is not None:
-        yield from whole if isinstance(whole, list) else [whole]
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            _skip(file, f"line {number} is not JSON ({exc.msg}; truncated?): skipped")
-
-
 def load_file(path: Path, mapping: Mapping[str, str] | None = None) -> EvalSet:
     """Load a file of MLflow traces (JSON, a JSON list, or JSON lines)."""
     case_key = _check_mapping(mapping, str(path))
@@ -125,7 +108,7 @@ def load_file(path: Path, mapping: Mapping[str, str] | None = None) -> EvalSet:
 
         items: Any = parse_csv(read_text(path), str(path))
     else:
-        items = _lines(read_text(path), str(path))
+        items = json_documents(read_text(path), str(path))
     return _build(items, str(path), case_key)
 
 

@@ -63,8 +63,9 @@ def _skip(file: str | None, message: str) -> None:
     warnings.warn(TraceSkipped(f"{file or 'traces'}: {message}"), stacklevel=3)
 
 
-def _documents(text: str, file: str | None) -> Iterator[Any]:
-    """Each OTLP document of the file: one JSON value, or one per line."""
+def json_documents(text: str, file: str | None) -> Iterator[Any]:
+    """Each document of a trace file: one JSON value (a list: its items), or one per
+    line; a line that is not JSON (a truncated last line) is skipped with a warning."""
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
@@ -165,7 +166,7 @@ def load_text(
     text: str, *, file: str | None = None, case_id: str | None = None, reference: str | None = None
 ) -> EvalSet:
     traces: dict[str, _Trace] = {}
-    for index, doc in enumerate(_documents(text, file), start=1):
+    for index, doc in enumerate(json_documents(text, file), start=1):
         for span in _spans(doc, file, f"document {index}"):
             traces.setdefault(span.trace_id, _Trace(span.trace_id)).spans.append(span)
     return _joined(_build(traces, file, case_id), reference)
@@ -240,4 +241,13 @@ def _build(traces: Mapping[str, _Trace], file: str | None, case_attr: str | None
     return eval_set(Path(file).stem.split(".")[0] if file else "traces", cases)
 
 
-__all__ = ["NAME", "Span", "TraceSkipped", "detect", "load_data", "load_file", "load_text"]
+__all__ = [
+    "NAME",
+    "Span",
+    "TraceSkipped",
+    "detect",
+    "json_documents",
+    "load_data",
+    "load_file",
+    "load_text",
+]
