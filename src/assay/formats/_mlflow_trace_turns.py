@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.formats._otel_turns import decoded_json as decoded
-
 from assay.model.core import (
     Chunk,
     Retrieval,
