@@ -566,6 +566,7 @@ def _run_streamed(
     from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
     from assay.report.console_stream import render_streamed, tally_summary_text
     from assay.report.gates import failed_gates_of, report_gates
+    from assay.report.html import run_environment
     from assay.session.run_session import run_options_doc
     from assay.session.streaming import StreamingRun
     from assay.store import Store
@@ -617,6 +618,7 @@ def _run_streamed(
             keep_all_up_to=MAX_CASE_ROWS,
             progress=progress,
             notify=lambda line: err.print(Text(line, style="yellow")),
+            environment=run_environment(),
         ).run()
     finally:
         if progress is not None:

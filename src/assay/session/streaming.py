@@ -105,6 +105,9 @@ class StreamingRun:
     keep_all_up_to: int = 0
     progress: Progress | None = None
     notify: Callable[[str], None] | None = None
+    #: where the run is made (git commit, assay version): stored with a new run's
+    #: config under "environment", outside its identity (as `RunSession.environment`)
+    environment: dict[str, Any] | None = None
 
     def run(self) -> StreamOutcome:
         total = sum(f.count_rows() for f in self.files)
@@ -167,11 +170,14 @@ class StreamingRun:
     def _open(self, total: int) -> tuple[str | None, set[tuple[str, str, int]], list[CaseResult]]:
         if self.store is None:
             return None, set(), []
-        from assay.session.resume import Resumption, find_resumable
+        from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 
         found = None if self.fresh else find_resumable(self.store, **self.identity)
         if found is None:
-            run_id = self.store.start_run(**self.identity, runs=1, name=self.name)
+            started = dict(self.identity)
+            if self.environment:
+                started["config"] = {**started["config"], ENVIRONMENT_KEY: self.environment}
+            run_id = self.store.start_run(**started, runs=1, name=self.name)
             self.store.set_total(run_id, total)
             return run_id, set(), []
         resumed = Resumption.load(self.store, found.id)
