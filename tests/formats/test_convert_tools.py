@@ -254,7 +254,11 @@ def _mlflow_checks(rows: list[dict[str, Any]], store: Path) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download attempt
         mlflow.set_tracking_uri(f"sqlite:///{store / 'mlflow.db'}")
-        mlflow.set_experiment("assay-convert")
+        # Artifacts in the test's folder too (by default ./mlruns, in the repository).
+        artifacts = (store / "artifacts").as_uri()
+        mlflow.set_experiment(
+            experiment_id=mlflow.create_experiment("assay-convert", artifact_location=artifacts)
+        )
         # Tracing each row costs tens of seconds on a busy machine and is not what is
         # checked here: how the rows' columns reach a scorer.
         mlflow.tracing.disable()
