@@ -18,7 +18,7 @@ import pytest
 
 from assay.store import Store
 
-CASES = 12
+CASES = 40  # 4 s of agent calls at --concurrency 2: time to stop the run midway
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
