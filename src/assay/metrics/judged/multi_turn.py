@@ -97,8 +97,11 @@ def violating_turns(
                 continue
             rubric_id = field(entry, "id", "rubric_id")
             turn = parse_int_in(field(entry, "turn", "violating_turn"), 1, turns)
-            if rubric_id in found and found[rubric_id] is None and turn is not None:
-                found[str(rubric_id)] = turn
+            # A judge may put anything in `id` (a list, an object): only known ids count.
+            if not isinstance(rubric_id, str) or turn is None:
+                continue
+            if rubric_id in found and found[rubric_id] is None:
+                found[rubric_id] = turn
     return found
 
 
