@@ -73,7 +73,18 @@ EXPECTATIONS = KindSpec(
     required=("displayName", "llmCriteria"),
     objects=frozenset({"llmCriteria"}),
 )
-SPECS: dict[str, KindSpec] = {s.kind: s for s in (EVALUATIONS, DATASETS, PERSONAS, EXPECTATIONS)}
+SCHEDULES = KindSpec(
+    kind="scheduledEvaluationRuns",
+    singular="scheduledEvaluationRun",
+    writable=frozenset({"displayName", "description", "request", "schedulingConfig", "active"}),
+    output_only=_COMMON_OUTPUT
+    | {"lastCompletedRun", "lastStartedRun", "totalExecutions", "nextScheduledExecutionTime"},
+    required=("displayName", "request", "schedulingConfig"),
+    objects=frozenset({"request", "schedulingConfig"}),
+)
+SPECS: dict[str, KindSpec] = {
+    s.kind: s for s in (EVALUATIONS, DATASETS, PERSONAS, EXPECTATIONS, SCHEDULES)
+}
 
 
 def writable_part(spec: KindSpec, body: Any, *, field: str) -> dict[str, Any]:

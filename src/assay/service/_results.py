@@ -103,7 +103,10 @@ def render_run(app: str, run: RunInfo, progress: Progress) -> dict[str, Any]:
         },
         "evaluations": evaluations,
     }
-    for key in ("runCount", "evaluationDataset", "appVersion", "goldenRunMethod", "config"):
+    for key in (
+        "runCount", "evaluationDataset", "appVersion", "goldenRunMethod", "config",
+        "scheduledEvaluationRun",
+    ):  # fmt: skip
         if svc.get(key) is not None:
             body[key] = svc[key]
     if run.finished_at is not None and run.status != RunStatus.INTERRUPTED.value:

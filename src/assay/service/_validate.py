@@ -12,7 +12,15 @@ from typing import Any
 from assay.agents.base import Agent, app_details_of
 from assay.formats import ces
 from assay.model.core import EvalCase
-from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, PERSONAS, KindSpec
+from assay.service._fields import (
+    DATASETS,
+    EVALUATIONS,
+    EXPECTATIONS,
+    PERSONAS,
+    SCHEDULES,
+    KindSpec,
+)
+from assay.service._schedule_times import check_config
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
 from assay.store import Store
@@ -40,6 +48,8 @@ def validate(
         _expectation_refs(store, app, body)
     elif spec is EXPECTATIONS:
         _expectation(body)
+    elif spec is SCHEDULES:
+        _schedule(store, app, body)
     elif spec is DATASETS:
         _dataset(store, app, body)
     elif spec is PERSONAS:
@@ -87,6 +97,52 @@ def _expectation_refs(store: Store, app: str, body: Mapping[str, Any]) -> None:
             raise InvalidArgument.field(
                 field, f"no evaluation expectation {ref!r}; create it first"
             )
+
+
+_SCHEDULED_REQUEST = frozenset(
+    {
+        "app", "evaluations", "evaluationDataset", "displayName", "appVersion", "runCount",
+        "config", "goldenRunMethod", "judgeModel", "userModel", "generateLatencyReport",
+    }
+)  # fmt: skip
+
+
+def _schedule(store: Store, app: str, body: Mapping[str, Any]) -> None:
+    check_config(body["schedulingConfig"])
+    if not isinstance(body.get("active", False), bool):
+        raise InvalidArgument.field("active", "expected true or false")
+    request = body["request"]
+    if not isinstance(request, Mapping):
+        raise InvalidArgument.field("request", "expected a RunEvaluationRequest object")
+    unknown = sorted(set(request) - _SCHEDULED_REQUEST)
+    if unknown:
+        raise InvalidArgument.field(
+            f"request.{unknown[0]}", "not a field a scheduled run can set (or not supported)"
+        )
+    if request.get("app") not in (None, app, f"apps/{app}"):
+        raise InvalidArgument.field("request.app", f"a schedule of app {app!r} runs that app")
+    names = request.get("evaluations") or []
+    dataset = request.get("evaluationDataset")
+    if not names and not dataset:
+        raise InvalidArgument.field(
+            "request.evaluations", "required: the evaluations (or an evaluationDataset) to run"
+        )
+    if not isinstance(names, list):
+        raise InvalidArgument.field("request.evaluations", "expected a list of evaluation names")
+    for i, name in enumerate(names):
+        _existing(store, app, name, "evaluations", f"request.evaluations[{i}]")
+    if dataset:
+        _existing(store, app, dataset, "evaluationDatasets", "request.evaluationDataset")
+
+
+def _existing(store: Store, app: str, name: Any, kind: str, field: str) -> None:
+    if not isinstance(name, str):
+        raise InvalidArgument.field(field, "expected a resource name")
+    parsed = parse_kind_name(name, kind, field=field)
+    if parsed.app != app:
+        raise InvalidArgument.field(field, f"{name!r} belongs to another app than {app!r}")
+    if store.resources.get(app, kind, parsed.id) is None:
+        raise InvalidArgument.field(field, f"no {kind} {name!r}; create it first")
 
 
 def _optional_str(body: Mapping[str, Any], field: str) -> None:

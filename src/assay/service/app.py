@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from assay.agents.base import Agent
-from assay.service import mcp_server, runs_api, wire
+from assay.service import mcp_server, runs_api, schedules, wire
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
@@ -74,7 +74,8 @@ def create_app(
     install_handlers(app)
     app.include_router(collection_router)
     # Run routes go before the generic /v1/{name} routes, which would shadow them.
-    for install in (runs_api.install, mcp_server.install):
+    # The scheduler after the runs' executor: it starts runs through it.
+    for install in (runs_api.install, schedules.install, mcp_server.install):
         hook = install(app, ctx)
         if hook is not None:
             hooks.append(hook)

@@ -5,6 +5,7 @@
     apps/{app}/evaluationDatasets/{id}
     apps/{app}/personas/{id}
     apps/{app}/evaluationExpectations/{id}
+    apps/{app}/scheduledEvaluationRuns/{id}
     apps/{app}/evaluationRuns/{id}
 
 Segments are 1-128 characters (ids up to 256) of letters, digits, `-`, `_` and `.`,
@@ -25,6 +26,7 @@ RESOURCE_KINDS = (
     "evaluationDatasets",
     "personas",
     "evaluationExpectations",
+    "scheduledEvaluationRuns",
 )
 RUNS = "evaluationRuns"
 RESULTS = "results"
@@ -38,6 +40,7 @@ PATTERNS = (
     "apps/{app}/evaluationDatasets/{id}",
     "apps/{app}/personas/{id}",
     "apps/{app}/evaluationExpectations/{id}",
+    "apps/{app}/scheduledEvaluationRuns/{id}",
     "apps/{app}/evaluationRuns/{id}",
 )
 

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from assay.service import runs
+from assay.service import runs, schedules
 from assay.service._fields import (
     DATASETS,
     EVALUATIONS,
     EXPECTATIONS,
+    SCHEDULES,
     SPECS,
     KindSpec,
     apply_mask,
@@ -53,6 +54,7 @@ from assay.service.names import (
     parse_name,
 )
 from assay.store import EtagMismatchError, Resource
+from assay.store.types import utcnow
 
 # Without a client etag an update re-reads and retries when another write slipped in
 # between its read and its write; the mask makes re-applying it safe.
@@ -63,6 +65,7 @@ _FILTER_FIELDS = {
     "evaluationDatasets": ("displayName",),
     "personas": ("displayName",),
     "evaluationExpectations": ("displayName", "tags"),
+    "scheduledEvaluationRuns": ("displayName",),
 }
 
 
@@ -81,6 +84,8 @@ def create_resource(
     check_storable(body, "")
     clean = writable_part(spec, body, field=spec.singular)
     validate(ctx.store, app, spec, rid, clean)
+    if spec is SCHEDULES:
+        clean = schedules.derive(clean, None, utcnow())
     if ctx.store.resources.get(app, kind, rid) is not None:
         raise AlreadyExists(f"{spec.singular} apps/{app}/{kind}/{rid} already exists")
     # Insert-only: of concurrent creates that all passed the check above, the store lets
@@ -88,6 +93,8 @@ def create_resource(
     stored = ctx.store.resources.create(
         app, kind, rid, display_name=clean["displayName"], body=clean
     )
+    if spec is SCHEDULES:
+        schedules.scheduler_of(ctx).wake()
     return _render(ctx, stored, full=False)
 
 
@@ -161,6 +168,8 @@ def update_resource(
             raise Aborted(_stale_message(spec, name))
         merged = apply_mask(current.body, patch, paths)
         validate(ctx.store, parsed.app, spec, parsed.id, merged)
+        if spec is SCHEDULES:
+            merged = schedules.derive(merged, current, utcnow())
         try:
             stored = ctx.store.resources.put(
                 parsed.app,
@@ -174,6 +183,8 @@ def update_resource(
             if etag is not None:
                 raise Aborted(_stale_message(spec, name)) from None
             continue
+        if spec is SCHEDULES:
+            schedules.scheduler_of(ctx).wake()
         return _render(ctx, stored, full=False)
     raise Aborted(f"{name} kept changing while it was being updated; retry the update")
 

@@ -67,6 +67,8 @@ REQUEST_FIELDS = (
     "goldenRunMethod",
     "judgeModel",
     "userModel",
+    # Set by the scheduler on the runs it starts (apps/{app}/scheduledEvaluationRuns/{id}).
+    "scheduledEvaluationRun",
 )
 
 
@@ -205,7 +207,7 @@ def _service_config(
         raise InvalidArgument.field(
             "runCount", f"expected an integer from 1 to {MAX_RUN_COUNT}, got {run_count!r}"
         )
-    for field in ("displayName", "appVersion", "judgeModel", "userModel"):
+    for field in ("displayName", "appVersion", "judgeModel", "userModel", "scheduledEvaluationRun"):
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
     ids = _request_ids(ctx, app, request)
@@ -242,6 +244,7 @@ def _service_config(
         evaluation_dataset=request.get("evaluationDataset") or None,
         judge_model=request.get("judgeModel") or None,
         user_model=request.get("userModel") or None,
+        scheduled_evaluation_run=request.get("scheduledEvaluationRun") or None,
     )
     try:
         cases, options = run_plan(settings)

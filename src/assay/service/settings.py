@@ -50,6 +50,10 @@ class ServiceRunSettings(BaseModel):
     evaluation_dataset: str | None = Field(default=None, alias="evaluationDataset")
     judge_model: str | None = Field(default=None, alias="judgeModel")
     user_model: str | None = Field(default=None, alias="userModel")
+    scheduled_evaluation_run: str | None = Field(default=None, alias="scheduledEvaluationRun")
+    """The schedule that started the run (apps/{app}/scheduledEvaluationRuns/{id})."""
+    operation_deleted: bool | None = Field(default=None, alias="operationDeleted")
+    """Set once the run's operation was deleted (DeleteOperation): it is no longer listed."""
     total_count: int | None = Field(default=None, alias="totalCount")
     owner: RunOwner | None = None
 

@@ -25,7 +25,7 @@ from assay.store.exceptions import (
     ResourceConflictError,
     ResourceNotFoundError,
 )
-from assay.store.namespace import current_namespace
+from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_namespace
 from assay.store.schema import RESOURCE_KINDS, resources
 from assay.store.types import utcnow
 
@@ -42,6 +42,8 @@ class Resource:
     etag: str
     create_time: datetime
     update_time: datetime
+    project: str = DEFAULT_PROJECT
+    location: str = DEFAULT_LOCATION
 
 
 class ResourceRepository(Repository):
@@ -172,6 +174,15 @@ class ResourceRepository(Repository):
             return [_resource(row) for row in conn.execute(query)]
 
     @database_errors
+    def list_all(self, kind: str) -> list[Resource]:
+        """Every resource of `kind` in every namespace (for work that spans them, such as
+        starting scheduled runs); each carries its project and location."""
+        _check_kind(kind)
+        query = select(resources).where(resources.c.kind == kind).order_by(resources.c.create_time)
+        with self._engine.connect() as conn:
+            return [_resource(row) for row in conn.execute(query)]
+
+    @database_errors
     def delete(self, app: str, kind: str, resource_id: str, *, etag: str | None = None) -> None:
         """Delete the resource (only if its etag is `etag`, when given)."""
         _check_kind(kind)
@@ -236,6 +247,8 @@ def _resource(row: Row[Any]) -> Resource:
         etag=row.etag,
         create_time=row.create_time,
         update_time=row.update_time,
+        project=row.project,
+        location=row.location,
     )
 
 
@@ -249,4 +262,6 @@ def _resource_of(row: Mapping[str, Any]) -> Resource:
         etag=row["etag"],
         create_time=row["create_time"],
         update_time=row["update_time"],
+        project=row["project"],
+        location=row["location"],
     )

@@ -17,7 +17,7 @@ from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
 from assay.service import operations, runs
-from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, KindSpec
+from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, SCHEDULES, KindSpec
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
@@ -34,9 +34,16 @@ DATASET = ces.EvaluationDataset.pb()
 RUN = ces.EvaluationRun.pb()
 RESULT = ces.EvaluationResult.pb()
 EXPECTATION = ces.EvaluationExpectation.pb()
+SCHEDULE = ces.ScheduledEvaluationRun.pb()
 _PATTERNS = {
     kind: f"projects/{{project}}/locations/{{location}}/apps/{{app}}/{kind}/{{id}}"
-    for kind in ("evaluations", "evaluationDatasets", "evaluationRuns", "evaluationExpectations")
+    for kind in (
+        "evaluations",
+        "evaluationDatasets",
+        "evaluationRuns",
+        "evaluationExpectations",
+        "scheduledEvaluationRuns",
+    )
 } | {"results": "projects/{project}/locations/{location}/apps/{app}/evaluations/{id}/results/{id}"}
 # The default page size the service documents for lists.
 DEFAULT_PAGE_SIZE = 50
@@ -84,6 +91,19 @@ def _resource_body(where: Location, app: str, spec: KindSpec, message: Message) 
         body["evaluations"] = [
             where.short(m, f"evaluation_dataset.evaluations[{i}]") for i, m in enumerate(members)
         ]
+    if spec is SCHEDULES and isinstance(body.get("request"), dict):
+        request = body["request"]
+        field = "scheduled_evaluation_run.request"
+        if request.get("app"):
+            request["app"] = where.short(request["app"], f"{field}.app")
+        request["evaluations"] = [
+            where.short(n, f"{field}.evaluations[{i}]")
+            for i, n in enumerate(request.get("evaluations", []))
+        ]
+        if request.get("evaluationDataset"):
+            request["evaluationDataset"] = where.short_ref(
+                request["evaluationDataset"], f"{field}.evaluation_dataset"
+            )
     for part in ("golden", "scenario") if spec is EVALUATIONS else ():
         refs = body.get(part, {}).get("evaluationExpectations")
         if refs:
@@ -274,6 +294,11 @@ METHODS: dict[str, Handler] = {
     "ListEvaluationExpectations": _list(EXPECTATIONS, ces.ListEvaluationExpectationsResponse.pb()),
     "UpdateEvaluationExpectation": _update(EXPECTATIONS, EXPECTATION, "evaluation_expectation"),
     "DeleteEvaluationExpectation": _delete(EXPECTATIONS),
+    "CreateScheduledEvaluationRun": _create(SCHEDULES, SCHEDULE, "scheduled_evaluation_run"),
+    "GetScheduledEvaluationRun": _get(SCHEDULES, SCHEDULE),
+    "ListScheduledEvaluationRuns": _list(SCHEDULES, ces.ListScheduledEvaluationRunsResponse.pb()),
+    "UpdateScheduledEvaluationRun": _update(SCHEDULES, SCHEDULE, "scheduled_evaluation_run"),
+    "DeleteScheduledEvaluationRun": _delete(SCHEDULES),
     "RunEvaluation": run_evaluation,
     "GetEvaluationRun": get_evaluation_run,
     "ListEvaluationRuns": list_evaluation_runs,

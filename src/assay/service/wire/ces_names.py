@@ -35,6 +35,8 @@ NAME_FIELDS = frozenset(
         "evaluationResults",
         "evaluationExpectations",
         "scheduledEvaluationRun",
+        "lastCompletedRun",
+        "lastStartedRun",
     }
 )
 
