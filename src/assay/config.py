@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from assay.errors import ConfigError, warn
 
 if TYPE_CHECKING:
-    from assay.model.core import EvalSet
+    from assay.model.core import EvalCase, EvalSet
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 
@@ -57,6 +57,8 @@ _CHECKS_BY_EXPECTATION: dict[str, tuple[str, ...]] = {
     "golden_expectations": ("tool_response", "agent_transfer", "updated_variables"),
     "semantic_similarity": ("agent_response",),
 }
+EXPECTATION_CHECKS = frozenset(_CHECKS_BY_EXPECTATION)
+"""The golden checks that only score what some turn expectation asks for."""
 
 
 def is_ces_golden(evalsets: Sequence[EvalSet]) -> bool:
@@ -101,20 +103,26 @@ def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
         return _scenario_criteria(evalsets)
     if not is_ces_golden(evalsets):
         return dict(DEFAULT_CRITERIA)
+    called = golden_checks_called_for([c for e in evalsets for c in e.cases])
+    return {
+        name: criterion
+        for name, criterion in CES_GOLDEN_CRITERIA.items()
+        if name not in _CHECKS_BY_EXPECTATION or name in called
+    }
+
+
+def golden_checks_called_for(cases: Sequence[EvalCase]) -> set[str]:
+    """The golden checks (of `_CHECKS_BY_EXPECTATION`) some turn expectation of `cases`
+    asks for: the others would have nothing to score and leave every case NOT_EVALUATED."""
     kinds = {
         kind
-        for e in evalsets
-        for c in e.cases
+        for c in cases
         for t in c.reference or []
         for x in t.expectations
         for kind in x.model_fields_set
         if kind != "note" and getattr(x, kind) is not None
     }
-    return {
-        name: criterion
-        for name, criterion in CES_GOLDEN_CRITERIA.items()
-        if name not in _CHECKS_BY_EXPECTATION or kinds.intersection(_CHECKS_BY_EXPECTATION[name])
-    }
+    return {name for name, asks in _CHECKS_BY_EXPECTATION.items() if kinds.intersection(asks)}
 
 
 class CodeConfig(BaseModel):

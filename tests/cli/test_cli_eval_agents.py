@@ -70,7 +70,11 @@ def test_ces_golden_with_fake_tools_and_default_criteria(workdir: Path) -> None:
     args = ["eval", str(OFF_TOPIC), "--agent", "cli_bots:maitre", "--tools", "fake",
             "--judge", "openai:stand-in", "--no-store", "--out", str(out)]  # fmt: skip
     result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
+    # end_session has no mock: under FAKE it is not run, so the case cannot pass.
+    assert result.exit_code == 1, result.output
+    (case,) = _cases(out)
+    assert case["status"] == "NOT_EVALUATED"
+    assert "tool call(s) not run (end_session)" in case["error"]
     assert json.loads(out.read_text("utf-8"))["metrics"] == [
         "parameter_correctness_score",
         "tool_invocation_score",

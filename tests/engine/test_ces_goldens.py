@@ -93,7 +93,9 @@ class _Maitre:
             name="end_session",
             args={"reason": "retry_exhausted", "session_escalated": True},
         )
-        payload, _ = await tools.execute(call, None)
+        # The golden mocks no end_session: under MIXED the session's own one answers
+        # (under FAKE it would not run, and the case could not pass).
+        payload, _ = await tools.execute(call, lambda: {"ended": True})
         return Turn(
             steps=[
                 Step(variables_update={"sm": {"status": "escalated"}}),
@@ -105,7 +107,7 @@ class _Maitre:
 
 
 def test_off_topic_golden_passes_with_observed_values_per_turn(judge: str) -> None:
-    result = evaluate(OFF_TOPIC, agent=_Maitre(), judge=judge, tool_behavior="FAKE")
+    result = evaluate(OFF_TOPIC, agent=_Maitre(), judge=judge, tool_behavior="MIXED")
     (case,) = result.cases
     assert case.status is Status.PASSED, case.metrics
     assert set(case.metrics) == set(default_criteria([formats.load(OFF_TOPIC)]))
@@ -124,7 +126,7 @@ def test_off_topic_golden_passes_with_observed_values_per_turn(judge: str) -> No
 
 
 def test_off_topic_golden_fails_when_the_agent_never_escalates(judge: str) -> None:
-    result = evaluate(OFF_TOPIC, agent=_Maitre(escalate=False), judge=judge, tool_behavior="FAKE")
+    result = evaluate(OFF_TOPIC, agent=_Maitre(escalate=False), judge=judge, tool_behavior="MIXED")
     (case,) = result.cases
     assert case.status is Status.FAILED
     last = case.invocations[3].scores

@@ -154,6 +154,25 @@ def test_fake_mocks_answer_matching_calls_and_unmocked_calls_get_an_error() -> N
     assert _payloads(result) == [{"temp": 20}, no_mock_error(rome)]
 
 
+@pytest.mark.parametrize("method", ["STABLE", "NAIVE"])
+def test_a_fake_call_no_mock_answers_never_passes(method: str) -> None:
+    # Every metric passes (the agent answered), but rome's lookup was never run: the
+    # case shows nothing about the agent's job, so it is NOT_EVALUATED, never PASSED.
+    case = _golden("c", ("paris", {"temp": 20}), ("rome", None))
+    result = _run(case, _WeatherBot(), tool_behavior="FAKE", run_method=method)
+    assert result.metrics["answered"].status is Status.PASSED
+    assert result.error_type == ErrorType.TOOL_NOT_RUN
+    assert result.status is Status.NOT_EVALUATED
+    assert "1 tool call(s) not run (lookup)" in (result.error or "")
+    assert not result.failure  # not the agent's fault
+
+
+def test_fake_calls_all_mocked_still_pass() -> None:
+    case = _golden("c", ("paris", {"temp": 20}))
+    result = _run(case, _WeatherBot(), tool_behavior="FAKE")
+    assert (result.status, result.error_type) == (Status.PASSED, None)
+
+
 def test_mixed_runs_the_real_tool_where_no_mock_answers() -> None:
     case = _golden("c", ("paris", {"temp": 20}), ("rome", None))
     result = _run(case, _WeatherBot(), tool_behavior=ToolBehavior.MIXED)

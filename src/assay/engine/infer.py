@@ -115,6 +115,21 @@ async def guarded(
     return Inference(turns, time.perf_counter() - started)
 
 
+def with_tools_not_run(inference: Inference, hooks: Sequence[ToolHook]) -> Inference:
+    """`inference` marked TOOL_NOT_RUN when a FAKE call had no mock (and nothing worse
+    happened): the agent was answered with an error, so the case can never pass."""
+    missed = [call for hook in hooks for call in hook.unmatched]
+    if inference.error is not None or not missed:
+        return inference
+    names = ", ".join(dict.fromkeys(call.name for call in missed))
+    inference.error = (
+        f"{len(missed)} tool call(s) not run ({names}): tool call behaviour is FAKE and no "
+        "mock_tool_response matches; add the mock to the case or run with REAL or MIXED tools"
+    )
+    inference.error_type = ErrorType.TOOL_NOT_RUN
+    return inference
+
+
 def with_app_details(case: EvalCase, details: dict[str, Any] | None) -> EvalCase:
     """`case` with the agent's `app_details` in its metadata (for the judges), if known."""
     if not details:

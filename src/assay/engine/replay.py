@@ -22,7 +22,7 @@ from enum import StrEnum
 
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook, golden_mocks
-from assay.engine.infer import Inference, guarded, send_turn
+from assay.engine.infer import Inference, guarded, send_turn, with_tools_not_run
 from assay.errors import parse_choice
 from assay.model.core import AgentTransfer, EvalCase, Step, ToolResponse, Turn
 
@@ -99,10 +99,12 @@ async def replay(
     method = method or default_method(case)
     refs = case.user_turns()
     turns: list[Turn] = []
+    hooks: list[ToolHook] = []
 
     async def stable() -> None:
         for index, ref in enumerate(refs):
             hook = ToolHook(behavior, golden_mocks(case, index))
+            hooks.append(hook)
             options = SessionOptions.for_case(
                 case, tools=hook, history=expected_history(refs, index)
             )
@@ -114,6 +116,7 @@ async def replay(
 
     async def naive() -> None:
         hook = ToolHook(behavior, golden_mocks(case))
+        hooks.append(hook)
         session = await agent.start_session(case, SessionOptions.for_case(case, tools=hook))
         try:
             for ref in refs:
@@ -121,4 +124,5 @@ async def replay(
         finally:
             await session.close()
 
-    return await guarded(stable if method is RunMethod.STABLE else naive, turns, timeout_s)
+    inference = await guarded(stable if method is RunMethod.STABLE else naive, turns, timeout_s)
+    return with_tools_not_run(inference, hooks)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook, scenario_mocks
-from assay.engine.infer import Inference, fill_tool_latencies, guarded
+from assay.engine.infer import Inference, fill_tool_latencies, guarded, with_tools_not_run
 from assay.model.core import EvalCase, Turn
 from assay.model.error_types import ErrorType
 
@@ -89,4 +89,4 @@ async def run_scenario(
     ]
     inference.error, inference.error_type = result.error, result.error_type
     inference.conversation = {"stopped_by": result.stopped_by, **result.metadata}
-    return inference
+    return with_tools_not_run(inference, [hook])

@@ -21,9 +21,8 @@ from assay.model.results import (
     InvocationResult,
     MetricResult,
     Score,
-    Status,
-    combine_statuses,
 )
+from assay.model.verdict import case_status
 
 NO_RESPONSE_REASON = "no agent given and the case has no recorded response"
 
@@ -102,18 +101,6 @@ def score_case(
     )
 
 
-def _status(results: Sequence[MetricResult], error_type: ErrorType | None) -> Status:
-    statuses = [r.status for r in results if r.status is not None]
-    if error_type == ErrorType.RUNTIME_FAILURE:
-        # The agent under test crashed or timed out: that is a failure of the case.
-        return Status.FAILED
-    if error_type is not None and error_type != ErrorType.METRIC_CALCULATION_FAILURE:
-        # The run did not complete (quota, simulated user, ...): what was scored may
-        # still fail the case, but it cannot pass on a partial conversation.
-        statuses.append(Status.NOT_EVALUATED)
-    return combine_statuses(statuses)
-
-
 def finish_case(
     case: EvalCase,
     actual: Sequence[Turn],
@@ -148,7 +135,7 @@ def finish_case(
         error_type = next((r.error_type for r in results if r.error_type is not None), None)
     return CaseResult(
         case_id=case.id,
-        status=_status(results, error_type),
+        status=case_status((r.status for r in results), error_type),
         metrics=by_name,
         invocations=invocations,
         run_index=run_index,

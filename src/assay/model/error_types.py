@@ -23,6 +23,9 @@ class ErrorType(StrEnum):
     """The case cannot be run the way it was asked (e.g. a scenario without a user model)."""
     CONFIG_ERROR = "CONFIG_ERROR"
     """The case's own settings are invalid (e.g. an unknown persona id)."""
+    TOOL_NOT_RUN = "TOOL_NOT_RUN"
+    """Tool calls were FAKE and no mock answered one: the agent got an error instead of
+    the tool's answer, so the case shows nothing about how the agent does its job."""
 
 
 class ExecutionState(StrEnum):

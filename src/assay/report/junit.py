@@ -75,9 +75,11 @@ def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
             )
             if case.failure or (
                 case.status is Status.NOT_EVALUATED
-                and case.error_type == ErrorType.METRIC_CALCULATION_FAILURE
+                and case.error_type
+                in (ErrorType.METRIC_CALCULATION_FAILURE, ErrorType.TOOL_NOT_RUN)
             ):
-                # The agent (or a metric) crashed: an error, not a verdict on quality.
+                # The agent (or a metric) crashed, or a FAKE tool call had no mock: an
+                # error of the run, not a verdict on quality (and never a pass).
                 counts["errors"] += 1
                 reason = not_evaluated_reason(case)
                 error = ET.SubElement(tc, "error", message=reason, type=case.error_type or "ERROR")

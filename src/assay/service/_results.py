@@ -17,6 +17,7 @@ from typing import Any
 from assay.formats._ces_write import _dump_call, _dump_expectation
 from assay.model.core import Expectation, ToolCall, Turn
 from assay.model.error_types import ErrorType
+from assay.model.verdict import ces_evaluation_status
 from assay.service.errors import InvalidArgument, NotFound
 from assay.store.eval_results import SERVICE_KEY, Progress, ResultRow
 from assay.store.runs import RunInfo
@@ -130,10 +131,10 @@ def render_run(app: str, run: RunInfo, progress: Progress) -> dict[str, Any]:
 
 
 def evaluation_status(row: ResultRow) -> str | None:
-    """PASS unless a check failed; None while the result is not COMPLETED."""
+    """PASS only for a PASSED case run (the one verdict rule); None unless COMPLETED."""
     if row.execution_state != "COMPLETED":
         return None
-    return FAIL if row.status == "FAILED" else PASS
+    return ces_evaluation_status(row.status)
 
 
 def render_result(app: str, row: ResultRow, run: RunInfo | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import StoreError
+from assay.model.verdict import is_pass
 from assay.service._results import duration, service_config
 from assay.store.eval_results import EvaluationResults, ResultRow
 from assay.store.namespace import Namespace, current_namespace
@@ -111,10 +112,10 @@ class EvaluationMetrics:
         if self.last_completed is None or row.row_id > self.last_completed.row_id:
             self.last_completed = row
         version = self.versions.setdefault(app_version, _Version())
-        if row.status == "FAILED":
-            version.failed += 1
-        else:
+        if is_pass(row.status):
             version.passed += 1
+        else:
+            version.failed += 1
         doc = row.document
         for index, inv in enumerate(doc.get("invocations") or []):
             turn_bucket = version.turns.setdefault(index, _Bucket())

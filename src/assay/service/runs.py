@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
+from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
 from assay.engine.replay import RunMethod
 from assay.errors import ConfigError, InputError
 from assay.service import _results
@@ -250,6 +251,12 @@ def _service_config(
         cases, options = run_plan(settings)
     except ConfigError as exc:
         raise InvalidArgument(str(exc)) from None
+    # As `assay eval` does: a golden check no expectation asks for would have nothing to
+    # score and leave every case NOT_EVALUATED (which is never a pass). With none left
+    # (scenarios without a judge) the conversations still run and every result says why
+    # it was not evaluated.
+    called = golden_checks_called_for(cases)
+    settings.metrics = [m for m in metrics if m not in EXPECTATION_CHECKS or m in called] or metrics
     settings.total_count = total_runs(cases, options)
     return settings
 

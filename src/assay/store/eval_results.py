@@ -18,6 +18,7 @@ from sqlalchemy import and_, delete, func, select, update
 
 from assay.model.error_types import ExecutionState
 from assay.model.results import Status
+from assay.model.verdict import is_pass
 from assay.store._document import expand_document
 from assay.store._repository import Repository, database_errors
 from assay.store.namespace import current_namespace
@@ -183,7 +184,8 @@ class EvaluationResults(Repository):
                     counts["error"] += n
                     continue
                 counts["completed"] += n
-                counts["failed" if status == "FAILED" else "passed"] += n
+                # NOT_EVALUATED is no pass (assay.model.verdict): CES counts it failed.
+                counts["passed" if is_pass(status) else "failed"] += n
         return Progress(**counts)
 
     @database_errors
