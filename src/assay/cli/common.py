@@ -114,6 +114,36 @@ def user_errors() -> Iterator[None]:
 
 EXIT_INTERRUPTED = 130
 
+
+def output_file(raw: str | Path, *, folder_name: str | None = None, what: str = "output") -> Path:
+    """The file to write for an output argument, its folders created.
+
+    A target that is a folder (it exists as one, or is written with a trailing `/`)
+    takes `folder_name` inside it, or is refused (exit 2) when the command has no
+    default name; a missing parent folder is created; a parent that is a file is
+    refused with the path named.
+    """
+    # A Path drops a trailing "/": take the argument as typed to see it.
+    target = Path(raw)
+    if target.is_dir() or str(raw).endswith(("/", os.sep)):
+        if folder_name is None:
+            raise ConfigError(f"{what} {str(raw)!r} is a folder: give a file name in it")
+        target = target / folder_name
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(
+            f"cannot write {what} {str(target)!r}: a part of {str(parent)!r} is a file,"
+            " not a folder"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the folder {str(parent)!r} for {what}: {exc.strerror}"
+        ) from None
+    return target
+
+
 FORMAT_DESCRIPTIONS: dict[str, str] = {
     "adk": "Google ADK eval set (*.evalset.json): golden conversations or scenarios",
     "adk-legacy": "ADK legacy test file (*.test.json): queries with expected tool use",

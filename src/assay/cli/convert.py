@@ -12,6 +12,7 @@ from assay.cli.common import (
     FromOption,
     MapOption,
     check_format,
+    output_file,
     parse_mapping,
     stderr_console,
     stdout_console,
@@ -22,7 +23,12 @@ from assay.errors import ConfigError
 
 def convert_command(
     source: Annotated[Path, typer.Argument(help="File to convert.")],
-    target: Annotated[Path, typer.Argument(help="File to write.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="File to write (a folder: --to adk-config writes test_config.json in it)."
+        ),
+    ],
     to: Annotated[str, typer.Option("--to", help="Output format.")],
     from_format: FromOption = None,
     map_: MapOption = None,
@@ -64,12 +70,15 @@ def convert_command(
             from assay.config import load_config
             from assay.formats.adk_config import write_config
 
-            write_config(load_config(source), target)
-            stdout_console().print(f"wrote {target} (adk-config)")
+            # ADK reads a config as test_config.json beside the eval files.
+            config_file = output_file(target, folder_name="test_config.json", what="the config")
+            write_config(load_config(source), config_file)
+            stdout_console().print(f"wrote {config_file} (adk-config)")
             return
+        written = output_file(target, what="the converted file")
         done = convert_file(
             source,
-            target,
+            written,
             to,
             from_format=from_format,
             mapping=mapping,
@@ -92,7 +101,9 @@ def convert_command(
                 )
                 stderr_console().print(Text(message, style="yellow"), soft_wrap=True)
         count = len(done.evalset.cases)
-        out.print(f"wrote {target} ({count} case{'s' if count != 1 else ''}, {to})", soft_wrap=True)
+        out.print(
+            f"wrote {written} ({count} case{'s' if count != 1 else ''}, {to})", soft_wrap=True
+        )
         reports = ((f"kept in {done.kept_in}", done.kept), ("dropped", done.dropped))
         for what, losses in reports:
             if not losses:

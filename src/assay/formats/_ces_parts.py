@@ -35,6 +35,9 @@ DISPLAY = "displayName"
 AUDIO = "audio/*"
 OWN_KEYS = frozenset({"name", "displayName", "description", "tags", "golden", "scenario"})
 
+MAX_TURNS_LIMIT = 2**31 - 1
+"""The largest CES `scenario.maxTurns` (an int32)."""
+
 
 def _tool_name(loc: Loc, d: Mapping[str, Any]) -> str:
     if isinstance(d.get("tool"), str):
@@ -196,8 +199,14 @@ def read_scenario(loc: Loc, sc: dict[str, Any]) -> Scenario:
                 for il, f in kl.items(value)
             ]
         elif key == "maxTurns":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise kl.error(f"got {value!r}", expected="an integer")
+            # CES declares maxTurns an int32, and a run of zero or fewer turns is no run:
+            # the service refuses the same values (400 naming scenario.maxTurns).
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not 1 <= value <= MAX_TURNS_LIMIT
+            ):
+                raise kl.error(f"got {value!r}", expected=f"an integer from 1 to {MAX_TURNS_LIMIT}")
             fields["max_turns"] = value
         elif key == "rubrics":
             fields["rubrics"] = [

@@ -17,6 +17,7 @@ config; so does assay when the criteria come from a `test_config.json` /
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -64,6 +65,7 @@ class EfficiencyOptions(MetricOptions):
 
 
 class _Efficiency(Metric):
+    score_range = (0.0, math.inf)
     informational: ClassVar[bool] = True
     options_model: ClassVar[type[MetricOptions]] = EfficiencyOptions
     family: ClassVar[str] = "adk"

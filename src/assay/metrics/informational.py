@@ -13,6 +13,7 @@ silently ignored.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from pydantic import model_validator
@@ -37,6 +38,7 @@ class InformationalOptions(MetricOptions):
 
 
 class _Informational(Metric):
+    score_range = (0.0, math.inf)
     informational: ClassVar[bool] = True
     options_model: ClassVar[type[MetricOptions]] = InformationalOptions
 

@@ -165,7 +165,27 @@ def build_metric(
         raise ConfigError(
             f"bad options for metric {name!r}: {problems}. Valid options: {', '.join(valid)}"
         ) from None
-    return cls(options)
+    metric = cls(options)
+    check_threshold(name, metric.threshold, cls.score_range)
+    return metric
+
+
+def check_threshold(
+    name: str, threshold: float | None, score_range: tuple[float, float] | None
+) -> None:
+    """Refuse a threshold outside the metric's score range: no score could ever reach it
+    (above) or ever miss it (below), so it is a mistake, not a setting (a 5 on a 0-1
+    metric is usually a 0-5 scale, or a percentage, taken for a share)."""
+    if threshold is None or score_range is None:
+        return
+    low, high = score_range
+    if not low <= threshold <= high:
+        never = "pass" if threshold > high else "fail"
+        raise ConfigError(
+            f"threshold {threshold:g} of metric {name!r} is outside its score range"
+            f" {low:g}..{high:g}: no score could ever {never}; give a threshold from"
+            f" {low:g} to {high:g}"
+        )
 
 
 def _drop_foreign_keys(name: str, raw: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -63,6 +63,8 @@ class DocumentRecall(Metric):
     (a retrieval step with no chunks) scores 0.0.
     """
 
+    score_range = (0.0, 1.0)
+
     name: ClassVar[str] = "document_recall"
     description: ClassVar[str] = "distinct expected doc_uris retrieved / distinct expected"
     needs: ClassVar[frozenset[str]] = frozenset({"retrieved_context", "expected_retrieved_context"})
@@ -98,6 +100,8 @@ class DocumentPrecision(Metric):
 
     An invocation that retrieved no document has no score (precision is undefined).
     """
+
+    score_range = (0.0, 1.0)
 
     name: ClassVar[str] = "document_precision"
     description: ClassVar[str] = (

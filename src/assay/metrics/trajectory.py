@@ -282,6 +282,8 @@ class TrajectoryMetric(Metric):
     (`Turn.tool_calls()`, `expected_tool_calls(reference_turn)`) and call it on each.
     """
 
+    score_range = (0.0, 1.0)
+
     options_model: ClassVar[type[MetricOptions]] = TrajectoryOptions
     needs: ClassVar[frozenset[str]] = frozenset({"reference"})
     default_threshold: ClassVar[float | None] = 1.0

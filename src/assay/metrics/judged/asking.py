@@ -9,6 +9,7 @@ output constrain the reply, and the rest are parsed tolerantly.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,8 +90,44 @@ def vote_details(vote: Vote[Any], samples: int) -> dict[str, Any]:
     return {"agreement": vote.agreement, "samples": samples, "unparseable": vote.discarded}
 
 
-def no_parse_reason(samples: int) -> str:
-    return f"no judge reply could be parsed ({samples} of {samples} samples unparseable)"
+#: how much of a judge's raw reply an unparseable-reply message quotes
+RAW_REPLY_CHARS = 200
+
+
+def schema_shape(schema: Mapping[str, Any] | None) -> str:
+    """A short picture of the JSON a schema asks for: `{"verdict": "valid"|"invalid"}`."""
+    if schema is None:
+        return "a JSON object"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return "|".join(json.dumps(v) for v in enum)
+    kind = schema.get("type")
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        inner = ", ".join(
+            f"{json.dumps(name)}: {schema_shape(sub) if isinstance(sub, Mapping) else '?'}"
+            for name, sub in properties.items()
+        )
+        return "{" + inner + "}"
+    if kind == "array":
+        items = schema.get("items")
+        return "[" + (schema_shape(items) if isinstance(items, Mapping) else "...") + ", ...]"
+    return str(kind or "any")
+
+
+def no_parse_reason(replies: Sequence[str], schema: Mapping[str, Any] | None = None) -> str:
+    """Why no sample counted: how many were unparseable, what the metric expected and
+    what the judge said (its first reply, truncated), so a wrong judge is seen at once."""
+    count = len(replies)
+    reason = f"no judge reply could be parsed ({count} of {count} samples unparseable)"
+    reason += f"; expected {schema_shape(schema)}"
+    if replies:
+        raw = replies[0]
+        shown = raw if len(raw) <= RAW_REPLY_CHARS else raw[:RAW_REPLY_CHARS] + "…"
+        reason += f"; the judge replied {json.dumps(shown, ensure_ascii=False)}"
+        if len(raw) > RAW_REPLY_CHARS:
+            reason += f" ({len(raw):,} characters)"
+    return reason
 
 
 def case_details(per: Sequence[Score]) -> dict[str, Any]:
@@ -165,7 +202,7 @@ async def binary_verdict(
     vote = binary_vote(votes)
     details = vote_details(vote, len(votes))
     if vote.label is None:
-        return Score(None, no_parse_reason(len(votes)), details)
+        return Score(None, no_parse_reason(replies.texts, schema), details)
     details["verdict"] = labels[0] if vote.label else labels[1]
     if extra is not None:
         details.update(extra([o for o, v in zip(objs, votes, strict=True) if v == vote.label]))

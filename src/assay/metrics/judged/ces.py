@@ -100,8 +100,9 @@ async def _ask_scored(
     judge: JudgeClient,
     messages: list[dict[str, str]],
     labels: dict[int, str],
-) -> tuple[list[tuple[int | None, str | None]], int] | str:
-    """The parsed samples and how many came back, or the judge error."""
+) -> tuple[list[tuple[int | None, str | None]], str] | str:
+    """The parsed samples and, for an unparseable-reply message, what the metric expected
+    and the replies; or the judge error."""
     schema = _score_schema(sorted(labels, reverse=True))
     low, high = min(labels), max(labels)
     replies = await ask(
@@ -113,7 +114,8 @@ async def _ask_scored(
     )
     if replies.error is not None:
         return replies.error
-    return [parse_scored(t, min(labels), max(labels)) for t in replies.texts], len(replies.texts)
+    parsed = [parse_scored(t, min(labels), max(labels)) for t in replies.texts]
+    return parsed, no_parse_reason(replies.texts, schema)
 
 
 def render_conversation(view: InvocationView) -> str:
@@ -171,6 +173,8 @@ class SemanticSimilarity(VotedJudge):
     the case score is the mean over the judged turns.
     """
 
+    score_range = (0.0, 4.0)
+
     name: ClassVar[str] = "semantic_similarity"
     description: ClassVar[str] = "LLM judge: response vs expected response, 0..4"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "response", "expected_response"})
@@ -196,11 +200,12 @@ class SemanticSimilarity(VotedJudge):
         asked = await _ask_scored(self, judge, messages, SIMILARITY_LABELS)
         if isinstance(asked, str):
             return Score(None, asked)
-        parsed, count = asked
+        parsed, unparsed = asked
+        count = len(parsed)
         vote = ordinal_vote([score for score, _ in parsed])
         details = vote_details(vote, count)
         if vote.label is None:
-            return Score(None, no_parse_reason(count), details)
+            return Score(None, unparsed, details)
         passed = self.threshold is None or vote.label >= self.threshold
         details["label"] = SIMILARITY_LABELS[vote.label]
         details["outcome"] = "PASS" if passed else "FAIL"
@@ -266,13 +271,14 @@ class Hallucination(VotedJudge):
         asked = await _ask_scored(self, judge, messages, HALLUCINATION_LABELS)
         if isinstance(asked, str):
             return Score(None, asked)
-        parsed, count = asked
+        parsed, unparsed = asked
+        count = len(parsed)
         vote: Vote[str] = label_vote(
             [None if score is None else str(score) for score, _ in parsed], _HALLUCINATION_ORDER
         )
         details = vote_details(vote, count)
         if vote.label is None:
-            return Score(None, no_parse_reason(count), details)
+            return Score(None, unparsed, details)
         score = int(vote.label)
         details["ces_score"] = score
         details["label"] = HALLUCINATION_LABELS[score]

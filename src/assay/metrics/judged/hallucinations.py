@@ -27,7 +27,7 @@ from typing import Any
 
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import mean
-from assay.metrics.judged.asking import ask, settings_for
+from assay.metrics.judged.asking import ask, no_parse_reason, settings_for
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.context import InvocationView, grounding_context
 from assay.metrics.judged.parsing import field as get_field
@@ -61,7 +61,8 @@ def validator_schema(count: int) -> dict[str, Any]:
         "properties": {
             "index": {"type": "integer", "minimum": 1, "maximum": count},
             "rationale": {"type": "string"},
-            "label": {"type": "string", "enum": list(LABELS)},
+            # Most positive first, as every judge schema of assay lists its labels.
+            "label": {"type": "string", "enum": list(reversed(LABELS))},
         },
         "required": ["index", "rationale", "label"],
         "additionalProperties": False,
@@ -247,7 +248,9 @@ async def check_response(
     sentences = parse_sentences(seg.texts[0])
     if sentences is None:
         return ResponseCheck(
-            response, error="sentence segmentation: the judge's reply held no sentence list"
+            response,
+            error="sentence segmentation: the judge's reply held no sentence list: "
+            + no_parse_reason(seg.texts, SEGMENTER_SCHEMA),
         )
     numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
     validator = get_prompt("hallucinations_validator").render(
@@ -265,8 +268,8 @@ async def check_response(
     if not usable:
         return ResponseCheck(
             response,
-            error=f"sentence validation: no judge reply could be parsed ({unparseable} of"
-            f" {unparseable} samples unparseable)",
+            error="sentence validation: "
+            + no_parse_reason(val.texts, validator_schema(len(sentences))),
             samples=len(parsed),
             unparseable=unparseable,
         )

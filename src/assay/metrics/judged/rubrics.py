@@ -181,7 +181,7 @@ def rubric_score(replies: Sequence[str], rubrics: Sequence[Rubric]) -> Score:
         "unparseable": unparseable,
     }
     if not decided:
-        return Score(None, no_parse_reason(len(replies)), details)
+        return Score(None, no_parse_reason(replies, rubric_schema(rubrics)), details)
     lines = [
         f"{o.rubric_id}: {'yes' if o.score else 'no'}"
         + (f" ({o.rationale})" if o.rationale else "")

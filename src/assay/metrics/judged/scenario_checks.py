@@ -235,7 +235,7 @@ async def judge_user_goal(
     vote = label_vote([None if s is None else str(s) for s in scores], _GOAL_ORDER)
     details = vote_details(vote, len(objs))
     if vote.label is None:
-        return GoalVerdict(None, None, no_parse_reason(len(objs)), details)
+        return GoalVerdict(None, None, no_parse_reason(replies.texts, _GOAL_SCHEMA), details)
     score = int(vote.label)
     agreeing = [o for o, s in zip(objs, scores, strict=True) if s == score]
     rejected = binary_vote([parse_yes_no(get_field(o, "rejected")) for o in agreeing]).label

@@ -106,7 +106,7 @@ async def ask_yes_no(metric: JudgedMetric, judge: JudgeClient, messages: Message
     vote = binary_vote(labels)
     details = vote_details(vote, len(replies.texts))
     if vote.label is None:
-        return YesNo(None, error=no_parse_reason(len(replies.texts)), details=details)
+        return YesNo(None, error=no_parse_reason(replies.texts, YES_NO_SCHEMA), details=details)
     rationale = majority_rationale([r for _, r in parsed], labels, vote.label)
     return YesNo(vote.label, rationale, details=details)
 
@@ -199,6 +199,8 @@ def chunk_columns(prefix: str, score: Score) -> dict[str, Any]:
 
 class VotedJudge(JudgedMetric):
     """A judged metric whose case result carries the mean agreement of its votes."""
+
+    score_range = (0.0, 1.0)
 
     family: ClassVar[str] = "databricks"
 
