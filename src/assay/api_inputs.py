@@ -72,7 +72,8 @@ def load_dataset(
     if isinstance(dataset, EvalSet):
         return [dataset]
     if _is_path(dataset):
-        return [formats.load(dataset, format, mapping)]
+        # A folder stands for the eval files under it.
+        return formats.load_many([dataset], format, mapping)
     if _is_dataframe(dataset):
         return [formats.load_rows(dataset, format or _row_format(dataset), mapping)]
     if isinstance(dataset, Sequence) and not isinstance(dataset, str | bytes):

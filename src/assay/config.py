@@ -234,8 +234,10 @@ def load_config(path: str | Path) -> EvalConfig:
 
 
 def find_config_beside(data_path: str | Path) -> Path | None:
-    """ADK looks for `test_config.json` next to the eval set; so do we."""
-    folder = Path(data_path).parent
+    """ADK looks for `test_config.json` next to the eval set; so do we (in the folder
+    itself when the data is a folder)."""
+    path = Path(data_path)
+    folder = path if path.is_dir() else path.parent
     for name in ("test_config.json", "eval_config.json"):
         candidate = folder / name
         if candidate.is_file():

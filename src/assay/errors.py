@@ -154,3 +154,40 @@ class ConversionLossError(InputError):
             path=self.path,
             expected=self.expected,
         )
+
+
+#: Import names of the optional dependencies, with the package and the extra that
+#: installs each (pyproject.toml's optional-dependencies; tests/test_missing_extras.py
+#: checks every extra is here).
+OPTIONAL_IMPORTS: dict[str, tuple[str, str]] = {
+    "google.adk": ("google-adk", "adk"),
+    "google.genai": ("google-genai", "gemini"),
+    "google.cloud.ces_v1beta": ("google-cloud-ces", "ces"),
+    "google.cloud.ces": ("google-cloud-ces", "ces"),
+    "grpc": ("grpcio", "ces"),
+    "grpc_status": ("grpcio-status", "ces"),
+    "openai": ("openai", "openai"),
+    "anthropic": ("anthropic", "anthropic"),
+    "xllamacpp": ("xllamacpp", "local"),
+    "fastapi": ("fastapi", "service"),
+    "uvicorn": ("uvicorn", "service"),
+    "mcp": ("mcp", "service"),
+    "mlflow": ("mlflow-skinny", "mlflow"),
+    "sqlparse": ("sqlparse", "mlflow"),
+    "pandas": ("pandas", "pandas"),
+    "psycopg": ("psycopg[binary]", "postgres"),
+}
+
+
+def missing_import_hint(name: str) -> str:
+    """What to install for a module that failed to import (`ModuleNotFoundError.name`).
+
+    Names one of assay's extras when the module belongs to one (`pip install -e
+    '.[adk]'`); a bare `google` (no Google package at all) most often means ADK.
+    """
+    if name == "google":
+        return "pip install -e '.[adk]' for an ADK agent (google-adk)"
+    for prefix, (package, extra) in sorted(OPTIONAL_IMPORTS.items(), key=lambda kv: -len(kv[0])):
+        if name == prefix or name.startswith(prefix + ".") or prefix.startswith(name + "."):
+            return f"pip install -e '.[{extra}]' ({package})"
+    return f"pip install {name.split('.', 1)[0]}"

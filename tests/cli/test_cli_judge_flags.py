@@ -149,10 +149,11 @@ def test_a_judge_whose_sdk_is_missing_names_the_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)  # as if not installed
     result = _eval(_rows(tmp_path), "--judge", "anthropic:claude-x", "--no-store")
-    assert result.exit_code == 1
-    assert "NOT_EVALUATED" in _status_line(result.output, "row-0")
+    # The judge the user asked for cannot run at all: a usage error before any case runs.
+    assert result.exit_code == 2, result.output
     flat = " ".join(result.output.split())
-    assert "pip install -e '.[anthropic]'" in flat.replace("│", "").replace("  ", " ")
+    assert "judge 'anthropic:claude-x': the anthropic judge backend needs" in flat
+    assert "pip install -e '.[anthropic]'" in flat
 
 
 @pytest.mark.parametrize(

@@ -70,9 +70,12 @@ def test_bare_threshold(name: str) -> None:
         with pytest.raises(ConfigError, match=f"metric {name!r}"):
             build_metric(name, 0.25)
         return
-    assert build_metric(name, 0.25).threshold == 0.25
+    # Thresholds inside the metric's score range (outside it they are refused).
+    low, high = cls.score_range or (0.0, 1.0)
+    quarter, half = low + 0.25 * (min(high, low + 1) - low), low + 0.5 * (min(high, low + 1) - low)
+    assert build_metric(name, quarter).threshold == quarter
     assert build_metric(name, 1).threshold == 1.0
-    assert build_metric(name, {"threshold": 0.5}).threshold == 0.5
+    assert build_metric(name, {"threshold": half}).threshold == half
 
 
 def test_unknown_name_lists_valid_names() -> None:

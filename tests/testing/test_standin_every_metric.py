@@ -91,6 +91,8 @@ def _case(turns: list[Turn]) -> EvalCase:
                 Rubric(id="polite", text="The agent is polite.", type="FINAL_RESPONSE_QUALITY"),
                 Rubric(id="tool", text="The agent checks the party size with a tool.",
                        type="TOOL_USE_QUALITY"),
+                Rubric(id="path", text="The agent never books more than 8 guests.",
+                       type="TRAJECTORY_QUALITY"),
             ],
             "expected_response": "Only parties of up to 8 can be booked.",
             "expected_facts": ["parties of up to 8"],

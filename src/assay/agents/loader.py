@@ -23,7 +23,7 @@ from typing import Any
 
 from assay.agents.base import Agent
 from assay.agents.callable import CallableAgent
-from assay.errors import AgentError
+from assay.errors import AgentError, missing_import_hint
 
 SPEC_FORMS = (
     "MODULE:ATTRIBUTE (e.g. my_pkg.agent:root_agent), an ADK agent folder, or an http(s):// URL"
@@ -61,6 +61,11 @@ def load_agent(spec: str) -> Agent:
     return as_agent(_import_object(spec), name=spec)
 
 
+def _is_part_of(module_name: str, missing: str) -> bool:
+    """Whether `missing` is `module_name` or one of its parent packages (a wrong path)."""
+    return module_name == missing or module_name.startswith(missing + ".")
+
+
 def _import_object(spec: str) -> Any:
     """Import `package.module:attr` (the working directory is importable, as with python -m)."""
     module_name, sep, attr = spec.partition(":")
@@ -73,6 +78,13 @@ def _import_object(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and not _is_part_of(module_name, missing):
+            # The module was found; something it imports is not installed.
+            raise AgentError(
+                f"--agent {spec!r}: module {module_name!r} needs {missing!r}, which is not"
+                f" installed: {missing_import_hint(missing)}"
+            ) from None
         raise AgentError(
             f"--agent {spec!r}: cannot import module {module_name!r} ({exc}); run from the "
             "folder that contains it or install it"

@@ -213,6 +213,10 @@ def eval_command(
             stats=JudgeStats(),  # shown live by the progress lines
         )
         cfg = _config_for(config, data[0])
+        # A folder stands for the eval files under it (its config was found above).
+        from assay.formats.folders import expand_inputs
+
+        data = expand_inputs(data, from_format)
         options = RunOptions(
             runs=runs,
             concurrency=concurrency,

@@ -52,9 +52,12 @@ class JudgeRunOptions:
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
         if self.model is not None:
-            from assay.judges.resolve import parse_model
+            from assay.judges.resolve import check_sdk, parse_model
 
-            parse_model(self.model)  # a mistyped judge is a usage error, not a skipped metric
+            # A mistyped judge, or one whose SDK is not installed, is a usage error (exit
+            # 2 naming the extra), not a run of skipped metrics.
+            spec = parse_model(self.model)
+            check_sdk(spec.backend, label=f"judge {self.model!r}")
 
     def make_pool(self) -> JudgePool:
         from assay.judges.client import JudgePool

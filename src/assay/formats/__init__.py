@@ -82,7 +82,9 @@ def load(
     if fmt is not None:
         format_module(fmt)  # an unknown --from is reported before the file is read
     if p.is_dir():
-        raise InputError("is a folder; give the eval set files inside it", file=str(p))
+        raise InputError(
+            "is a folder; load it with load_many (assay eval takes folders)", file=str(p)
+        )
     # One pause from reading to the built set: between a parse and the conversion, the
     # collector would otherwise walk every parsed object that the conversion is about to
     # release (see `gc_paused`).
@@ -115,7 +117,10 @@ def load(
 def load_many(
     paths: Sequence[str | Path], fmt: str | None = None, mapping: Mapping[str, str] | None = None
 ) -> list[EvalSet]:
-    return [load(p, fmt, mapping) for p in paths]
+    """Load each file; a folder stands for the eval files under it (`expand_inputs`)."""
+    from assay.formats.folders import expand_inputs
+
+    return [load(p, fmt, mapping) for p in expand_inputs(paths, fmt)]
 
 
 def load_rows(

@@ -96,6 +96,13 @@ def missing_sdk_message(backend: str) -> str:
     )
 
 
+def check_sdk(backend: str, *, label: str | None = None) -> None:
+    """ConfigError naming the extra to install when `backend`'s SDK is not installed."""
+    if not _sdk_installed(BACKENDS[backend].sdk):
+        message = missing_sdk_message(backend)
+        raise ConfigError(f"{label}: {message}" if label else message)
+
+
 def make_backend(
     model: str, options: JudgeModelOptions | None = None, *, timeout_s: float
 ) -> JudgeBackend:

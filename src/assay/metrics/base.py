@@ -50,7 +50,8 @@ class Metric:
     default_threshold: ClassVar[float | None] = None
     #: informational metrics are reported but never pass or fail a case
     informational: ClassVar[bool] = False
-    #: the family whose output names the metric follows ("vertex", "databricks", "ces")
+    #: where the metric comes from ("adk", "vertex", "ces", "databricks", "checks", ...), as
+    #: `assay metrics` and the README's metric table list it
     family: ClassVar[str] = "vertex"
     #: the (low, high) every score lies in when declared; `assay metrics` lists it
     score_range: ClassVar[tuple[float, float] | None] = None

@@ -65,7 +65,7 @@ class EfficiencyOptions(MetricOptions):
 
 
 class _Efficiency(Metric):
-    score_range = (0.0, math.inf)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, math.inf)
     informational: ClassVar[bool] = True
     options_model: ClassVar[type[MetricOptions]] = EfficiencyOptions
     family: ClassVar[str] = "adk"

@@ -182,7 +182,7 @@ class GoldenExpectationsOptions(MetricOptions):
 
 
 class _GoldenMetric(Metric):
-    score_range = (0.0, 1.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
     needs: ClassVar[frozenset[str]] = frozenset({"reference"})
     default_threshold: ClassVar[float | None] = 1.0
     family: ClassVar[str] = "ces"

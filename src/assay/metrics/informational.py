@@ -38,7 +38,8 @@ class InformationalOptions(MetricOptions):
 
 
 class _Informational(Metric):
-    score_range = (0.0, math.inf)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, math.inf)
+    family: ClassVar[str] = "informational"
     informational: ClassVar[bool] = True
     options_model: ClassVar[type[MetricOptions]] = InformationalOptions
 

@@ -46,7 +46,8 @@ class ResponseMatchScore(Metric):
     one without a reference has no score. Case score = mean over invocations.
     """
 
-    score_range = (0.0, 1.0)
+    family: ClassVar[str] = "adk"
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     name: ClassVar[str] = "response_match_score"
     description: ClassVar[str] = "ROUGE-1 F-measure of the final response against the reference"

@@ -63,7 +63,7 @@ class DocumentRecall(Metric):
     (a retrieval step with no chunks) scores 0.0.
     """
 
-    score_range = (0.0, 1.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     name: ClassVar[str] = "document_recall"
     description: ClassVar[str] = "distinct expected doc_uris retrieved / distinct expected"
@@ -101,7 +101,8 @@ class DocumentPrecision(Metric):
     An invocation that retrieved no document has no score (precision is undefined).
     """
 
-    score_range = (0.0, 1.0)
+    family: ClassVar[str] = "retrieval"
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     name: ClassVar[str] = "document_precision"
     description: ClassVar[str] = (

@@ -282,7 +282,7 @@ class TrajectoryMetric(Metric):
     (`Turn.tool_calls()`, `expected_tool_calls(reference_turn)`) and call it on each.
     """
 
-    score_range = (0.0, 1.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     options_model: ClassVar[type[MetricOptions]] = TrajectoryOptions
     needs: ClassVar[frozenset[str]] = frozenset({"reference"})
@@ -332,6 +332,7 @@ class TrajectoryMetric(Metric):
 
 @register
 class ToolTrajectoryAvgScore(TrajectoryMetric):
+    family: ClassVar[str] = "adk"
     name = "tool_trajectory_avg_score"
     description = "1.0 if the tool calls match the reference under match_type; case = mean"
     options_model = ToolTrajectoryOptions

@@ -123,7 +123,8 @@ class _AdkJudged(JudgedMetric):
     and the case details carry the mean self-agreement and the unparseable samples.
     """
 
-    score_range = (0.0, 1.0)
+    family: ClassVar[str] = "adk"
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     options_model: ClassVar[type[MetricOptions]] = AdkJudgedOptions
     default_num_samples: ClassVar[int] = 5

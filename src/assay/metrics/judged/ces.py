@@ -173,7 +173,7 @@ class SemanticSimilarity(VotedJudge):
     the case score is the mean over the judged turns.
     """
 
-    score_range = (0.0, 4.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 4.0)
 
     name: ClassVar[str] = "semantic_similarity"
     description: ClassVar[str] = "LLM judge: response vs expected response, 0..4"

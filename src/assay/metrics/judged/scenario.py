@@ -73,7 +73,7 @@ SCENARIO_METRIC_NAMES = (
 class ScenarioMetric(JudgedMetric, ABC):
     """A judge of one whole scenario conversation; subclasses write `judge_scenario`."""
 
-    score_range = (0.0, 1.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     family: ClassVar[str] = "ces"
     needs: ClassVar[frozenset[str]] = frozenset({"judge", "scenario"})

@@ -49,7 +49,7 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
     options_model: ClassVar[type[MetricOptions]] = UserSimulatorQualityOptions
     default_threshold: ClassVar[float | None] = 0.8
     default_num_samples: ClassVar[int] = 5
-    family: ClassVar[str] = "vertex"  # as the other ADK metrics
+    family: ClassVar[str] = "adk"
 
     @property
     def stop_signal(self) -> str:

@@ -263,7 +263,7 @@ class ResponseEvaluationScore(JudgedMetric):
         vote = ordinal_vote([rating for rating, _ in parsed])
         details = vote_details(vote, len(parsed))
         if vote.label is None:
-            return Score(None, no_parse_reason(len(parsed)), details)
+            return Score(None, no_parse_reason(replies.texts, _COHERENCE_SCHEMA), details)
         details["label"] = COHERENCE_LABELS[vote.label]
         explanation = next((why for rating, why in parsed if rating == vote.label and why), None)
         return Score(float(vote.label), explanation, details)

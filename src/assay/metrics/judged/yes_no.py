@@ -200,7 +200,7 @@ def chunk_columns(prefix: str, score: Score) -> dict[str, Any]:
 class VotedJudge(JudgedMetric):
     """A judged metric whose case result carries the mean agreement of its votes."""
 
-    score_range = (0.0, 1.0)
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     family: ClassVar[str] = "databricks"
 
