@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -40,7 +41,7 @@ class _BudgetOptions(MetricOptions):
     per: Per = "invocation"
 
 
-class _Budget(Metric):
+class _Budget(Metric, ABC):
     """Sum-able usage against a limit; subclasses say how to read and price a turn."""
 
     family: ClassVar[str] = "budgets"
@@ -48,12 +49,13 @@ class _Budget(Metric):
     default_threshold: ClassVar[float | None] = 1.0
     unit: ClassVar[str] = ""
 
-    def limit(self) -> float:
-        raise NotImplementedError
+    @abstractmethod
+    def limit(self) -> float: ...
 
+    @abstractmethod
     def used(self, turn: Turn, case: EvalCase) -> tuple[float | None, str | None]:
         """(what the turn used, None) or (None, why it is unknown)."""
-        raise NotImplementedError
+        ...
 
     def show(self, value: float) -> str:
         return f"{value:g}{self.unit}"

@@ -12,6 +12,7 @@ the reason, never 0.
 from __future__ import annotations
 
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -34,7 +35,7 @@ def quote(text: str, limit: int = 80) -> str:
     return repr(shown)
 
 
-class ResponseMetric(Metric):
+class ResponseMetric(Metric, ABC):
     """A metric over the final response text (and, when it needs one, the reference)."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"response"})
@@ -43,9 +44,10 @@ class ResponseMetric(Metric):
         """True when this instance compares against the reference response."""
         return "reference" in self.needs
 
+    @abstractmethod
     def score_text(self, response: str, reference: str | None) -> Score:
         """Score one response; `reference` is None exactly when not `uses_reference()`."""
-        raise NotImplementedError
+        ...
 
     def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
         single = case.scenario is None and len(case.reference or case.actual or []) <= 1

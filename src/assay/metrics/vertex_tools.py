@@ -13,6 +13,7 @@ it): `{"agent_details": {AGENT: {"tool_declarations": [{"function_declarations":
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -115,7 +116,7 @@ def tool_call_valid_score(calls: list[ToolCall], declared: Mapping[str, Any] | N
     return Verdict(1.0, f"{len(calls)} valid tool call(s){against}")
 
 
-class _ToolMetric(Metric):
+class _ToolMetric(Metric, ABC):
     score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
     default_threshold: ClassVar[float | None] = 1.0
 
@@ -131,10 +132,10 @@ class _ToolMetric(Metric):
     def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
         return self.score_turn(actual, expected, case, None)
 
+    @abstractmethod
     def score_turn(
         self, actual: Turn, expected: Turn | None, case: EvalCase, index: int | None
-    ) -> Score:
-        raise NotImplementedError
+    ) -> Score: ...
 
 
 @register
@@ -167,8 +168,8 @@ class _AgainstReference(_ToolMetric):
         verdict = self.verdict(actual.tool_calls(), want)
         return Score(verdict.score, verdict.explanation)
 
-    def verdict(self, predicted: list[ToolCall], reference: list[ToolCall]) -> Verdict:
-        raise NotImplementedError
+    @abstractmethod
+    def verdict(self, predicted: list[ToolCall], reference: list[ToolCall]) -> Verdict: ...
 
 
 @register
