@@ -20,6 +20,8 @@ Rules a block is held to:
   that install assay itself (``pip install -e ...``) are not re-run: the suite runs
   inside the virtualenv that installed the checkout with ``.[dev]``, which holds every
   extra. Whatever a block leaves running in the background is stopped when it ends.
+  The fixed ports in ``DOC_PORTS`` (the stand-in's 8012) are replaced by a free port
+  per block, so two runs of the suite at once never collide.
 - Python blocks of one file share one namespace, as in a notebook: they run in one
   interpreter process per file (cwd = the copy's root, which is on ``sys.path``).
 - Each block has ``BLOCK_TIMEOUT_S`` seconds; one that takes longer fails (and its
@@ -34,6 +36,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -270,8 +273,24 @@ def test_documented_block_runs(
     _run_shell(block, copy.root, env)
 
 
+# Fixed ports the docs give servers they start in the background (8012: the stand-in
+# judge). Each block gets a free port in their place, so two runs of the suite at once
+# (CI and a developer's checkout, two worktrees) never meet on the same port.
+DOC_PORTS = ("8012",)
+
+
+def with_free_ports(script: str) -> str:
+    for port in DOC_PORTS:
+        if re.search(rf"\b{port}\b", script):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                free = sock.getsockname()[1]
+            script = re.sub(rf"\b{port}\b", str(free), script)
+    return script
+
+
 def _run_shell(block: Block, cwd: Path, env: dict[str, str]) -> None:
-    script = without_self_installs(block.code)
+    script = with_free_ports(without_self_installs(block.code))
     # Output goes to a file, not a pipe: a server the block leaves in the background
     # would hold a pipe open, and reading it to the end would wait for the server.
     log = cwd.parent / f"shell-{block.line}.log"
@@ -323,3 +342,11 @@ def test_skip_marker_and_self_install_rules(tmp_path: Path) -> None:
     ]
     script = without_self_installs("pip install -e '.[adk]'\npip install -e . && assay metrics\n")
     assert script.split() == ["assay", "metrics"]
+
+
+def test_fixed_doc_ports_become_free_ports() -> None:
+    script = with_free_ports("serve --port 8012 &\nURL=http://127.0.0.1:8012/v1 run 18012\n")
+    ports = set(re.findall(r":(\d+)/v1|--port (\d+)", script))
+    chosen = {p for pair in ports for p in pair if p}
+    assert len(chosen) == 1 and "8012" not in chosen  # one free port, used at both places
+    assert script.endswith(" run 18012\n")  # a number that merely contains it is kept

@@ -4,17 +4,15 @@ only for the rest) or stopped with SIGTERM (the run is marked INTERRUPTED)."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from logging_agent import call_log, eval_command
 
 from assay.store import Store
 
@@ -24,44 +22,11 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
-    # The agent logs "start ID" when called and "end ID" when it answers.
-    (tmp_path / "loggingbot.py").write_text(
-        textwrap.dedent(
-            """
-            import os
-            import time
-
-            def _log(line):
-                with open(os.environ["BOT_LOG"], "a") as log:
-                    log.write(line + "\\n")
-
-            def answer(prompt):
-                _log("start " + prompt)
-                time.sleep(0.2)
-                _log("end " + prompt)
-                return prompt.upper()
-            """
-        ),
-        encoding="utf-8",
-    )
-    rows = [{"id": f"q{i}", "prompt": f"q{i}", "reference": f"Q{i}"} for i in range(CASES)]
-    data = tmp_path / "rows.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    db = tmp_path / "assay.db"
-    command = [
-        sys.executable, "-m", "assay", "eval", str(data), "--agent", "loggingbot:answer",
-        "--metric", "response_match_score", "--store", f"sqlite:///{db}",
-        "--concurrency", "2", "--quiet",
-    ]  # fmt: skip
-    env = {**os.environ, "BOT_LOG": str(tmp_path / "calls.log"), "PYTHONUNBUFFERED": "1"}
-    return command, env, db
+    return eval_command(tmp_path, cases=CASES, concurrency=2, delay=0.2)
 
 
 def _log(tmp_path: Path) -> list[tuple[str, str]]:
-    path = tmp_path / "calls.log"
-    if not path.exists():
-        return []
-    return [tuple(line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
+    return call_log(tmp_path)
 
 
 def _wait_for_ends(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> None:

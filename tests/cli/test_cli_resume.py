@@ -3,12 +3,9 @@ then the same command again, which continues the stored run instead of starting 
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from logging_agent import call_log, eval_command
 
 from assay.store import Store
 
@@ -25,32 +23,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
-    (tmp_path / "slowbot.py").write_text(
-        textwrap.dedent(
-            """
-            import os
-            import time
-
-            def answer(prompt):
-                with open(os.environ["SLOWBOT_LOG"], "a") as log:
-                    log.write(prompt + "\\n")
-                time.sleep(0.15)
-                return prompt.upper()
-            """
-        ),
-        encoding="utf-8",
-    )
-    rows = [{"id": f"q{i}", "prompt": f"q{i}", "reference": f"Q{i}"} for i in range(CASES)]
-    data = tmp_path / "rows.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    db = tmp_path / "assay.db"
-    command = [
-        sys.executable, "-m", "assay", "eval", str(data), "--agent", "slowbot:answer",
-        "--metric", "response_match_score", "--store", f"sqlite:///{db}",
-        "--concurrency", "1", "--quiet",
-    ]  # fmt: skip
-    env = {**os.environ, "SLOWBOT_LOG": str(tmp_path / "calls.log"), "PYTHONUNBUFFERED": "1"}
-    return command, env, db
+    return eval_command(tmp_path, cases=CASES, concurrency=1, delay=0.15)
 
 
 def _stored_keys(db: Path) -> set[tuple[str, str, int]]:
@@ -88,7 +61,7 @@ def _wait_for_stored(db: Path, count: int, proc: subprocess.Popen[str]) -> None:
 
 
 def _calls(tmp_path: Path) -> list[str]:
-    return (tmp_path / "calls.log").read_text(encoding="utf-8").split()
+    return [case for event, case in call_log(tmp_path) if event == "start"]
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +19,10 @@ from assay.cli import app
 from assay.store import Store
 
 uvicorn = pytest.importorskip("uvicorn")
-from view_browser import browser, open_page  # noqa: E402
+# The HTML report's browser helper and the CLI tests' agent variants, shared, not copied.
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS / "report"), str(TESTS / "cli")]
+from browser import browser, open_page  # noqa: E402
 
 from assay.view import create_view_app  # noqa: E402  (needs the service extra)
 
@@ -130,6 +134,11 @@ def test_filters_and_bad_references_over_http(server: str, runs: tuple[str, str,
         assert worse in listed.text and base not in listed.text
         assert base in client.get("/", params={"eval_set": "home", "status": "completed"}).text
         assert client.get("/", params={"since": "yesterday"}).status_code == 400
+        unknown = client.get("/", params={"status": "done"})
+        assert unknown.status_code == 400 and "CANCELLED" in unknown.text  # names the choices
+        cancelled = client.get("/", params={"status": "cancelled"})
+        assert cancelled.status_code == 200 and base not in cancelled.text
+        assert '<option value="CANCELLED" selected>' in cancelled.text
         missing = client.get("/runs/zzzz")
         assert missing.status_code == 404 and "no run id starts with" in missing.text
         common = base[: next(i for i, (a, b) in enumerate(zip(base, worse, strict=True)) if a != b)]

@@ -26,6 +26,7 @@ from assay.report.html import page as report_page
 from assay.report.html import report_data
 from assay.store import RunNotFoundError, Store
 from assay.store.reading import find_run, load_result
+from assay.store.schema import RunStatus
 from assay.view.pages import ICON, comparison_section, esc, layout, nav, runs_page
 
 #: seconds between reloads of a page that shows a run still in progress
@@ -71,6 +72,9 @@ def create_view_app(store: Store) -> FastAPI:
         if agent:
             infos = [i for i in infos if agent in (i.agent or "")]
         if status:
+            known = [s.value for s in RunStatus]
+            if status.upper() not in known:
+                raise InputError(f"status={status!r}: expected one of {', '.join(known)}")
             infos = [i for i in infos if i.status == status.upper()]
         filters = {"eval_set": eval_set, "agent": agent, "status": status, "since": since}
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None

@@ -17,6 +17,7 @@ from assay.model.results import CaseResult, EvalResult
 from assay.report.analysis import case_run_key
 from assay.report.compare import Change, Comparison
 from assay.report.html import static_text
+from assay.store.schema import RunStatus
 
 _VIEW_CSS = """
 .runs td, .runs th { white-space: nowrap; } .runs td.id { font-family: ui-monospace, monospace; }
@@ -111,8 +112,8 @@ def runs_page(infos: Sequence[Any], filters: dict[str, str], *, base: str) -> st
         return (f'<label>{esc(label)}<input type="{kind}" name="{name}" '
                 f'value="{esc(filters.get(name, ""))}"></label>')  # fmt: skip
 
-    statuses = ["", "COMPLETED", "RUNNING", "INTERRUPTED", "ERROR"]
-    chosen = filters.get("status", "")
+    statuses = ["", *(status.value for status in RunStatus)]
+    chosen = filters.get("status", "").upper()
     options = "".join(
         f'<option value="{s}"{" selected" if chosen == s else ""}>{s or "any"}</option>'
         for s in statuses
