@@ -338,3 +338,15 @@ def test_custom_judge_from_criterion_builds_one() -> None:
     )
     assert metric.name == "brief" and metric.description == "short answers"
     assert metric.instructions == "Brief?"
+
+
+def test_a_threshold_outside_the_yes_no_range_is_refused() -> None:
+    # 4 reads like a 1-5 rating scale: no yes/no score could ever reach it.
+    with pytest.raises(ConfigError, match=r"threshold 4 of metric 'polite' .* 0\.\.1"):
+        custom_judge_from_criterion(
+            "polite", {"threshold": 4, "custom_judge": {"instructions": "Is {response} polite?"}}
+        )
+    judge = custom_judge_from_criterion(
+        "polite", {"threshold": 0.5, "custom_judge": {"instructions": "Is {response} polite?"}}
+    )
+    assert judge.threshold == 0.5 and judge.score_range == (0.0, 1.0)

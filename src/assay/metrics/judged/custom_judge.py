@@ -53,7 +53,7 @@ from assay.metrics.judged.yes_no import (
     request_of,
     single_turn,
 )
-from assay.metrics.registry import metric_names
+from assay.metrics.registry import check_threshold, metric_names
 from assay.model.core import Chunk, EvalCase, Turn
 from assay.model.results import Score
 
@@ -109,6 +109,7 @@ class CustomJudge(VotedJudge):
     """
 
     options_model: ClassVar[type[MetricOptions]] = CustomJudgeOptions
+    score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
     def __new__(cls, name: str, *args: Any, **kwargs: Any) -> CustomJudge:
         if not isinstance(name, str) or not _NAME.match(name):
@@ -145,6 +146,8 @@ class CustomJudge(VotedJudge):
         except ValidationError as exc:
             raise ConfigError(f"custom judge {name!r}: {_problems(exc)}") from None
         super().__init__(options)
+        # Scores are a yes (1) / no (0), or the share of chunks rated yes: 0..1.
+        check_threshold(name, options.threshold, self.score_range)
         if options.threshold is None and options.assessment_type == "ANSWER":
             self.threshold = 1.0  # a row passes on "yes", as for the built-in judges
         self.instructions = options.instructions
