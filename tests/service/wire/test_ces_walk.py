@@ -35,7 +35,6 @@ NOT_SERVED = {
 PENDING = {
     "ImportEvaluations",
     "ExportEvaluations", "ExportEvaluationRuns", "ExportEvaluationResults",
-    "GenerateEvaluation", "RunEvaluationResultMetrics",
 }  # fmt: skip
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]*)\}")
 
