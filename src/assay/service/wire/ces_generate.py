@@ -66,7 +66,7 @@ def _result_id(rid: str, field: str) -> tuple[str, int]:
         ) from None
 
 
-def _conversation(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:
+def conversation(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:
     """(Location, app, result row) of a conversation name."""
     where, rest = parse_location(name, "conversation")
     parts = rest.split("/")
@@ -120,7 +120,7 @@ def golden_body(case_id: str, turns: list[Turn], display_name: str) -> dict[str,
 
 
 def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
-    where, app, row = _conversation(ctx, request.conversation)
+    where, app, row = conversation(ctx, request.conversation)
     if request.source not in (0, _EVAL_SOURCE):
         source = ces.Conversation.Source(request.source).name
         raise NotFound(

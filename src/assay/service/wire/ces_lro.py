@@ -54,7 +54,7 @@ def finished(
     metadata: Message,
     response: Message | None = None,
     error: ServiceError | None = None,
-) -> operations_pb2.Operation:
+) -> Message:
     """Store and return a done operation answering `response` (or `error`)."""
     op_id = f"{verb}-{secrets.token_hex(8)}"
     op = operations_pb2.Operation(
@@ -70,7 +70,8 @@ def finished(
     body = {"operation": base64.b64encode(op.SerializeToString()).decode()}
     with namespace_scope(where.namespace):
         ctx.store.resources.create(_APP, _KIND, op_id, display_name=op_id, body=body)
-    return op
+    stored: Message = op
+    return stored
 
 
 def is_stored(op_id: str) -> bool:
