@@ -75,6 +75,8 @@ RESOURCE_KINDS = (
     "personas",
     "evaluationExpectations",
     "scheduledEvaluationRuns",
+    # Finished long-running operations of the CES wire API (service/wire/ces_lro.py).
+    "operations",
 )
 
 # A surrogate integer key keeps case rows in completion order and, on SQLite, makes

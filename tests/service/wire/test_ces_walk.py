@@ -31,12 +31,8 @@ NOT_SERVED = {
     "TestPersonaVoice": "needs text-to-speech; assay evaluates text conversations only",
     "UploadEvaluationAudio": "needs speech recognition; assay evaluates text conversations only",
 }
-# Not built yet (issue #12 is open for them); this set only shrinks.
-PENDING = {
-    "ImportEvaluations",
-    "ExportEvaluations", "ExportEvaluationRuns", "ExportEvaluationResults",
-    "GenerateEvaluation", "RunEvaluationResultMetrics",
-}  # fmt: skip
+# Not built yet: none left (issue #12); keep it empty.
+PENDING: set[str] = set()
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]*)\}")
 
 

@@ -215,3 +215,58 @@ def test_wire_variants_and_bad_input(served: RunningServer) -> None:
         reply = http.post(base, json=body)
         assert reply.status_code == status, (body, reply.text)
         assert text in reply.json()["error"]["message"], reply.text
+
+
+# The newer SDK: vertexai.Client().evals.evaluate() sends these to evaluateInstances.
+CLIENT_METRICS = ["exact_match", "bleu", "rouge_1", "rouge_l_sum"]
+
+
+def _client_scores(
+    served: RunningServer, rows: list[dict[str, Any]], names: list[str]
+) -> tuple[dict[str, list[float | None]], dict[str, float | None]]:
+    """Per-row scores and means of `vertexai.Client().evals.evaluate()` against assay."""
+    from google.oauth2.credentials import Credentials
+    from vertexai import types
+
+    # A fixed token: google-genai sends it as a Bearer token and never refreshes it
+    # (AnonymousCredentials would be refreshed, and fail); with auth on, an assay API key.
+    client = vertexai.Client(
+        project="acme",
+        location="us-central1",
+        credentials=Credentials(token="unused"),
+        http_options={"base_url": served.base_url, "api_version": "v1beta1"},
+    )
+    result = client.evals.evaluate(
+        dataset=pd.DataFrame(rows), metrics=[types.Metric(name=n) for n in names]
+    )
+    got: dict[str, list[float | None]] = {n: [] for n in names}
+    for case in result.eval_case_results:
+        for name, value in case.response_candidate_results[0].metric_results.items():
+            assert value.error_message is None, (name, value.error_message)
+            got[name].append(value.score)
+    return got, {s.metric_name: s.mean_score for s in result.summary_metrics}
+
+
+def test_client_evals_evaluate_gets_assays_numbers(served: RunningServer) -> None:
+    rows = [{k: r[k] for k in ("prompt", "response", "reference")} for r in ROWS]
+    # The SDK sends rouge_1 as rougeType rouge1 and rouge_l_sum as rougeLsum, no stemmer.
+    got, means = _client_scores(served, rows, CLIENT_METRICS)
+    expected = evaluate(rows, metrics=dict.fromkeys(CLIENT_METRICS))
+    for name in CLIENT_METRICS:
+        want = [case.metrics[name].score for case in expected.cases]
+        assert got[name] == pytest.approx(want, abs=1e-6), (name, got[name], want)
+    assert got["exact_match"] == [0.0, 0.0, 1.0]
+    assert means["exact_match"] == pytest.approx(1 / 3)
+
+    tool_rows = [{"prompt": "tools", **r} for r in TOOL_ROWS]
+    got, _means = _client_scores(served, tool_rows, TOOL_METRICS)
+    wire_rows = [
+        vertex._row(vertex.FAMILIES["toolNameMatch"], {"prediction": r["response"],
+                    "reference": r["reference"]}, "row")
+        for r in TOOL_ROWS
+    ]  # fmt: skip
+    expected = evaluate(wire_rows, metrics=dict.fromkeys(TOOL_METRICS))
+    for name in TOOL_METRICS:
+        want = [case.metrics[name].score for case in expected.cases]
+        assert got[name] == pytest.approx(want, abs=1e-6), (name, got[name], want)
+    assert got["tool_parameter_key_match"] == [1.0, 0.5, 0.0]

@@ -21,7 +21,7 @@ from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, SCHEDULES
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
-from assay.service.wire import ces_locations, ces_operations
+from assay.service.wire import ces_generate, ces_locations, ces_operations, ces_transfer
 from assay.service.wire._proto import from_json, to_json
 from assay.service.wire.ces_names import Location, app_of, namespace_of, parse_location
 from assay.service.wire.ces_operations import Unimplemented
@@ -308,6 +308,8 @@ METHODS: dict[str, Handler] = {
     "DeleteEvaluationResult": delete_evaluation_result,
     "TestPersonaVoice": test_persona_voice,
     "UploadEvaluationAudio": upload_evaluation_audio,
+    **ces_generate.METHODS,
+    **ces_transfer.METHODS,
     **ces_operations.METHODS,
     **ces_locations.METHODS,
 }

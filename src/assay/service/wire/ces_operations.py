@@ -25,6 +25,7 @@ from assay.service import runs
 from assay.service._results import service_config
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound, ServiceError
+from assay.service.wire import ces_lro
 from assay.service.wire._proto import from_json
 from assay.service.wire.ces_names import Location, parse_location
 from assay.store.eval_results import SERVICE_KEY
@@ -120,7 +121,19 @@ def operation_of_run(ctx: ServiceContext, where: Location, run_id: str) -> Any:
     return _operation(ctx, where, ctx.store.get_run(run_id))
 
 
+def _stored_id(name: str) -> tuple[Location, str] | None:
+    """(Location, id) when `name` names a stored (non-run) operation."""
+    where, rest = parse_location(name)
+    op_id = rest.removeprefix("operations/")
+    if rest.startswith("operations/") and "/" not in op_id and ces_lro.is_stored(op_id):
+        return where, op_id
+    return None
+
+
 def get_operation(ctx: ServiceContext, request: Any) -> Any:
+    stored = _stored_id(request.name)
+    if stored is not None:
+        return ces_lro.get(ctx, *stored)
     where, run = _run_of(ctx, request.name)
     return _operation(ctx, where, run)
 
@@ -150,17 +163,26 @@ def list_operations(ctx: ServiceContext, request: Any) -> Any:
         if len(service_runs) > offset + size or len(newest) < limit:
             break
         limit *= 2
-    page = service_runs[offset : offset + size]
+    # Then the stored operations (imports, exports, ...): few, read whole.
+    stored = ces_lro.listed(ctx, where) if len(service_runs) <= offset + size else []
+    everything: list[RunInfo | operations_pb2.Operation] = [*service_runs, *stored]
     answer = operations_pb2.ListOperationsResponse(
-        operations=[_operation(ctx, where, r) for r in page]
+        operations=[
+            _operation(ctx, where, item) if isinstance(item, RunInfo) else item
+            for item in everything[offset : offset + size]
+        ]
     )
-    if len(service_runs) > offset + size:
+    if len(everything) > offset + size:
         answer.next_page_token = str(offset + size)
     return answer
 
 
 def cancel_operation(ctx: ServiceContext, request: Any) -> Message:
     """Cancel the operation's evaluation run (FAILED_PRECONDITION once it finished)."""
+    stored = _stored_id(request.name)
+    if stored is not None:
+        ces_lro.get(ctx, *stored)  # NOT_FOUND when there is none
+        raise FailedPrecondition(f"operation {request.name} is done; there is nothing to cancel")
     _where, run = _run_of(ctx, request.name)
     runs.cancel_run(ctx, f"apps/{run.app}/evaluationRuns/{run.id}")
     return empty_pb2.Empty()
@@ -168,6 +190,10 @@ def cancel_operation(ctx: ServiceContext, request: Any) -> Message:
 
 def delete_operation(ctx: ServiceContext, request: Any) -> Message:
     """Forget a finished operation; its evaluation run stays."""
+    stored = _stored_id(request.name)
+    if stored is not None:
+        ces_lro.delete(ctx, *stored)
+        return empty_pb2.Empty()
     where, run = _run_of(ctx, request.name)
     if not _operation(ctx, where, run).done:
         raise FailedPrecondition(

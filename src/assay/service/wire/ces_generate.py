@@ -1,0 +1,202 @@
+"""GenerateEvaluation and RunEvaluationResultMetrics: evaluations from conversations, and
+metrics computed again for a stored result.
+
+assay's conversations are the ones its evaluation runs recorded (CES source EVAL): the
+conversation of a result `apps/{a}/evaluations/{e}/results/{r}` is named
+`apps/{a}/conversations/{e}-{r}` (a result id is `{run id}-{index}`, and run ids hold
+no `-`, so the name splits back from the right).
+
+- GenerateEvaluation (GOLDEN) turns a conversation into a golden evaluation whose turns
+  expect exactly what the agent did (each user input, the tool calls with their
+  arguments, the final response), stores it in the app and answers it: the regression
+  test of a conversation someone judged good.
+- RunEvaluationResultMetrics scores a result's recorded conversation again, without
+  calling the agent, against its evaluation as it is now (after its expectations were
+  edited, say) with the golden checks of a run, and answers the outcome. The stored
+  result is the record of its run and stays as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.cloud import ces_v1beta as ces
+from google.protobuf.message import Message
+
+from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
+from assay.engine.build import build_metrics
+from assay.engine.scoring import score_case
+from assay.errors import InputError
+from assay.formats import ces as ces_format
+from assay.formats._fit_ces import fit
+from assay.model.core import EvalCase, EvalSet, Turn
+from assay.model.results import Status
+from assay.service import operations, runs
+from assay.service._executor import EVAL_SET_ID, evaluation_case
+from assay.service._results import parse_result_id
+from assay.service.context import ServiceContext
+from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
+from assay.service.names import RESULTS, check_id, parse_name
+from assay.service.wire import ces_lro
+from assay.service.wire._proto import from_json
+from assay.service.wire.ces_names import Location, parse_location
+from assay.store.eval_results import ResultRow
+
+_EVAL_SOURCE = int(ces.Conversation.Source.EVAL)
+_GOLDEN_TYPES = (
+    int(ces.GenerateEvaluationRequest.EvaluationType.EVALUATION_TYPE_UNSPECIFIED),
+    int(ces.GenerateEvaluationRequest.EvaluationType.GOLDEN),
+)
+# Measurements of a played turn, not part of what a golden expects.
+_MEASURED = ("latency_s", "usage", "usage_metadata")
+_OUTCOMES = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.NOT_EVALUATED: "SKIPPED"}
+
+
+def conversation_id(evaluation_id: str, result_id: str) -> str:
+    """The id of the conversation a result recorded."""
+    return f"{evaluation_id}-{result_id}"
+
+
+def _result_id(rid: str, field: str) -> tuple[str, int]:
+    try:
+        return parse_result_id(rid)
+    except InvalidArgument:
+        raise InvalidArgument.field(
+            field, f"{rid!r} is not a result id ({{run id}}-{{index}})"
+        ) from None
+
+
+def conversation(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:
+    """(Location, app, result row) of a conversation name."""
+    where, rest = parse_location(name, "conversation")
+    parts = rest.split("/")
+    expected = "projects/{project}/locations/{location}/apps/{app}/conversations/{conversation}"
+    if len(parts) != 4 or parts[0] != "apps" or parts[2] != "conversations":
+        raise InvalidArgument.field("conversation", f"{name!r} is not {expected}")
+    app, cid = parts[1], parts[3]
+    pieces = cid.rsplit("-", 2)
+    if len(pieces) != 3 or not all(pieces):
+        raise InvalidArgument.field(
+            "conversation",
+            f"{cid!r} is not a conversation id of assay: {{evaluation id}}-{{result id}}, the "
+            "conversation of apps/{app}/evaluations/{evaluation id}/results/{result id}",
+        )
+    evaluation_id = check_id(pieces[0], "conversation")
+    run_id, index = _result_id(f"{pieces[1]}-{pieces[2]}", "conversation")
+    row = runs.state_of(ctx).results.result(app, evaluation_id, run_id, index)
+    if row is None:
+        raise NotFound(f"conversation {name} not found")
+    return where, app, row
+
+
+def recorded_turns(row: ResultRow) -> list[Turn]:
+    """The turns the agent played in a stored result, in order."""
+    return [
+        Turn.model_validate(inv["actual"])
+        for inv in row.document.get("invocations") or []
+        if inv.get("actual") is not None
+    ]
+
+
+def golden_body(case_id: str, turns: list[Turn], display_name: str) -> dict[str, Any]:
+    """A golden evaluation (CES JSON) expecting exactly `turns`.
+
+    What was measured while the agent played them (latencies, token usage) is no
+    expectation and is left out; anything else CES cannot hold is refused.
+    """
+    reference = [t.model_copy(update={"id": None, "latency_s": None, "error": None}) for t in turns]
+    evalset = EvalSet(id=case_id, cases=[EvalCase(id=case_id, reference=reference)])
+    fitted, losses = fit(evalset)
+    kept = [x.field for x in losses if not x.field.endswith(_MEASURED)]
+    if kept:
+        raise FailedPrecondition(
+            f"the conversation holds what a CES golden evaluation cannot: {', '.join(kept)}"
+        )
+    dumped = ces_format.dump(fitted)
+    body: dict[str, Any] = dumped if "golden" in dumped else dumped["evaluations"][0]
+    body.pop("name", None)
+    body["displayName"] = display_name
+    return body
+
+
+def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
+    where, app, row = conversation(ctx, request.conversation)
+    if request.source not in (0, _EVAL_SOURCE):
+        source = ces.Conversation.Source(request.source).name
+        raise NotFound(
+            f"no {source} conversation {request.conversation}: assay's conversations are the "
+            "ones its evaluation runs recorded (source EVAL)"
+        )
+    if request.evaluation_type not in _GOLDEN_TYPES:
+        raise FailedPrecondition(
+            "assay generates GOLDEN evaluations from conversations (evaluation_type GOLDEN "
+            "or unset); a SCENARIO needs the user's goal, which a conversation does not state"
+        )
+    turns = recorded_turns(row)
+    if not turns:
+        raise FailedPrecondition(
+            f"conversation {request.conversation} has no turns (its run failed before the "
+            "agent answered): there is nothing to make a golden evaluation of"
+        )
+    cid = request.conversation.rsplit("/", 1)[-1]
+    body = golden_body(cid, turns, f"Generated from conversation {cid}")
+    created = operations.create_resource(ctx, app, "evaluations", body, None)
+    evaluation = from_json(ces.Evaluation.pb(), where.expand(created))
+    metadata = ces.GenerateEvaluationOperationMetadata.pb()()
+    operation: Message = ces_lro.finished(ctx, where, "generate", metadata, evaluation)
+    return operation
+
+
+def _result_row(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:
+    where, short = parse_location(name, "evaluation_result_id")
+    parsed = parse_name(short)
+    if parsed.kind != RESULTS or parsed.parent is None:
+        raise InvalidArgument.field(
+            "evaluation_result_id",
+            f"{name!r} is not an evaluation result name (projects/{{project}}/locations/"
+            "{location}/apps/{app}/evaluations/{evaluation}/results/{result})",
+        )
+    run_id, index = _result_id(parsed.id, "evaluation_result_id")
+    row = runs.state_of(ctx).results.result(parsed.app, parsed.parent, run_id, index)
+    if row is None:
+        raise NotFound(f"no evaluation result {name!r}")
+    return where, parsed.app, row
+
+
+def run_evaluation_result_metrics(ctx: ServiceContext, request: Any) -> Message:
+    where, app, row = _result_row(ctx, request.evaluation_result_id)
+    found = ctx.store.resources.get(app, "evaluations", row.case_id)
+    if found is None:
+        raise NotFound(f"evaluation apps/{app}/evaluations/{row.case_id} no longer exists")
+    try:
+        # The evaluation with its expectation resources inline, as a run snapshots it.
+        body = runs._with_expectations(ctx, app, found.body)
+        case = evaluation_case(row.case_id, body)
+    except InputError as exc:
+        raise FailedPrecondition(f"the evaluation cannot be scored: {exc}") from None
+    if case.scenario is not None:
+        raise FailedPrecondition(
+            "a scenario result is scored by an LLM judge during its run; run the evaluation "
+            "again (RunEvaluation with a judgeModel) to score it anew"
+        )
+    called = golden_checks_called_for([case])
+    names = [m for m in runs.GOLDEN_METRICS if m not in EXPECTATION_CHECKS or m in called]
+    scored = score_case(
+        case,
+        recorded_turns(row),
+        build_metrics(names=names),
+        eval_set_id=EVAL_SET_ID,
+        run_index=row.run_index,
+    )
+    response = from_json(
+        ces.RunEvaluationResultMetricsResponse.pb(), {"status": _OUTCOMES[scored.status]}
+    )
+    metadata = ces.RunEvaluationResultMetricsOperationMetadata.pb()()
+    operation: Message = ces_lro.finished(ctx, where, "metrics", metadata, response)
+    return operation
+
+
+METHODS = {
+    "GenerateEvaluation": generate_evaluation,
+    "RunEvaluationResultMetrics": run_evaluation_result_metrics,
+}
