@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -116,11 +118,18 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_assay(
     path: Path, workdir: Path, extra: list[str] | None = None
-) -> tuple[float, float, int]:
+) -> tuple[float, float, int, float]:
     """Run the real CLI as a user would (default store under the working directory,
-    `--out` and `--csv`); return seconds, peak RSS of the process tree (MiB), exit code."""
+    `--out` and `--csv`); return seconds, peak RSS of the process tree (MiB), exit code
+    and the CPU seconds of the whole tree (the CLI and its worker processes, which it
+    waits for, so their time is counted in its children's)."""
     # trajectory_single_tool_use needs its tool_name option, so the metrics come from a config.
     criteria: dict[str, Any] = {m: {"threshold": 1.0} for m in METRICS}
     criteria["trajectory_single_tool_use"] = {"threshold": 1.0, "tool_name": "get_weather"}
@@ -143,6 +152,7 @@ def run_assay(
         str(workdir / "results.csv"),
         *(extra or []),
     ]
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     child = subprocess.Popen(
         args, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -158,10 +168,11 @@ def run_assay(
             peak = max(peak, _tree_rss(watched))
         time.sleep(0.05)
     elapsed = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu0
     reader.join()
     if child.returncode not in (0, 1):
         raise SystemExit(f"assay eval failed ({child.returncode}):\n{''.join(errors)[-3000:]}")
-    return elapsed, peak / 2**20, child.returncode
+    return elapsed, peak / 2**20, child.returncode, cpu
 
 
 def run_adk(rows: list[dict[str, Any]]) -> float:
@@ -226,11 +237,13 @@ def main() -> None:
             work = Path(tmp)
             data = work / "rows.jsonl"
             write_rows(data, n)
-            elapsed, peak_mib, rc = run_assay(data, work, ns.assay_args.split())
+            elapsed, peak_mib, rc, cpu = run_assay(data, work, ns.assay_args.split())
         rate = n / elapsed
         print(
             f"assay eval (CLI, default store, --out, --csv, {len(METRICS)} metrics): {n:,} rows "
-            f"in {elapsed:.2f}s = {rate:,.0f} rows/s, peak RSS {peak_mib:,.0f} MiB, exit {rc}; "
+            f"in {elapsed:.2f}s = {rate:,.0f} rows/s, CPU {cpu:.1f}s = "
+            f"{cpu / n * 1e6:,.0f} us/row (all processes, start-up included), "
+            f"peak RSS {peak_mib:,.0f} MiB, exit {rc}; load average {os.getloadavg()[0]:.1f}; "
             f"ratio assay/adk {rate / adk_rate:.1f}x  (target >= 20,000 rows/s, < 1024 MiB)"
         )
 

@@ -106,8 +106,26 @@ def test_pandas_missing_names_its_extra_in_python(tmp_path: Path) -> None:
     assert "pip install -e '.[pandas]'" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("flags", [[], ["--junit", "j.xml"]], ids=["streamed", "loaded"])
+def test_a_parquet_file_without_pyarrow_is_one_line(tmp_path: Path, flags: list[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "rows.parquet"
+    pq.write_table(
+        pa.Table.from_pylist([{"prompt": "hi", "response": "a", "reference": "a"}]), data
+    )
+    args = ["eval", str(data), "--metric", "response_match_score", "--no-store",
+            *[str(tmp_path / f) if f.endswith(".xml") else f for f in flags]]  # fmt: skip
+    done = _run("pyarrow", args, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "pip install -e '.[parquet]'" in lines[0], lines
+
+
 def test_every_feature_extra_is_known_by_its_imports() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     features = set(project["optional-dependencies"]) - {"all", "dev", "ui-test"}
     assert {extra for _, extra in OPTIONAL_IMPORTS.values()} == features
-    assert {extra for extra, _, _ in CASES} | {"pandas"} == features
+    assert {extra for extra, _, _ in CASES} | {"pandas", "parquet"} == features

@@ -176,6 +176,7 @@ OPTIONAL_IMPORTS: dict[str, tuple[str, str]] = {
     "sqlparse": ("sqlparse", "mlflow"),
     "pandas": ("pandas", "pandas"),
     "psycopg": ("psycopg[binary]", "postgres"),
+    "pyarrow": ("pyarrow", "parquet"),
 }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from assay.engine.infer import Inference
 from assay.metrics.base import Metric
+from assay.metrics.case_memo import case_scope
 from assay.model.core import EvalCase, Turn
 from assay.model.error_types import ErrorType
 from assay.model.results import (
@@ -68,9 +69,10 @@ async def score_turns(
 ) -> list[MetricResult]:
     """Every metric on `turns`; the judged ones of one case wait on their judges together."""
     expected = aligned_expected(case, turns)
-    slots: list[MetricResult | None] = [
-        None if m.is_async else safe_score(m, case, turns, expected) for m in metrics
-    ]
+    with case_scope():  # the trajectory metrics share their call-diff explanations
+        slots: list[MetricResult | None] = [
+            None if m.is_async else safe_score(m, case, turns, expected) for m in metrics
+        ]
     pending = [i for i, m in enumerate(metrics) if m.is_async]
     if pending:
         scored = await asyncio.gather(
@@ -91,11 +93,13 @@ def score_case(
 ) -> CaseResult:
     """Score already-inferred turns of one case with every (synchronous) metric."""
     expected = aligned_expected(case, actual)
+    with case_scope():  # the trajectory metrics share their call-diff explanations
+        results = [safe_score(m, case, actual, expected) for m in metrics]
     return finish_case(
         case,
         actual,
         metrics,
-        [safe_score(m, case, actual, expected) for m in metrics],
+        results,
         eval_set_id=eval_set_id,
         run_index=run_index,
     )

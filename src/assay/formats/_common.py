@@ -164,9 +164,13 @@ def parse_csv(text: str, file: str) -> list[dict[str, Any]]:
 
 
 def read_structured(path: Path) -> Any:
-    """Parse a file by its suffix: .json, .jsonl/.ndjson, .yaml/.yml, .csv."""
-    text = read_text(path)
+    """Parse a file by its suffix: .json, .jsonl/.ndjson, .yaml/.yml, .csv, .parquet."""
     suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        from assay.formats.parquet import read_rows
+
+        return read_rows(path)
+    text = read_text(path)
     name = str(path)
     if suffix in (".jsonl", ".ndjson"):
         return parse_jsonl(text, name)

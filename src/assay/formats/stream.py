@@ -26,11 +26,19 @@ from assay.errors import InputError
 from assay.formats._common import NESTED_TOO_DEEP
 from assay.model.core import EvalCase
 
-ROW_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+ROW_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 _PEEK_ROWS = 20
 
 RawRow = tuple[int, bytes | dict[str, Any]]
-"""A row's line number (1-based) and its text (JSON lines) or parsed cells (CSV)."""
+"""A row's line number (1-based; the row number in Parquet) and its text (JSON lines)
+or its cells (CSV, Parquet)."""
+RowKind = Literal["jsonl", "csv", "parquet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +46,7 @@ class RawBatch:
     """Consecutive rows of one file; `start` is the index of the first among all rows."""
 
     file: str
-    kind: Literal["jsonl", "csv"]
+    kind: RowKind
     start: int
     rows: list[RawRow]
 
@@ -48,7 +56,7 @@ class RowFile:
     """A file of Vertex rows that can be read in batches."""
 
     path: Path
-    kind: Literal["jsonl", "csv"]
+    kind: RowKind
 
     @property
     def eval_set_id(self) -> str:
@@ -57,6 +65,10 @@ class RowFile:
 
     def count_rows(self) -> int:
         """The number of rows, for progress (a quick pass that builds no objects)."""
+        if self.kind == "parquet":
+            from assay.formats.parquet import count_rows
+
+            return count_rows(self.path)
         if self.kind == "csv":
             with self.path.open(encoding="utf-8", newline="") as handle:
                 return max(sum(1 for _ in csv.reader(handle)) - 1, 0)
@@ -81,6 +93,11 @@ class RowFile:
             yield RawBatch(str(self.path), self.kind, start, rows)
 
     def _rows(self) -> Iterator[RawRow]:
+        if self.kind == "parquet":
+            from assay.formats.parquet import iter_rows
+
+            yield from iter_rows(self.path)
+            return
         if self.kind == "jsonl":
             with self.path.open("rb") as handle:
                 for lineno, line in enumerate(handle, 1):
@@ -176,14 +193,15 @@ def batch_cases(
                 row = apply_mapping([row], mapping, file=batch.file, known=KNOWN_COLUMNS)[0]
             cases.append(case_of_row(index, row, batch.file, names))
         except InputError as exc:
-            return cases, _at_line(exc, index, lineno)
+            return cases, _at_line(exc, index, lineno, "row" if batch.kind == "parquet" else "line")
     return cases, None
 
 
-def _at_line(exc: InputError, index: int, lineno: int) -> InputError:
-    """The error located by line: `$[index].field` becomes `line N, field`."""
+def _at_line(exc: InputError, index: int, lineno: int, word: str = "line") -> InputError:
+    """The error located by line (a Parquet file: by row): `$[index].field` becomes
+    `line N, field`."""
     path = exc.path or ""
-    if path.startswith("line "):
+    if path.startswith(("line ", "row ")):
         return exc
     prefix = f"$[{index}]"
     field = path[len(prefix) :].lstrip(".") if path.startswith(prefix) else path
@@ -191,6 +209,6 @@ def _at_line(exc: InputError, index: int, lineno: int) -> InputError:
         exc.detail,
         file=exc.file,
         case_id=exc.case_id,
-        path=f"line {lineno}" + (f", {field}" if field else ""),
+        path=f"{word} {lineno}" + (f", {field}" if field else ""),
         expected=exc.expected,
     )

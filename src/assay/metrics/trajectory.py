@@ -43,7 +43,7 @@ from pydantic import Field, field_validator, model_validator
 from assay.errors import ConfigError, InputError
 from assay.metrics.argmatch import ArgMatch, ArgMode, CallMatcher
 from assay.metrics.base import Metric, MetricOptions
-from assay.metrics.calldiff import explain_calls
+from assay.metrics.case_memo import explain_turn
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, ToolCall, Turn
 from assay.model.results import MetricResult, Score
@@ -309,7 +309,7 @@ class TrajectoryMetric(Metric):
             if value >= 1.0:
                 return Score(value)
             # Below 1: say which calls differ (missing, extra, wrong argument, ...).
-            return Score(value, explain_calls(want, calls, self.matcher.matches))
+            return Score(value, explain_turn(expected, actual, want, calls, self.matcher.matches))
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.engine.tally import Tally
 from assay.errors import InputError
+from assay.formats._common import gc_paused
 from assay.formats.stream import RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.session.stream_batch import (
@@ -140,7 +141,8 @@ class StreamingRun:
             self.progress.on_start(total)
         try:
             for output in self._outputs(spec, total):
-                self._write(output, run_id, tally, json_writer, spool, failing, seen)
+                with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
+                    self._write(output, run_id, tally, json_writer, spool, failing, seen)
                 del failing[keep:]
                 done += output.tally.cases
                 if self.progress is not None:
