@@ -153,6 +153,7 @@ def serve_command(
                     db,
                     auth=not no_auth,
                     agent=loaded,
+                    agent_spec=agent,
                     max_body_bytes=max_body_bytes,
                     run_lease_s=run_lease,
                     rate_limit=rate_limit,

@@ -1,5 +1,9 @@
 """The background executor of evaluation runs, and resuming them after a restart.
 
+With an agent spec (`assay serve --agent SPEC`) each run's task supervises a worker
+process that executes it (`_run_process`, `run_worker`); otherwise (an app given a
+Python agent object, an in-memory store) the task executes the run itself.
+
 A run is an asyncio task on the server's event loop driving a `RunSession` (the same
 run lifecycle as `assay eval` and `assay.evaluate`) over the evaluations snapshotted
 into the run's settings (`ServiceRunSettings`) when it started. Each finished case
@@ -24,37 +28,25 @@ import functools
 import logging
 import os
 import socket
-import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from assay.agents.tools import ToolBehavior
-from assay.engine.build import build_metrics
-from assay.engine.judging import JudgeRunOptions
-from assay.engine.replay import RunMethod
-from assay.engine.runner import RunOptions, runs_for
 from assay.errors import AssayError
-from assay.formats import ces
-from assay.model.core import EvalCase, EvalSet
-from assay.model.results import CaseResult
+from assay.service._run_session import fail_run, interrupt_run, run_session
 from assay.service.settings import ServiceRunSettings
 from assay.session.run_session import RunSession
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
-from assay.store.recorder import StoreRecorder
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
 from assay.store.types import utcnow
 
 if TYPE_CHECKING:
+    from assay.service._run_process import RunProcesses
     from assay.service.context import ServiceContext
-    from assay.store import Store
 
 logger = logging.getLogger("assay.service.runs")
-
-EVAL_SET_ID = "evaluations"
-"""The eval set id of every service run's cases (the case id is the evaluation id)."""
 
 HEARTBEAT_S = 30.0
 LEASE_S = 120.0
@@ -95,74 +87,6 @@ def owner_alive(run: RunInfo, lease_s: float = LEASE_S) -> bool:
     return utcnow() - seen < timedelta(seconds=lease_s)
 
 
-def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
-    """An evaluation resource's body as the EvalCase the engine runs (id: its id)."""
-    data = {k: v for k, v in body.items() if k != "name"}
-    data["name"] = evaluation_id
-    evalset = ces.load_data(data, file=f"evaluations/{evaluation_id}", mapping=None)
-    return evalset.cases[0]
-
-
-def run_plan(settings: ServiceRunSettings) -> tuple[list[EvalCase], RunOptions]:
-    """The cases and run options of a service run, from its stored settings."""
-    cases = [evaluation_case(eid, body) for eid, body in settings.evaluations.items()]
-    simulator = None
-    if settings.user_model:
-        from assay.simulation import SimulatorOptions
-        from assay.simulation.personas import personas_from_resources
-
-        simulator = SimulatorOptions(
-            model=settings.user_model, personas=personas_from_resources(settings.personas)
-        )
-    options = RunOptions(
-        runs=settings.run_count,
-        tool_behavior=ToolBehavior.parse(settings.tool_behavior),
-        run_method=RunMethod.parse(settings.golden_run_method),
-        simulator=simulator,
-    )
-    return cases, options
-
-
-def total_runs(cases: list[EvalCase], options: RunOptions) -> int:
-    return sum(runs_for(case, options, agent_given=True) for case in cases)
-
-
-class _Recorder(StoreRecorder):
-    """Stores each result as soon as it arrives and announces it once committed; the
-    total is the whole run's (a resumed run's engine only counts what is left)."""
-
-    def __init__(
-        self, store: Store, run_id: str, total: int, on_stored: Callable[[list[str]], None]
-    ) -> None:
-        super().__init__(store, run_id, batch_size=1, flush_interval_s=0.1)
-        self._total = total
-        self._on_stored = on_stored
-        self._received: list[str] = []
-        self._received_lock = threading.Lock()
-
-    def on_start(self, total: int) -> None:
-        super().on_start(total)
-        self._store.set_total(self.run_id, self._total)
-
-    def on_case_done(self, result: CaseResult) -> None:
-        with self._received_lock:
-            self._received.append(result.case_id)
-        super().on_case_done(result)
-
-    def _write_pending(self) -> None:
-        # A result arriving between these two lines is announced with the next write.
-        with self._received_lock:
-            announced, self._received = self._received, []
-        try:
-            super()._write_pending()
-        except BaseException:
-            with self._received_lock:
-                self._received[:0] = announced
-            raise
-        if announced:
-            self._on_stored(announced)
-
-
 class RunExecutor:
     """Runs evaluation runs in the background of one app (see the module docstring)."""
 
@@ -189,6 +113,8 @@ class RunExecutor:
         self._sessions: dict[str, RunSession] = {}
         # run id -> (app, evaluation ids) of the runs executing here
         self.active: dict[str, tuple[str, tuple[str, ...]]] = {}
+        # Set by `runs.attach` when runs execute in worker processes (see _run_process).
+        self.worker: RunProcesses | None = None
 
     def owner(self) -> dict[str, Any]:
         return owner_record(self.instance)
@@ -205,6 +131,9 @@ class RunExecutor:
         task = self._tasks.get(run_id)
         if task is None or self._loop is None:
             return False
+        if self.worker is not None:
+            self._give_up(run_id, task)  # its worker is killed at once
+            return True
         self._loop.call_soon_threadsafe(task.cancel)
         return True
 
@@ -223,6 +152,8 @@ class RunExecutor:
         session = self._sessions.get(run_id)
         if session is not None:
             session.abandon()
+        if self.worker is not None:
+            self.worker.kill(run_id)
         assert self._loop is not None
         self._loop.call_soon_threadsafe(task.cancel)
 
@@ -293,29 +224,27 @@ class RunExecutor:
             except AssayError as exc:
                 logger.warning("looking for orphaned evaluation runs failed: %s", exc)
 
+    def is_lost(self, run_id: str) -> bool:
+        """Whether the run's state is written elsewhere (cancelled, deleted, taken over)."""
+        return run_id in self._lost
+
     async def _execute(self, run_id: str) -> None:
         store = self.ctx.store
-        run = await asyncio.to_thread(store.get_run, run_id)
         session: RunSession | None = None
+        in_worker = False
         try:
+            run = await asyncio.to_thread(store.get_run, run_id)
             settings = ServiceRunSettings.of_run(run)
             self.active[run_id] = (run.app, tuple(settings.evaluations))
+            if self.worker is not None:
+                in_worker = True
+                await self.worker.execute(run.app, run_id)
+                return
             agent = self.ctx.agent
             if agent is None:
                 raise AssayError("no agent to run: start assay serve with --agent")
-            cases, options = run_plan(settings)
-            total = total_runs(cases, options)
-            on_stored = functools.partial(self._on_stored, run.app)
-            session = RunSession(
-                [EvalSet(id=EVAL_SET_ID, cases=cases)],
-                build_metrics(names=settings.metrics),
-                agent=agent,
-                options=options,
-                judges=JudgeRunOptions(model=settings.judge_model),
-                store=store,
-                continue_run=run_id,
-                recorder=lambda db, rid: _Recorder(db, rid, total, on_stored),
-                offload=True,
+            session = run_session(
+                store, run, settings, agent, functools.partial(self._on_stored, run.app)
             )
             self._sessions[run_id] = session
             if run_id in self._lost:
@@ -324,19 +253,14 @@ class RunExecutor:
         except asyncio.CancelledError:
             lost = run_id in self._lost
             self._lost.discard(run_id)
-            if not lost and (session is None or not session.opened):
+            if not lost and not in_worker and (session is None or not session.opened):
                 # Stopped before the session took the run: hand it to the next server.
-                await asyncio.to_thread(_interrupt, store, run_id)
+                await asyncio.to_thread(interrupt_run, store, run_id)
             raise
         except Exception as exc:  # a broken run must not take the server down
             logger.exception("evaluation run %s failed", run_id)
             if session is None or not session.opened:  # else the session marked it ERROR
-                await asyncio.to_thread(_fail, store, run_id, f"{type(exc).__name__}: {exc}")
-
-
-def _interrupt(store: Store, run_id: str) -> None:
-    store.finish_run(run_id, summary=None, status=RunStatus.INTERRUPTED.value)
-
-
-def _fail(store: Store, run_id: str, message: str) -> None:
-    store.finish_run(run_id, summary=None, status=RunStatus.ERROR.value, error=message)
+                await asyncio.to_thread(fail_run, store, run_id, f"{type(exc).__name__}: {exc}")
+        finally:
+            if in_worker:
+                self._lost.discard(run_id)

@@ -34,6 +34,7 @@ def create_app(
     *,
     auth: bool = True,
     agent: Agent | None = None,
+    agent_spec: str | None = None,
     max_body_bytes: int = 4_000_000,
     run_lease_s: float = 120.0,
     on_close: Sequence[Callable[[], object]] = (),
@@ -41,6 +42,10 @@ def create_app(
     rate_burst: int | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
+
+    With `agent_spec` (how `agent` was named: module:attr, ADK folder or URL) and a
+    store other processes can open, each run executes in a worker process of its own
+    that loads the agent from the spec; without, runs execute in this process.
 
     `auth=False` accepts requests without a key (callers must only allow that on a
     loopback address; `assay serve` does). A run whose server has not sent a heartbeat
@@ -50,7 +55,11 @@ def create_app(
     `rate_burst` (default: one second's worth); None: no limit.
     """
     ctx = ServiceContext(
-        store=store, agent=agent, max_body_bytes=max_body_bytes, run_lease_s=run_lease_s
+        store=store,
+        agent=agent,
+        agent_spec=agent_spec if agent is not None else None,
+        max_body_bytes=max_body_bytes,
+        run_lease_s=run_lease_s,
     )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 

@@ -26,6 +26,9 @@ class ServiceContext:
 
     store: Store
     agent: Agent | None = None
+    # How `agent` was named (module:attr, ADK folder, URL): with it, runs execute in
+    # worker processes that load the agent themselves (see _run_process).
+    agent_spec: str | None = None
     decorators: list[Decorator] = field(default_factory=list)
     max_body_bytes: int = 4_000_000
     # A run whose heartbeat is older than this is taken over by any server over the store.

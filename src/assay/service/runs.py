@@ -19,14 +19,9 @@ from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
 from assay.engine.replay import RunMethod
 from assay.errors import ConfigError, InputError
 from assay.service import _results
-from assay.service._executor import (
-    EVAL_SET_ID,
-    RunExecutor,
-    evaluation_case,
-    run_plan,
-    total_runs,
-)
+from assay.service._executor import RunExecutor
 from assay.service._listing import decode_token, encode_token, page_size_of, token_key
+from assay.service._run_session import EVAL_SET_ID, evaluation_case, run_plan, total_runs
 from assay.service._storable import check_storable
 from assay.service.aggregate import Aggregator
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -39,6 +34,7 @@ from assay.store.runs import RunInfo
 
 if TYPE_CHECKING:
     from assay.service.context import ServiceContext
+    from assay.store import Store
 
 # Runs per evaluation: each is a full agent conversation, so more is a mistake, not a plan.
 MAX_RUN_COUNT = 1000
@@ -94,9 +90,21 @@ def attach(ctx: ServiceContext) -> RunsState:
     results = EvaluationResults(ctx.store.engine, ctx.store.url)
     aggregator = Aggregator(results, ctx.store.get_run)
     executor = RunExecutor(ctx, results, aggregator.touched, lease_s=ctx.run_lease_s)
+    if ctx.agent_spec is not None and _shareable(ctx.store):
+        from assay.service._run_process import RunProcesses
+
+        executor.worker = RunProcesses(
+            ctx.store, ctx.agent_spec, aggregator.touched, executor.is_lost
+        )
     state = RunsState(executor, results, aggregator)
     ctx.parts[RUNS_PART] = state
     return state
+
+
+def _shareable(store: Store) -> bool:
+    """Whether another process can open `store` (an in-memory SQLite database cannot)."""
+    url = store.engine.url
+    return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
 
 
 def state_of(ctx: ServiceContext) -> RunsState:

@@ -58,6 +58,7 @@ def app_from_environment() -> FastAPI:
             store,
             auth=settings.auth,
             agent=agent,
+            agent_spec=settings.agent,
             max_body_bytes=settings.max_body_bytes,
             run_lease_s=settings.run_lease_s,
             on_close=closing,

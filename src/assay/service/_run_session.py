@@ -1,0 +1,131 @@
+"""What executes one service run, wherever it runs: its plan, session and recorder.
+
+Shared by the in-process executor (`_executor.RunExecutor`) and the run-worker process
+(`run_worker`), so both drive the same `RunSession` over the run's stored settings.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from assay.agents.tools import ToolBehavior
+from assay.engine.build import build_metrics
+from assay.engine.judging import JudgeRunOptions
+from assay.engine.replay import RunMethod
+from assay.engine.runner import RunOptions, runs_for
+from assay.formats import ces
+from assay.model.core import EvalCase, EvalSet
+from assay.model.results import CaseResult
+from assay.service.settings import ServiceRunSettings
+from assay.session.run_session import RunSession
+from assay.store.recorder import StoreRecorder
+from assay.store.runs import RunInfo
+from assay.store.schema import RunStatus
+
+if TYPE_CHECKING:
+    from assay.agents.base import Agent
+    from assay.store import Store
+
+EVAL_SET_ID = "evaluations"
+"""The eval set id of every service run's cases (the case id is the evaluation id)."""
+
+
+def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
+    """An evaluation resource's body as the EvalCase the engine runs (id: its id)."""
+    data = {k: v for k, v in body.items() if k != "name"}
+    data["name"] = evaluation_id
+    evalset = ces.load_data(data, file=f"evaluations/{evaluation_id}", mapping=None)
+    return evalset.cases[0]
+
+
+def run_plan(settings: ServiceRunSettings) -> tuple[list[EvalCase], RunOptions]:
+    """The cases and run options of a service run, from its stored settings."""
+    cases = [evaluation_case(eid, body) for eid, body in settings.evaluations.items()]
+    simulator = None
+    if settings.user_model:
+        from assay.simulation import SimulatorOptions
+        from assay.simulation.personas import personas_from_resources
+
+        simulator = SimulatorOptions(
+            model=settings.user_model, personas=personas_from_resources(settings.personas)
+        )
+    options = RunOptions(
+        runs=settings.run_count,
+        tool_behavior=ToolBehavior.parse(settings.tool_behavior),
+        run_method=RunMethod.parse(settings.golden_run_method),
+        simulator=simulator,
+    )
+    return cases, options
+
+
+def total_runs(cases: list[EvalCase], options: RunOptions) -> int:
+    return sum(runs_for(case, options, agent_given=True) for case in cases)
+
+
+class _Recorder(StoreRecorder):
+    """Stores each result as soon as it arrives and announces it once committed; the
+    total is the whole run's (a resumed run's engine only counts what is left)."""
+
+    def __init__(
+        self, store: Store, run_id: str, total: int, on_stored: Callable[[list[str]], None]
+    ) -> None:
+        super().__init__(store, run_id, batch_size=1, flush_interval_s=0.1)
+        self._total = total
+        self._on_stored = on_stored
+        self._received: list[str] = []
+        self._received_lock = threading.Lock()
+
+    def on_start(self, total: int) -> None:
+        super().on_start(total)
+        self._store.set_total(self.run_id, self._total)
+
+    def on_case_done(self, result: CaseResult) -> None:
+        with self._received_lock:
+            self._received.append(result.case_id)
+        super().on_case_done(result)
+
+    def _write_pending(self) -> None:
+        # A result arriving between these two lines is announced with the next write.
+        with self._received_lock:
+            announced, self._received = self._received, []
+        try:
+            super()._write_pending()
+        except BaseException:
+            with self._received_lock:
+                self._received[:0] = announced
+            raise
+        if announced:
+            self._on_stored(announced)
+
+
+def run_session(
+    store: Store,
+    run: RunInfo,
+    settings: ServiceRunSettings,
+    agent: Agent,
+    on_stored: Callable[[list[str]], None],
+) -> RunSession:
+    """The `RunSession` that executes (or resumes) the stored service run `run`."""
+    cases, options = run_plan(settings)
+    total = total_runs(cases, options)
+    return RunSession(
+        [EvalSet(id=EVAL_SET_ID, cases=cases)],
+        build_metrics(names=settings.metrics),
+        agent=agent,
+        options=options,
+        judges=JudgeRunOptions(model=settings.judge_model),
+        store=store,
+        continue_run=run.id,
+        recorder=lambda db, rid: _Recorder(db, rid, total, on_stored),
+        offload=True,
+    )
+
+
+def interrupt_run(store: Store, run_id: str) -> None:
+    store.finish_run(run_id, summary=None, status=RunStatus.INTERRUPTED.value)
+
+
+def fail_run(store: Store, run_id: str, message: str) -> None:
+    store.finish_run(run_id, summary=None, status=RunStatus.ERROR.value, error=message)
