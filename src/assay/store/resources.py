@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, insert, select, update
+from sqlalchemy import ColumnElement, Row, and_, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
@@ -28,6 +28,30 @@ from assay.store.exceptions import (
 from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_namespace
 from assay.store.schema import RESOURCE_KINDS, resources
 from assay.store.types import utcnow
+
+# The read statements, built once with bound parameters: a statement object that is
+# reused keeps its cache key, so SQLAlchemy finds the compiled SQL without rebuilding
+# and re-hashing the expression tree on every request (most of a read's CPU time).
+_SCOPE = and_(
+    resources.c.project == bindparam("project"),
+    resources.c.location == bindparam("location"),
+    resources.c.app == bindparam("app"),
+    resources.c.kind == bindparam("kind"),
+)
+_GET = select(resources).where(_SCOPE, resources.c.id == bindparam("id"))
+_ORDERED = select(resources).where(_SCOPE).order_by(resources.c.create_time, resources.c.id)
+_LIST_ALL = _ORDERED
+_LIST_PAGE = _ORDERED.offset(bindparam("offset")).limit(bindparam("limit"))
+_BODIES = (
+    select(resources.c.id, resources.c.body)
+    .where(_SCOPE)
+    .order_by(resources.c.create_time, resources.c.id)
+)
+
+
+def _scope(app: str, kind: str) -> dict[str, str]:
+    ns = current_namespace()
+    return {"project": ns.project, "location": ns.location, "app": app, "kind": kind}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +78,7 @@ class ResourceRepository(Repository):
         """The resource, or None when the app has no such `kind` with that id."""
         _check_kind(kind)
         with self._engine.connect() as conn:
-            row = conn.execute(select(resources).where(_key(app, kind, resource_id))).first()
+            row = conn.execute(_GET, {**_scope(app, kind), "id": resource_id}).first()
         return None if row is None else _resource(row)
 
     @database_errors
@@ -163,15 +187,22 @@ class ResourceRepository(Repository):
     ) -> list[Resource]:
         """The app's resources of `kind`, oldest first (`limit` of them from `offset`)."""
         _check_kind(kind)
-        query = (
-            select(resources)
-            .where(_in_namespace(), resources.c.app == app, resources.c.kind == kind)
-            .order_by(resources.c.create_time, resources.c.id)
-            .offset(offset)
-            .limit(limit)
-        )
+        params: dict[str, Any] = _scope(app, kind)
+        query = _LIST_ALL
+        if limit is not None or offset:
+            # SQLite and PostgreSQL disagree on how to say "no limit": -1 vs NULL.
+            query = _LIST_PAGE
+            params.update(offset=offset, limit=limit if limit is not None else 2**62)
         with self._engine.connect() as conn:
-            return [_resource(row) for row in conn.execute(query)]
+            return [_resource(row) for row in conn.execute(query, params)]
+
+    @database_errors
+    def bodies(self, app: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, body) of the app's resources of `kind`, oldest first: the cheap read for
+        callers that need only the JSON (e.g. which datasets list an evaluation)."""
+        _check_kind(kind)
+        with self._engine.connect() as conn:
+            return [(row.id, row.body) for row in conn.execute(_BODIES, _scope(app, kind))]
 
     @database_errors
     def list_all(self, kind: str) -> list[Resource]:
