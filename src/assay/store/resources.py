@@ -29,19 +29,32 @@ from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_nam
 from assay.store.schema import RESOURCE_KINDS, resources
 from assay.store.types import utcnow
 
-# The read statements, built once with bound parameters: a statement object that is
+# The statements of reads and updates, built once with bound parameters (named k_* and
+# new_*: an UPDATE reserves the columns' own names): a statement object that is
 # reused keeps its cache key, so SQLAlchemy finds the compiled SQL without rebuilding
 # and re-hashing the expression tree on every request (most of a read's CPU time).
 _SCOPE = and_(
-    resources.c.project == bindparam("project"),
-    resources.c.location == bindparam("location"),
-    resources.c.app == bindparam("app"),
-    resources.c.kind == bindparam("kind"),
+    resources.c.project == bindparam("k_project"),
+    resources.c.location == bindparam("k_location"),
+    resources.c.app == bindparam("k_app"),
+    resources.c.kind == bindparam("k_kind"),
 )
-_GET = select(resources).where(_SCOPE, resources.c.id == bindparam("id"))
+_GET = select(resources).where(_SCOPE, resources.c.id == bindparam("k_id"))
 _ORDERED = select(resources).where(_SCOPE).order_by(resources.c.create_time, resources.c.id)
 _LIST_ALL = _ORDERED
 _LIST_PAGE = _ORDERED.offset(bindparam("offset")).limit(bindparam("limit"))
+_ETAG = select(resources.c.etag).where(_SCOPE, resources.c.id == bindparam("k_id"))
+# Compare-and-set on the etag read before it (bound names differ from the columns set).
+_REPLACE = (
+    update(resources)
+    .where(_SCOPE, resources.c.id == bindparam("k_id"), resources.c.etag == bindparam("read_etag"))
+    .values(
+        display_name=bindparam("new_display_name"),
+        body=bindparam("new_body"),
+        etag=bindparam("new_etag"),
+        update_time=bindparam("new_update_time"),
+    )
+)
 _BODIES = (
     select(resources.c.id, resources.c.body)
     .where(_SCOPE)
@@ -51,7 +64,7 @@ _BODIES = (
 
 def _scope(app: str, kind: str) -> dict[str, str]:
     ns = current_namespace()
-    return {"project": ns.project, "location": ns.location, "app": app, "kind": kind}
+    return {"k_project": ns.project, "k_location": ns.location, "k_app": app, "k_kind": kind}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +91,7 @@ class ResourceRepository(Repository):
         """The resource, or None when the app has no such `kind` with that id."""
         _check_kind(kind)
         with self._engine.connect() as conn:
-            row = conn.execute(_GET, {**_scope(app, kind), "id": resource_id}).first()
+            row = conn.execute(_GET, {**_scope(app, kind), "k_id": resource_id}).first()
         return None if row is None else _resource(row)
 
     @database_errors
@@ -147,10 +160,10 @@ class ResourceRepository(Repository):
             "etag": secrets.token_hex(8),
             "update_time": now,
         }
-        where = _key(app, kind, resource_id)
+        key = {**_scope(app, kind), "k_id": resource_id}
         try:
             with self._writer.begin() as conn:
-                current = conn.execute(select(resources.c.etag).where(where)).first()
+                current = conn.execute(_ETAG, key).first()
                 if current is None:
                     if etag is not None:
                         raise _not_found(app, kind, resource_id)
@@ -170,13 +183,16 @@ class ResourceRepository(Repository):
                     # Compare-and-set on the etag read above: a concurrent writer
                     # between the read and this update makes it match no row.
                     changed = conn.execute(
-                        update(resources)
-                        .where(where, resources.c.etag == current.etag)
-                        .values(**values)
+                        _REPLACE,
+                        {
+                            **key,
+                            "read_etag": current.etag,
+                            **{f"new_{name}": value for name, value in values.items()},
+                        },
                     )
                     if changed.rowcount != 1:
                         raise _stale(kind, resource_id)
-                row = conn.execute(select(resources).where(where)).one()
+                row = conn.execute(_GET, key).one()
         except IntegrityError as exc:
             raise self._conflict(app, kind, resource_id, display_name) from exc
         return _resource(row)
