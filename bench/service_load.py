@@ -1,25 +1,31 @@
 """Service load: REST reads and guarded writes while an evaluation run writes results.
 
-    python bench/service_load.py                      # 30 s, 32 clients, 1 process
-    python bench/service_load.py --workers 2          # assay serve --workers 2
-    python bench/service_load.py --seconds 10 --clients 16 --evaluations 100
+    python bench/service_load.py                          # workers 1 and 2, 1 and 32 clients
+    python bench/service_load.py --baseline 111462b       # the same against an older commit
+    python bench/service_load.py --workers 2 --clients 32 --seconds 30
+
+For each server (this checkout, and with `--baseline REV` the code of that commit, taken
+with `git archive` into a temporary folder and run from there) and each `--workers N`:
 
 1. Starts `assay serve --workers N` as a user does (API keys on) on 127.0.0.1, over a
    SQLite store in a temporary directory, with a callable agent that sleeps
-   `--agent-ms` per turn.
-2. Creates `--evaluations` golden evaluations and starts one run over all of them
-   (`runCount` large enough to keep writing results for the whole load).
-3. Runs `--clients` concurrent httpx clients for `--seconds`: each loops over
-   get (50 %, an evaluation with its aggregated metrics), list (25 %, a page of 20
-   evaluations) and update (25 %, PATCH description of one of 8 "hot" evaluations
-   with the etag it read). An update answered 409 ABORTED (another client changed the
-   evaluation since it was read) re-reads and retries: those conflicts are counted
-   separately, they are the etag check doing its job. Any other non-2xx answer or
-   exception is an error.
-4. Prints requests/s, p50/p99 latency per operation, the server's CPU time per request
-   (all its processes, from /proc; the run's work included), errors (must be 0),
-   conflicts, and how many results the run stored during the load. Exits 1 if there
-   were errors.
+   `--agent-ms` per turn; creates `--evaluations` golden evaluations and runs them once,
+   so every evaluation has results (aggregatedMetrics, lastCompletedResult).
+2. Server CPU per request, one request at a time and nothing else running: `--probe`
+   GETs of evaluations, then as many lists of 20 (the server's CPU time from /proc, all
+   its processes, divided by the requests). This is the figure robust to other work on
+   the machine.
+3. Starts one run over all evaluations (`runCount` large enough to keep writing results
+   for the whole load) and, for each `--clients` count, runs that many concurrent
+   clients for `--seconds`: each loops over get (50 %, an evaluation with its aggregated
+   metrics), list (25 %, a page of 20) and update (25 %, PATCH description of one of 8
+   "hot" evaluations with the etag it read). An update answered 409 ABORTED (changed
+   since it was read) re-reads and retries: those conflicts are counted apart, they are
+   the etag check doing its job. Any other non-2xx answer or exception is an error.
+
+Prints one line per configuration — requests/s, p50/p99 over all requests, server CPU
+per request (the run's work included), errors, the load average of the machine at the
+end — and the per-get / per-list CPU of step 2. Exits 1 if there were errors.
 """
 
 from __future__ import annotations
@@ -208,98 +214,127 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _load(base: str, key: str, args: argparse.Namespace, server_pid: int) -> int:
+async def _setup(http: httpx.AsyncClient, args: argparse.Namespace) -> list[str]:
+    names = []
+    for i in range(args.evaluations):
+        reply = await http.post("/v1/apps/bench/evaluations", json=_golden(i))
+        reply.raise_for_status()
+        names.append(reply.json()["name"])
+    # One pass over every evaluation first, so each has results to aggregate and show.
+    run = await _start_run(http, names, 1)
+    while (await http.get(f"/v1/{run}")).json()["state"] == "RUNNING":
+        await asyncio.sleep(0.2)
+    return names
+
+
+async def _start_run(http: httpx.AsyncClient, names: list[str], run_count: int) -> str:
+    op = await http.post(
+        "/v1/apps/bench/evaluations:run",
+        json={"evaluations": names, "runCount": run_count, "appVersion": "bench"},
+    )
+    op.raise_for_status()
+    run: str = op.json()["metadata"]["evaluationRun"]
+    return run
+
+
+async def _probe(conn: Conn, names: list[str], count: int, server_pid: int) -> dict[str, float]:
+    """Server CPU ms per request, one at a time: GET of an evaluation, list of 20."""
+    paths = {
+        "get": [f"/v1/{names[i % len(names)]}" for i in range(count)],
+        "list": ["/v1/apps/bench/evaluations?pageSize=20"] * count,
+    }
+    cpu: dict[str, float] = {}
+    for op, ops in paths.items():
+        for path in ops[:20]:  # warm up (first reads of each page, imports)
+            await conn.request("GET", path)
+        before = _server_cpu_s(server_pid)
+        for path in ops:
+            status, body = await conn.request("GET", path)
+            if status != 200:
+                raise RuntimeError(f"{op} {path}: HTTP {status} {body[:200]!r}")
+        cpu[op] = (_server_cpu_s(server_pid) - before) / count * 1000
+    return cpu
+
+
+async def _load(
+    port: int, key: str, names: list[str], clients: int, args: argparse.Namespace, pid: int
+) -> dict[str, Any]:
+    stats = Stats()
+    conns = [Conn("127.0.0.1", port, key) for _ in range(clients)]
+    cpu_before = _server_cpu_s(pid)
+    started = time.monotonic()
+    stop_at = started + args.seconds
+    await asyncio.gather(*(_client(c, names, stop_at, stats, seed) for seed, c in enumerate(conns)))
+    elapsed = time.monotonic() - started
+    server_cpu = _server_cpu_s(pid) - cpu_before
+    for conn in conns:
+        conn.close()
+    every = [v for values in stats.latency.values() for v in values]
+    total = len(every)
+    return {
+        "clients": clients,
+        "rps": total / elapsed,
+        "p50": statistics.median(every) * 1000 if every else float("nan"),
+        "p99": _percentile(every, 0.99) * 1000 if every else float("nan"),
+        "cpu": server_cpu / max(total, 1) * 1000,
+        "errors": stats.errors,
+        "conflicts": stats.conflicts,
+        "load": os.getloadavg()[0],
+        "by_op": {
+            op: (statistics.median(v) * 1000, _percentile(v, 0.99) * 1000)
+            for op, v in stats.latency.items()
+        },
+    }
+
+
+async def _measure(
+    base: str, key: str, args: argparse.Namespace, server_pid: int
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
     headers = {"Authorization": f"Bearer {key}"}
-    limits = httpx.Limits(max_connections=args.clients + 4)
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as http:
-        names = []
-        for i in range(args.evaluations):
-            reply = await http.post("/v1/apps/bench/evaluations", json=_golden(i))
-            reply.raise_for_status()
-            names.append(reply.json()["name"])
-        op = await http.post(
-            "/v1/apps/bench/evaluations:run",
-            json={"evaluations": names, "runCount": args.run_count, "appVersion": "bench"},
-        )
-        op.raise_for_status()
-        run = op.json()["metadata"]["evaluationRun"]
+    port = int(base.rsplit(":", 1)[1])
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
+        names = await _setup(http, args)
+        probe_conn = Conn("127.0.0.1", port, key)
+        probe = await _probe(probe_conn, names, args.probe, server_pid)
+        probe_conn.close()
+        await _start_run(http, names, args.run_count)
         await asyncio.sleep(1.0)  # let the run get going
-        before = (await http.get(f"/v1/{run}")).json()["progress"]
-        stats = Stats()
-        port = int(base.rsplit(":", 1)[1])
-        conns = [Conn("127.0.0.1", port, key) for _ in range(args.clients)]
-        cpu_before = _server_cpu_s(server_pid)
-        client_before = time.process_time()
-        started = time.monotonic()
-        stop_at = started + args.seconds
-        await asyncio.gather(
-            *(_client(c, names, stop_at, stats, seed) for seed, c in enumerate(conns))
-        )
-        elapsed = time.monotonic() - started
-        server_cpu = _server_cpu_s(server_pid) - cpu_before
-        client_cpu = time.process_time() - client_before
-        for conn in conns:
-            conn.close()
-        after = (await http.get(f"/v1/{run}")).json()
-    written = after["progress"]["completedCount"] - before["completedCount"]
-    total = sum(len(v) for v in stats.latency.values())
-    print(
-        f"{args.clients} clients, {elapsed:.1f} s, {args.evaluations} evaluations, "
-        f"assay serve --workers {args.workers}"
-    )
-    print(f"requests: {total} ({total / elapsed:.0f}/s)")
-    print(
-        f"server CPU: {server_cpu:.1f} s = {server_cpu / max(total, 1) * 1000:.2f} ms per request"
-        " (including the run writing results)"
-    )
-    print(f"client CPU: {client_cpu:.1f} s ({client_cpu / elapsed:.0%} of a core)")
-    print(f"{'op':<8}{'count':>8}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
-    for op_name in ("get", "list", "update"):
-        values = stats.latency.get(op_name, [])
-        if values:
-            print(
-                f"{op_name:<8}{len(values):>8}{len(values) / elapsed:>9.0f}"
-                f"{statistics.median(values) * 1000:>9.1f}{_percentile(values, 0.99) * 1000:>9.1f}"
-            )
-    print(f"errors: {len(stats.errors)}")
-    for message in stats.errors[:10]:
-        print(f"  {message}")
-    print(f"etag conflicts (409, retried): {stats.conflicts}")
-    print(
-        f"results written during the load: {written} "
-        f"({written / elapsed:.0f}/s; run {after['state']}, "
-        f"{after['progress']['completedCount']}/{after['progress']['totalCount']})"
-    )
-    return 1 if stats.errors else 0
+        rows = [await _load(port, key, names, n, args, server_pid) for n in args.clients]
+    return probe, rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--evaluations", type=int, default=200)
-    parser.add_argument("--run-count", type=int, default=50)
-    parser.add_argument("--agent-ms", type=float, default=20.0)
-    parser.add_argument("--workers", type=int, default=1, help="assay serve --workers")
-    args = parser.parse_args()
+def _baseline_tree(rev: str, into: Path) -> Path:
+    """The `src` folder of commit `rev` of this repository, unpacked under `into`."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "src"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def _serve_and_measure(
+    label: str, src: Path | None, workers: int, args: argparse.Namespace
+) -> tuple[dict[str, float], list[dict[str, Any]]] | None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'assay.db'}"
         (Path(tmp) / "bench_agent.py").write_text(AGENT)
+        paths = [tmp, *([str(src)] if src is not None else [])]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([*paths[::-1], os.environ.get("PYTHONPATH", "")]),
+            "BENCH_AGENT_S": str(args.agent_ms / 1000),
+        }
         created = subprocess.run(
             [sys.executable, "-m", "assay", "keys", "create", "--name", "bench", "--store", url],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True, check=True, env=env,
         )  # fmt: skip
         key = created.stdout.strip()
         port = _free_port()
-        env = {
-            **os.environ,
-            "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-            "BENCH_AGENT_S": str(args.agent_ms / 1000),
-        }
         server = subprocess.Popen(
             [sys.executable, "-m", "assay", "serve", "--store", url, "--port", str(port),
              "--agent", "bench_agent:agent", "--log-level", "warning",
-             *(["--workers", str(args.workers)] if args.workers > 1 else [])],
+             *(["--workers", str(workers)] if workers > 1 else [])],
             env=env, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         base = f"http://127.0.0.1:{port}"
@@ -311,14 +346,73 @@ def main() -> int:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline or server.poll() is not None:
-                print("the server did not start", file=sys.stderr)
-                return 2
+                print(f"{label}: the server did not start", file=sys.stderr)
+                server.kill()
+                return None
             time.sleep(0.1)
         try:
-            return asyncio.run(_load(base, key, args, server.pid))
+            return asyncio.run(_measure(base, key, args, server.pid))
         finally:
             server.terminate()
             server.wait(30)
+
+
+def _report(label: str, workers: int, probe: dict[str, float], rows: list[dict[str, Any]]) -> None:
+    print(
+        f"{label:<14}{workers:>8}  one at a time: get {probe['get']:.2f} ms, "
+        f"list {probe['list']:.2f} ms of server CPU per request"
+    )
+    for row in rows:
+        ops = "  ".join(
+            f"{op} {p50:.0f}/{p99:.0f}" for op, (p50, p99) in sorted(row["by_op"].items())
+        )
+        print(
+            f"{label:<14}{workers:>8}{row['clients']:>8}{row['rps']:>8.0f}{row['p50']:>8.1f}"
+            f"{row['p99']:>8.1f}{row['cpu']:>9.2f}{len(row['errors']):>7}{row['load']:>6.1f}"
+            f"   {ops}  (409 retried: {row['conflicts']})"
+        )
+        for message in row["errors"][:5]:
+            print(f"    error: {message}")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="per load phase")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--evaluations", type=int, default=200)
+    parser.add_argument("--run-count", type=int, default=50)
+    parser.add_argument("--agent-ms", type=float, default=20.0)
+    parser.add_argument("--probe", type=int, default=300, help="requests per CPU probe")
+    parser.add_argument("--baseline", metavar="REV", help="also measure the server of commit REV")
+    args = parser.parse_args()
+    failed = False
+    with tempfile.TemporaryDirectory() as tree:
+        servers: list[tuple[str, Path | None]] = []
+        if args.baseline:
+            servers.append((f"@{args.baseline}", _baseline_tree(args.baseline, Path(tree))))
+        servers.append(("this checkout", None))
+        print(
+            f"{args.evaluations} evaluations, agent {args.agent_ms:g} ms/turn, "
+            f"{args.seconds:g} s per load phase; p50/p99 in ms over all requests, "
+            "CPU = server CPU ms per request (the run writing results included), "
+            "load = 1-minute load average"
+        )
+        print(
+            f"{'server':<14}{'workers':>8}{'clients':>8}{'req/s':>8}{'p50':>8}{'p99':>8}"
+            f"{'CPU':>9}{'errors':>7}{'load':>6}   per op p50/p99"
+        )
+        for label, src in servers:
+            for workers in args.workers:
+                measured = _serve_and_measure(label, src, workers, args)
+                if measured is None:
+                    failed = True
+                    continue
+                probe, rows = measured
+                _report(label, workers, probe, rows)
+                failed = failed or any(row["errors"] for row in rows)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -159,3 +159,26 @@ def test_cached_entries_are_rechecked_or_told_of_local_writes(store: Store) -> N
     aggregator.touched("shop", ["ev1"])
     metrics = aggregator.metrics("shop", "ev1")
     assert metrics.versions["v1"].passed == 2 and metrics.run_ids == {run}
+
+
+def test_renders_are_made_once_per_entry_and_follow_new_results(store: Store) -> None:
+    """`rendered()` / `last_result()` are kept with a cached entry (requests reuse them)
+    and a refresh after new results renders afresh, never the old answer."""
+    aggregator = _aggregator(store)
+    run = _run(store, "v1")
+    store.add_case_results(run, [_case(0, passed=True, similarity=[4], hallucination=[1])])
+    first = aggregator.metrics("shop", "ev1")
+    assert first.rendered() is first.rendered()
+    assert first.rendered() == first.render()
+    last = first.last_result("shop", aggregator.run)
+    assert last is not None and last is first.last_result("shop", aggregator.run)
+    assert last["displayName"].endswith("#1")
+    store.add_case_results(run, [_case(1, passed=False, similarity=[1], hallucination=[0])])
+    second = aggregator.metrics("shop", "ev1")
+    (version,) = second.rendered()["metricsByAppVersion"]
+    assert (version["passCount"], version["failCount"]) == (1, 1)
+    newest = second.last_result("shop", aggregator.run)
+    assert newest is not None and newest["displayName"].endswith("#2")
+    # The earlier entry's renders were not changed in place.
+    assert first.rendered()["metricsByAppVersion"][0]["failCount"] == 0
+    assert last["displayName"].endswith("#1")

@@ -16,6 +16,7 @@ from sqlalchemy import inspect, select, text
 from assay.service.app import create_app
 from assay.service.context import ServiceContext
 from assay.store import Resource, Store
+from assay.store.api_keys import VERIFIED_TTL_S
 from assay.store.connect import alembic_config
 from assay.store.schema import api_keys
 
@@ -74,6 +75,35 @@ def test_keys_are_stored_hashed(store: Store) -> None:
         store.api_keys.revoke("missing")
     with pytest.raises(Exception, match="non-empty name"):
         store.api_keys.create(" ")
+
+
+def test_verified_keys_are_remembered_within_a_bound(store_url: str) -> None:
+    """A verified key is answered from memory for VERIFIED_TTL_S; a revocation by another
+    process (here: another Store over the same database) shows once that has passed, and
+    one through the same Store at once."""
+    clock = [1000.0]
+    with Store.open(store_url) as server_side, Store.open(store_url) as elsewhere:
+        server_side.api_keys.clock = lambda: clock[0]
+        info, key = elsewhere.api_keys.create("remembered")
+        assert server_side.api_keys.remembered(key) is None
+        assert server_side.api_keys.verify(key) == info
+        assert server_side.api_keys.remembered(key) == info
+        elsewhere.api_keys.revoke(info.id)
+        clock[0] += VERIFIED_TTL_S / 2
+        assert server_side.api_keys.verify(key) == info  # within the documented bound
+        clock[0] += VERIFIED_TTL_S / 2
+        assert server_side.api_keys.remembered(key) is None
+        assert server_side.api_keys.verify(key) is None
+        # Revoked through the same Store: forgotten at once, no waiting.
+        other, other_key = server_side.api_keys.create("other")
+        assert server_side.api_keys.verify(other_key) is not None
+        server_side.api_keys.revoke(other.id)
+        assert server_side.api_keys.verify(other_key) is None
+        # A wrong secret is never answered from memory for a remembered key's id.
+        _third, third_key = server_side.api_keys.create("third")
+        assert server_side.api_keys.verify(third_key) is not None
+        wrong = third_key[:-1] + ("y" if third_key.endswith("x") else "x")
+        assert server_side.api_keys.verify(wrong) is None
 
 
 def test_auth_can_be_disabled(store: Store, start_server: Callable[..., RunningServer]) -> None:

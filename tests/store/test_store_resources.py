@@ -82,6 +82,21 @@ def test_list_is_per_app_and_kind_in_creation_order(store: Store) -> None:
     assert [r.id for r in page] == ["a"]
     rest = store.resources.list_resources("shop", "evaluationDatasets", offset=2, limit=5)
     assert [r.id for r in rest] == ["c"]
+    # An offset without a limit: everything after it (SQLite and PostgreSQL say "no
+    # limit" differently).
+    tail = store.resources.list_resources("shop", "evaluationDatasets", offset=1)
+    assert [r.id for r in tail] == ["a", "c"]
+    # The bodies-only read sees the same resources, in the same order and scope.
+    store.resources.put(
+        "shop", "evaluationDatasets", "a", display_name="set a", body={"evaluations": ["e1"]}
+    )
+    assert store.resources.bodies("shop", "evaluationDatasets") == [
+        ("b", {}),
+        ("a", {"evaluations": ["e1"]}),
+        ("c", {}),
+    ]
+    assert store.resources.bodies("bank", "evaluationDatasets") == []
+    assert [i for i, _ in store.resources.bodies("shop", "personas")] == ["x"]
 
 
 def test_delete_checks_etag(store: Store) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from assay.errors import StoreError
 from assay.model.verdict import is_pass
-from assay.service._results import duration, service_config
+from assay.service._results import duration, render_result, service_config
 from assay.store.eval_results import EvaluationResults, ResultRow
 from assay.store.namespace import Namespace, current_namespace
 from assay.store.runs import RunInfo
@@ -104,6 +104,10 @@ class EvaluationMetrics:
     # When the watermark was last compared, and the local write generation then.
     checked_at: float = 0.0
     generation: int = 0
+    # What `rendered` and `last_result` made, kept: an entry is never changed once it is
+    # cached (a refresh folds into a copy), so neither is what it renders.
+    _rendered: dict[str, Any] | None = field(default=None, repr=False)
+    _last_result: dict[str, Any] | None = field(default=None, repr=False)
 
     def add(self, row: ResultRow, app_version: str) -> None:
         self.run_ids.add(row.run_id)
@@ -121,6 +125,22 @@ class EvaluationMetrics:
             turn_bucket = version.turns.setdefault(index, _Bucket())
             for bucket in (version.overall, turn_bucket):
                 _add_turn(bucket, doc, index, inv)
+
+    def rendered(self) -> dict[str, Any]:
+        """`render()`, made once per entry; callers must not change it."""
+        if self._rendered is None:
+            self._rendered = self.render()
+        return self._rendered
+
+    def last_result(self, app: str, run: Callable[[str], RunInfo]) -> dict[str, Any] | None:
+        """The last completed result as the service renders it (made once per entry;
+        callers must not change it); `run` gives the run of a run id."""
+        row = self.last_completed
+        if row is None:
+            return None
+        if self._last_result is None:
+            self._last_result = render_result(app, row, run(row.run_id))
+        return self._last_result
 
     def render(self) -> dict[str, Any]:
         by_version = []

@@ -76,8 +76,12 @@ class ApiKeyMiddleware:
                 send,
             )
             return
+        # A key verified moments ago is answered from memory, on the loop; only a look-up
+        # in the store goes to a thread.
+        info = self.store.api_keys.remembered(key.strip())
         try:
-            info = await anyio.to_thread.run_sync(self.store.api_keys.verify, key.strip())
+            if info is None:
+                info = await anyio.to_thread.run_sync(self.store.api_keys.verify, key.strip())
         except StoreError as exc:
             logger.error("checking an API key failed: %s", exc)
             failure = Internal("could not check the API key; see the server log")

@@ -267,10 +267,10 @@ def _stale_message(spec: KindSpec, name: str) -> str:
 def _memberships(ctx: ServiceContext, app: str) -> dict[str, list[str]]:
     """Evaluation id -> names of the datasets listing it."""
     found: dict[str, list[str]] = {}
-    for dataset in ctx.store.resources.list_resources(app, DATASETS.kind):
-        for member in dataset.body.get("evaluations", []):
+    for dataset_id, body in ctx.store.resources.bodies(app, DATASETS.kind):
+        for member in body.get("evaluations", []):
             found.setdefault(member.rsplit("/", 1)[-1], []).append(
-                f"apps/{app}/{DATASETS.kind}/{dataset.id}"
+                f"apps/{app}/{DATASETS.kind}/{dataset_id}"
             )
     return found
 

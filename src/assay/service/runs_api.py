@@ -109,13 +109,12 @@ def decorate_evaluation(
     run_ids = {*metrics.run_ids, *state.executor.running_runs_of(res.app, res.id)}
     newest = sorted(run_ids, reverse=True)[:RECENT_RUNS]
     body["evaluationRuns"] = [_results.run_name(res.app, r) for r in newest]
+    # Both are made once per change of the evaluation's results, not once per request.
     if metrics.versions:
-        body["aggregatedMetrics"] = metrics.render()
-    row = metrics.last_completed
-    if row is not None:
-        body["lastCompletedResult"] = _results.render_result(
-            res.app, row, state.aggregator.run(row.run_id)
-        )
+        body["aggregatedMetrics"] = metrics.rendered()
+    last = metrics.last_result(res.app, state.aggregator.run)
+    if last is not None:
+        body["lastCompletedResult"] = last
     if full:
         rows = state.results.results(res.app, res.id, limit=10)
         body["lastTenResults"] = [

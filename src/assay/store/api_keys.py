@@ -3,6 +3,12 @@
 A key reads `assay_<id>_<secret>`. Only a salted SHA-256 of the secret is stored, so a
 copy of the database does not give access; verification looks the key up by id and
 compares hashes in constant time.
+
+A key that verified is remembered in memory (by the SHA-256 of the whole key, never the
+key itself) for `VERIFIED_TTL_S`, so a busy server does not look it up on every request.
+Revoking through the same `Store` forgets every remembered key at once; a revocation
+made elsewhere (`assay keys revoke` in another process, another server worker) takes
+effect within `VERIFIED_TTL_S`.
 """
 
 from __future__ import annotations
@@ -10,11 +16,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Engine, Row, bindparam, insert, select, update
 
 from assay.errors import StoreError
 from assay.store._repository import Repository, database_errors
@@ -25,6 +34,12 @@ KEY_PREFIX = "assay"
 # Recording every request's use would make each read a write; a minute is precise
 # enough to see which keys are in use.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
+VERIFIED_TTL_S = 2.0
+"""How long a verified key is trusted without a look-up (the bound on how late a
+revocation made by another process takes effect)."""
+_MAX_REMEMBERED = 10_000
+# Built once: a statement object reused keeps SQLAlchemy's compiled-statement cache key.
+_BY_ID = select(api_keys).where(api_keys.c.id == bindparam("key_id"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +58,13 @@ class ApiKeyInfo:
 
 
 class ApiKeyRepository(Repository):
-    """The `api_keys` table."""
+    """The `api_keys` table, with recently verified keys remembered (see the module)."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        super().__init__(engine, url)
+        self.clock: Callable[[], float] = time.monotonic
+        self._verified: dict[bytes, tuple[ApiKeyInfo, float]] = {}
+        self._lock = threading.Lock()
 
     @database_errors
     def create(self, name: str) -> tuple[ApiKeyInfo, str]:
@@ -86,17 +107,33 @@ class ApiKeyRepository(Repository):
                     update(api_keys).where(api_keys.c.id == key_id).values(revoked_at=utcnow())
                 )
             row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).one()
+        with self._lock:
+            self._verified.clear()
         return _info(row)
+
+    def remembered(self, key: str) -> ApiKeyInfo | None:
+        """The key's info if it verified less than `VERIFIED_TTL_S` ago (no database
+        access, so callers on an event loop can ask first); None otherwise."""
+        digest = hashlib.sha256(key.encode()).digest()
+        with self._lock:
+            found = self._verified.get(digest)
+        if found is None or self.clock() - found[1] >= VERIFIED_TTL_S:
+            return None
+        return found[0]
 
     @database_errors
     def verify(self, key: str) -> ApiKeyInfo | None:
         """The active key `key` is, or None (unknown, malformed or revoked)."""
+        known = self.remembered(key)
+        if known is not None:
+            return known
         prefix, _, rest = key.partition("_")
         key_id, _, secret = rest.partition("_")
         if prefix != KEY_PREFIX or not key_id or not secret:
             return None
+        checked_at = self.clock()
         with self._engine.connect() as conn:
-            row = conn.execute(select(api_keys).where(api_keys.c.id == key_id)).first()
+            row = conn.execute(_BY_ID, {"key_id": key_id}).first()
         if row is None or not hmac.compare_digest(row.secret_hash, _hash(row.salt, secret)):
             return None
         if row.revoked_at is not None:
@@ -107,7 +144,14 @@ class ApiKeyRepository(Repository):
                 conn.execute(
                     update(api_keys).where(api_keys.c.id == key_id).values(last_used_at=now)
                 )
-        return _info(row)
+        info = _info(row)
+        with self._lock:
+            if len(self._verified) >= _MAX_REMEMBERED:
+                self._verified.clear()
+            # Timed from before the look-up: a revocation committed during it is seen
+            # within the bound too.
+            self._verified[hashlib.sha256(key.encode()).digest()] = (info, checked_at)
+        return info
 
 
 def _hash(salt: str, secret: str) -> str:

@@ -9,12 +9,13 @@ generic run methods do not offer.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import Select, and_, bindparam, delete, func, select, update
 
 from assay.model.error_types import ExecutionState
 from assay.model.results import Status
@@ -95,6 +96,42 @@ def _of_evaluation(app: str, evaluation_id: str) -> Any:
     )
 
 
+# The hot read statements are built once per shape with bound parameters: a reused
+# statement keeps its cache key, so SQLAlchemy does not rebuild and re-hash the
+# expression tree on every request (see `assay.store.resources`).
+_OF_EVALUATION = and_(
+    case_results.c.case_id == bindparam("evaluation_id"),
+    case_results.c.run_id == runs.c.id,
+    runs.c.project == bindparam("project"),
+    runs.c.location == bindparam("location"),
+    runs.c.app == bindparam("app"),
+)
+_WATERMARK = select(func.count(), func.max(case_results.c.id)).where(_OF_EVALUATION)
+
+
+@functools.cache
+def _results_query(by_run: bool, after: bool, before: bool) -> Select[Any]:
+    c = case_results.c
+    query = select(*_result_columns()).where(_OF_EVALUATION)
+    if by_run:
+        query = query.where(c.run_id == bindparam("run_id"))
+    if after:
+        return query.where(c.id > bindparam("after")).order_by(c.id).limit(bindparam("limit"))
+    if before:
+        query = query.where(c.id < bindparam("before"))
+    return query.order_by(c.id.desc()).limit(bindparam("limit"))
+
+
+def _evaluation_params(app: str, evaluation_id: str) -> dict[str, Any]:
+    ns = current_namespace()
+    return {
+        "evaluation_id": evaluation_id,
+        "project": ns.project,
+        "location": ns.location,
+        "app": app,
+    }
+
+
 class EvaluationResults(Repository):
     """The service's queries (build with `EvaluationResults.of(store)`)."""
 
@@ -111,17 +148,16 @@ class EvaluationResults(Repository):
     ) -> list[ResultRow]:
         """Results of one evaluation: newest first (`before` a row id), or oldest first
         from `after` (a row id) when given."""
-        query = select(*_result_columns()).where(_of_evaluation(app, evaluation_id))
-        if run_id is not None:
-            query = query.where(case_results.c.run_id == run_id)
-        if after is not None:
-            query = query.where(case_results.c.id > after).order_by(case_results.c.id)
-        else:
-            if before is not None:
-                query = query.where(case_results.c.id < before)
-            query = query.order_by(case_results.c.id.desc())
+        query = _results_query(run_id is not None, after is not None, before is not None)
+        params = {
+            **_evaluation_params(app, evaluation_id),
+            "run_id": run_id,
+            "after": after,
+            "before": before,
+            "limit": limit,
+        }
         with self._engine.connect() as conn:
-            return [_row(r) for r in conn.execute(query.limit(limit))]
+            return [_row(r) for r in conn.execute(query, params)]
 
     @database_errors
     def result(self, app: str, evaluation_id: str, run_id: str, run_index: int) -> ResultRow | None:
@@ -163,10 +199,8 @@ class EvaluationResults(Repository):
     @database_errors
     def watermark(self, app: str, evaluation_id: str) -> tuple[int, int]:
         """(count, highest row id) of the evaluation's results: changes with every write."""
-        c = case_results.c
-        query = select(func.count(), func.max(c.id)).where(_of_evaluation(app, evaluation_id))
         with self._engine.connect() as conn:
-            count, top = conn.execute(query).one()
+            count, top = conn.execute(_WATERMARK, _evaluation_params(app, evaluation_id)).one()
         return int(count), int(top or 0)
 
     @database_errors

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, insert, select, update
+from sqlalchemy import ColumnElement, Row, and_, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
@@ -28,6 +28,43 @@ from assay.store.exceptions import (
 from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_namespace
 from assay.store.schema import RESOURCE_KINDS, resources
 from assay.store.types import utcnow
+
+# The statements of reads and updates, built once with bound parameters (named k_* and
+# new_*: an UPDATE reserves the columns' own names): a statement object that is
+# reused keeps its cache key, so SQLAlchemy finds the compiled SQL without rebuilding
+# and re-hashing the expression tree on every request (most of a read's CPU time).
+_SCOPE = and_(
+    resources.c.project == bindparam("k_project"),
+    resources.c.location == bindparam("k_location"),
+    resources.c.app == bindparam("k_app"),
+    resources.c.kind == bindparam("k_kind"),
+)
+_GET = select(resources).where(_SCOPE, resources.c.id == bindparam("k_id"))
+_ORDERED = select(resources).where(_SCOPE).order_by(resources.c.create_time, resources.c.id)
+_LIST_ALL = _ORDERED
+_LIST_PAGE = _ORDERED.offset(bindparam("offset")).limit(bindparam("limit"))
+_ETAG = select(resources.c.etag).where(_SCOPE, resources.c.id == bindparam("k_id"))
+# Compare-and-set on the etag read before it (bound names differ from the columns set).
+_REPLACE = (
+    update(resources)
+    .where(_SCOPE, resources.c.id == bindparam("k_id"), resources.c.etag == bindparam("read_etag"))
+    .values(
+        display_name=bindparam("new_display_name"),
+        body=bindparam("new_body"),
+        etag=bindparam("new_etag"),
+        update_time=bindparam("new_update_time"),
+    )
+)
+_BODIES = (
+    select(resources.c.id, resources.c.body)
+    .where(_SCOPE)
+    .order_by(resources.c.create_time, resources.c.id)
+)
+
+
+def _scope(app: str, kind: str) -> dict[str, str]:
+    ns = current_namespace()
+    return {"k_project": ns.project, "k_location": ns.location, "k_app": app, "k_kind": kind}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +91,7 @@ class ResourceRepository(Repository):
         """The resource, or None when the app has no such `kind` with that id."""
         _check_kind(kind)
         with self._engine.connect() as conn:
-            row = conn.execute(select(resources).where(_key(app, kind, resource_id))).first()
+            row = conn.execute(_GET, {**_scope(app, kind), "k_id": resource_id}).first()
         return None if row is None else _resource(row)
 
     @database_errors
@@ -123,10 +160,10 @@ class ResourceRepository(Repository):
             "etag": secrets.token_hex(8),
             "update_time": now,
         }
-        where = _key(app, kind, resource_id)
+        key = {**_scope(app, kind), "k_id": resource_id}
         try:
             with self._writer.begin() as conn:
-                current = conn.execute(select(resources.c.etag).where(where)).first()
+                current = conn.execute(_ETAG, key).first()
                 if current is None:
                     if etag is not None:
                         raise _not_found(app, kind, resource_id)
@@ -146,13 +183,16 @@ class ResourceRepository(Repository):
                     # Compare-and-set on the etag read above: a concurrent writer
                     # between the read and this update makes it match no row.
                     changed = conn.execute(
-                        update(resources)
-                        .where(where, resources.c.etag == current.etag)
-                        .values(**values)
+                        _REPLACE,
+                        {
+                            **key,
+                            "read_etag": current.etag,
+                            **{f"new_{name}": value for name, value in values.items()},
+                        },
                     )
                     if changed.rowcount != 1:
                         raise _stale(kind, resource_id)
-                row = conn.execute(select(resources).where(where)).one()
+                row = conn.execute(_GET, key).one()
         except IntegrityError as exc:
             raise self._conflict(app, kind, resource_id, display_name) from exc
         return _resource(row)
@@ -163,15 +203,22 @@ class ResourceRepository(Repository):
     ) -> list[Resource]:
         """The app's resources of `kind`, oldest first (`limit` of them from `offset`)."""
         _check_kind(kind)
-        query = (
-            select(resources)
-            .where(_in_namespace(), resources.c.app == app, resources.c.kind == kind)
-            .order_by(resources.c.create_time, resources.c.id)
-            .offset(offset)
-            .limit(limit)
-        )
+        params: dict[str, Any] = _scope(app, kind)
+        query = _LIST_ALL
+        if limit is not None or offset:
+            # SQLite and PostgreSQL disagree on how to say "no limit": -1 vs NULL.
+            query = _LIST_PAGE
+            params.update(offset=offset, limit=limit if limit is not None else 2**62)
         with self._engine.connect() as conn:
-            return [_resource(row) for row in conn.execute(query)]
+            return [_resource(row) for row in conn.execute(query, params)]
+
+    @database_errors
+    def bodies(self, app: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, body) of the app's resources of `kind`, oldest first: the cheap read for
+        callers that need only the JSON (e.g. which datasets list an evaluation)."""
+        _check_kind(kind)
+        with self._engine.connect() as conn:
+            return [(row.id, row.body) for row in conn.execute(_BODIES, _scope(app, kind))]
 
     @database_errors
     def list_all(self, kind: str) -> list[Resource]:
