@@ -52,7 +52,7 @@ class JudgeRunOptions:
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
         if self.model is not None:
-            from assay.judges.resolve import check_sdk, parse_model
+            from assay.models.resolve import check_sdk, parse_model
 
             # A mistyped judge, or one whose SDK is not installed, is a usage error (exit
             # 2 naming the extra), not a run of skipped metrics.

@@ -1,6 +1,6 @@
 """How the simulated user of a scenario run is configured (`SimulatorOptions`).
 
-The simulated user is an LLM reached through assay's judge backends, so the same model
+The simulated user is an LLM reached through assay's model backends, so the same model
 strings work: `openai:NAME` (any OpenAI-compatible endpoint), `gemini-NAME` /
 `gemini:NAME`, `anthropic:NAME`, `local:PATH.gguf`. Without a model, scenario cases
 cannot run; the engine reports them `NOT_SUPPORTED` with `NO_USER_MODEL_MESSAGE`.
