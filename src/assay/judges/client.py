@@ -5,7 +5,8 @@ timeout, stats) that the metrics call as their `JudgeClient`: `judge.generate(me
 n, settings, accept=..., prompt_version=...)`. When every sample fails the call raises
 `JudgeCallError` with the error text, and the metric reports no score with that text.
 `JudgePool` holds the judges of one run: one `Judge` per model string and options, one
-limiter per backend, one cache and one set of stats.
+cache and one set of stats; each endpoint's limiter and retry policy come from the run's
+`ModelRegistry`, shared with the other callers of that endpoint.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
-from assay.models.policy import AdaptiveLimiter, Clock, RetryPolicy, Sleep
+from assay.models.policy import AdaptiveLimiter, Clock, Sleep
+from assay.models.registry import ModelRegistry, endpoint_of
 from assay.models.resolve import make_backend, parse_model
 from assay.models.types import ModelBackend
 
@@ -70,6 +72,7 @@ class JudgePool:
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
         stats: JudgeStats | None = None,
+        registry: ModelRegistry | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -83,20 +86,32 @@ class JudgePool:
         self.concurrency = concurrency
         self.use_cache = use_cache
         self.timeout_s = timeout_s
-        self.retry = RetryPolicy(max_retries=max_retries, rng=rng or random.Random())
+        self.max_retries = max_retries
         if cache is not None:
             self.cache: ReplyCache = cache
         elif store is not None:
             self.cache = StoreReplyCache(store.judge_cache)
+        elif registry is not None:
+            self.cache = registry.cache
         else:
             self.cache = MemoryReplyCache()
+        #: the run's pacing: judges share each endpoint's limiter and retry policy with
+        #: every other caller of it in the run (the simulated user, the agents)
+        self.registry = registry or ModelRegistry(
+            concurrency=concurrency,
+            max_retries=max_retries,
+            cache=self.cache,
+            clock=clock,
+            sleep=sleep,
+            rng=rng,
+        )
         # Given by a caller that shows the counters while the run goes (progress lines).
         self.stats = stats if stats is not None else JudgeStats()
         self._factory = backend_factory
-        self._clock = clock
         self._sleep = sleep
         self._judges: dict[tuple[str, str | None, int | None], Judge | str] = {}
-        self.limiters: dict[tuple[str, str | None], AdaptiveLimiter] = {}
+        #: the limiter of each (backend, endpoint) the pool's judges call
+        self.limiters: dict[tuple[str, str], AdaptiveLimiter] = {}
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
         # id(options) -> (options, what judge_for found); the options object is kept
         # alive with its entry, so its id cannot be reused by another object.
@@ -144,17 +159,14 @@ class JudgePool:
         except ConfigError as exc:
             self._judges[key] = str(exc)
             raise
-        limiter_key = (backend.backend, base_url)
-        limiter = self.limiters.get(limiter_key)
-        if limiter is None:
-            limiter = self.limiters[limiter_key] = AdaptiveLimiter(
-                self.concurrency, clock=self._clock, sleep=self._sleep
-            )
+        endpoint = endpoint_of(backend)
+        pacing = self.registry.pacing(backend.backend, endpoint, concurrency=self.concurrency)
+        self.limiters[(backend.backend, endpoint)] = pacing.limiter
         judge = Judge(
             backend,
             cache=self.cache,
-            limiter=limiter,
-            retry=self.retry,
+            limiter=pacing.limiter,
+            retry=pacing.with_retries(self.max_retries),
             stats=self.stats,
             timeout_s=self.timeout_s,
             use_cache=self.use_cache,

@@ -46,6 +46,9 @@ class SimulatorOptions:
     max_retries: int = 4
     timeout_s: float = 60.0
     concurrency: int = 32
+    #: keep the user model's replies in the run's reply cache (the store's when the run
+    #: has one): a re-run of the same conversation gets the same replies, no calls
+    cache_replies: bool = False
 
     def validate(self) -> None:
         """Raise ConfigError naming the first option that is out of range."""

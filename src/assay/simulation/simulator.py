@@ -4,7 +4,10 @@ The model is reached through the model layer (`assay.models`): a backend wrapped
 `ModelClient`, so the simulated user gets the same pacing as judges: an adaptive limit
 of calls in flight, retries with exponential back-off and jitter on 429, 5xx, timeouts
 and malformed replies, and a per-call timeout. Replies are not cached: a scenario run
-several times must meet a fresh user each time.
+several times must meet a fresh user each time, unless the run asks for cached user
+replies (`SimulatorOptions.cache_replies`): then each reply is kept in the run's reply
+cache (the store's, shared with the judges) and the same conversation so far gets the
+same reply again without a call.
 
 What a reply means (as ADK's LLM-backed user simulator reads it): a reply containing
 the stop signal (case-insensitive) ends the conversation, and nothing of that reply is
@@ -24,8 +27,7 @@ from typing import Any
 from assay.errors import AssayError, ConfigError, QuotaExhaustedError
 from assay.model.core import Persona, Scenario, Turn
 from assay.models.cache import NoReplyCache
-from assay.models.client import ModelClient
-from assay.models.policy import AdaptiveLimiter, RetryPolicy
+from assay.models.registry import ModelRegistry, current_registry
 from assay.models.resolve import make_backend, parse_model
 from assay.models.stats import CallStats
 from assay.models.types import ModelBackend, ModelCallError
@@ -36,6 +38,8 @@ from assay.simulation.prompts import simulator_messages
 _KEYED_BACKENDS = frozenset({"openai", "gemini", "anthropic"})
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:user|customer|simulated user)(?:\*\*)?\s*:\s*", re.I)
 _QUOTES = ('"', "'", "\u201c\u201d", "\u2018\u2019")
+#: the simulator prompt's version: part of the cache key of cached user replies
+PROMPT_VERSION = "user-simulator.v1"
 #: attempts at a usable reply before the simulation fails (an empty reply is retried once)
 ATTEMPTS = 2
 
@@ -86,18 +90,28 @@ class UserSimulator:
     through any backend (unknown model string, SDK not installed, no API key).
     """
 
-    def __init__(self, options: SimulatorOptions) -> None:
+    def __init__(self, options: SimulatorOptions, registry: ModelRegistry | None = None) -> None:
         options.validate()
         self.options = options
         backend = _backend(options)
-        self.client = ModelClient(
+        # The run's registry (given, or the one of the run this is built in): the user
+        # model shares its endpoint's limiter and retry policy with the judges and
+        # agents calling it. Outside a run, it paces itself.
+        self.registry = (
+            registry
+            or current_registry()
+            or ModelRegistry(concurrency=options.concurrency, max_retries=options.max_retries)
+        )
+        self.client = self.registry.client(
             backend,
-            cache=NoReplyCache(),
-            limiter=AdaptiveLimiter(options.concurrency),
-            retry=RetryPolicy(max_retries=options.max_retries),
+            role="user model",
             stats=CallStats(),
             timeout_s=options.timeout_s,
-            use_cache=False,
+            use_cache=options.cache_replies,
+            concurrency=options.concurrency,
+            max_retries=options.max_retries,
+            # Not cached: nothing is read from or written to any cache.
+            cache=None if options.cache_replies else NoReplyCache(),
         )
 
     @property
@@ -121,10 +135,17 @@ class UserSimulator:
         settings: Mapping[str, Any] = (
             {} if self.options.temperature is None else {"temperature": self.options.temperature}
         )
+        stop = self.options.stop_signal
+
+        def accept(reply: str) -> bool:  # only replies holding a move are cached
+            return read_reply(reply, stop) is not None
+
         problem = ""
         for _ in range(ATTEMPTS):
             try:
-                replies = await self.client.generate(messages, 1, settings)
+                replies = await self.client.generate(
+                    messages, 1, settings, accept=accept, prompt_version=PROMPT_VERSION
+                )
             except ModelCallError as exc:
                 if exc.status == 429:
                     raise QuotaExhaustedError(
@@ -146,5 +167,8 @@ class UserSimulator:
         )
 
     async def aclose(self) -> None:
-        """Close the model's connections."""
-        await self.client.backend.aclose()
+        """Write any cached replies and close the model's connections."""
+        try:
+            await self.client.cache.flush()
+        finally:
+            await self.client.backend.aclose()
