@@ -18,12 +18,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
 FLOORS: list[set[str]] = [
     {"errors"},
     {"model"},
-    # Calling models: pacing and retries, reading model APIs' answers (below every caller).
+    # Calling models: backends, the per-run registry of limits and retries, the reply
+    # cache, reading model APIs' answers (below every caller).
     {"models"},
-    # Judges (backends, client, cache) and reading configs.
-    {"judges", "config"},
+    {"config"},
     {"formats", "agents"},
-    {"simulation"},
+    # Judges and the simulated user: both users of the model layer, neither of the other.
+    {"judges", "simulation"},
     {"metrics"},
     {"engine"},
     {"store", "report"},
@@ -159,6 +160,16 @@ def test_every_room_has_a_floor() -> None:
 def test_no_import_cycles() -> None:
     cycles = _cycles(_graph())
     assert not cycles, f"modules importing each other in a circle: {cycles}"
+
+
+def test_the_simulated_user_and_the_judges_do_not_lean_on_each_other() -> None:
+    # One floor: an arrow either way between them is refused by the test below.
+    assert FLOOR["simulation"] == FLOOR["judges"]
+    assert FLOOR["models"] < FLOOR["judges"]
+    graph = _graph()
+    assert not [
+        m for m in graph if _room(m) == "simulation" and any(_room(t) == "judges" for t in graph[m])
+    ]
 
 
 def test_every_import_points_down_the_layers() -> None:

@@ -13,7 +13,6 @@ from assay.engine import RunOptions, arun, run
 from assay.engine.judging import JudgeRunOptions
 from assay.errors import ConfigError
 from assay.judges import BackendReply, GenerationSettings, JudgeCallError, JudgePool
-from assay.judges import resolve as resolve_module
 from assay.metrics.base import Metric
 from assay.metrics.judged.base import (
     NO_JUDGE_MESSAGE,
@@ -23,6 +22,7 @@ from assay.metrics.judged.base import (
     JudgeModelOptions,
 )
 from assay.model import EvalCase, EvalSet, Score, Status, Turn
+from assay.models import resolve as resolve_module
 from assay.store import Store
 
 

@@ -26,7 +26,8 @@ The endpoint runs its own tools, so FAKE / MIXED mocking is its job: the request
 carries the session's mocks and the mode so it can answer matching calls from them.
 The adapter keeps the session: a new `session_id` per session, the history, and the
 state with every ``state_update`` applied. A 429 is retried (`max_retries`, honouring
-Retry-After, backing off as judge calls do: `assay.models.policy.RetryPolicy`) and then
+Retry-After, backing off as judge calls do, through the run's pacing of the URL in
+`assay.models.registry`) and then
 raises QuotaExhaustedError; any other failure raises AgentError
 naming the URL and what was wrong.
 """
@@ -59,8 +60,11 @@ from assay.model.core import (
     UserInput,
 )
 from assay.models.http import retry_after_seconds
-from assay.models.policy import RetryPolicy
+from assay.models.registry import ModelRegistry, pacing_in_run
 
+#: calls in flight to the endpoint outside a run: no bound of its own (the limiter
+#: still pauses on Retry-After and halves on 429 / 5xx)
+OWN_CONCURRENCY = 1024
 #: longest Retry-After the adapter waits for before giving up on a 429
 MAX_RETRY_AFTER_S = 30.0
 
@@ -232,7 +236,9 @@ class HttpAgent:
         if max_retries < 0:
             raise AgentError(f"HTTP agent {url}: max_retries must be 0 or more, got {max_retries}")
         self.max_retries = max_retries
-        self._retry = RetryPolicy(max_retries=max_retries)
+        # Outside a run the agent paces itself; in a run its endpoint's pacing is the
+        # run's (assay.models.registry), shared with any other caller of the same URL.
+        self._own_pacing = ModelRegistry(concurrency=OWN_CONCURRENCY, max_retries=max_retries)
         fixed = dict(headers or {})
         self._clients: PerLoop[httpx.AsyncClient] = PerLoop(
             lambda: httpx.AsyncClient(headers=fixed, timeout=timeout_s),
@@ -242,24 +248,41 @@ class HttpAgent:
     async def post(self, body: dict[str, Any]) -> AgentReply:
         """POST one request; the parsed reply, or AgentError / QuotaExhaustedError."""
         client = self._clients.get()
+        pacing = pacing_in_run("http", self.url, fallback=self._own_pacing)
+        limiter, retry = pacing.limiter, pacing.with_retries(self.max_retries)
         for attempt in range(self.max_retries + 1):
+            permit = await limiter.acquire()
             try:
                 response = await client.post(self.url, json=body)
             except httpx.TimeoutException:
+                limiter.release(permit, ok=False)
                 raise AgentError(
                     f"HTTP agent {self.url} did not answer within {self.timeout_s:g}s"
                 ) from None
             except httpx.HTTPError as exc:
+                limiter.release(permit, ok=False)
                 raise AgentError(f"HTTP agent {self.url} could not be reached: {exc}") from None
-            if response.status_code != 429:
+            except BaseException:
+                limiter.release(permit, ok=False)
+                raise
+            status = response.status_code
+            asked = retry_after_seconds(response.headers) if status == 429 else None
+            limiter.release(
+                permit,
+                ok=response.is_success,
+                overloaded=status == 429 or status >= 500,
+                # A wait longer than the adapter accepts ends this call (below); the
+                # endpoint is not paused for the run's other callers that long.
+                retry_after=asked if (asked or 0) <= MAX_RETRY_AFTER_S else None,
+            )
+            if status != 429:
                 break
-            asked = retry_after_seconds(response.headers)
-            if not self._retry.should_retry(attempt, True) or (asked or 0) > MAX_RETRY_AFTER_S:
+            if not retry.should_retry(attempt, True) or (asked or 0) > MAX_RETRY_AFTER_S:
                 raise QuotaExhaustedError(
                     f"HTTP agent {self.url} kept answering 429 Too Many Requests "
                     f"({attempt + 1} attempt(s)): {response.text[:300]}"
                 )
-            await asyncio.sleep(self._retry.delay(attempt + 1, asked))
+            await asyncio.sleep(retry.delay(attempt + 1, asked))
         return self._reply(response)
 
     def _reply(self, response: httpx.Response) -> AgentReply:

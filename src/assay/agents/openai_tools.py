@@ -49,7 +49,7 @@ from assay.models.http import (
     is_retryable_status,
     retry_after_seconds,
 )
-from assay.models.policy import RetryPolicy
+from assay.models.registry import ModelRegistry, pacing_in_run
 
 #: what a seeded tool call whose response was not recorded answers in the history
 NOT_RECORDED = {"note": "no response was recorded for this tool call"}
@@ -64,6 +64,11 @@ def _openai_sdk() -> ModuleType:
             "OpenAIToolsAgent needs the openai SDK: pip install -e '.[openai]'"
         ) from None
     return openai
+
+
+#: calls in flight to the agent's endpoint outside a run: no bound of its own (the
+#: limiter still pauses on Retry-After and halves on 429 / 5xx)
+OWN_CONCURRENCY = 1024
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -347,7 +352,10 @@ class OpenAIToolsAgent:
         if max_retries < 0:
             raise AgentError(f"agent {self.name}: max_retries must be 0 or more, got {max_retries}")
         self._max_retries = max_retries
-        self._retry = RetryPolicy(max_retries=max_retries)
+        # Outside a run the agent paces itself; in a run it shares the run's pacing of
+        # its endpoint with the judges and the simulated user calling the same server.
+        self._own_pacing = ModelRegistry(concurrency=OWN_CONCURRENCY, max_retries=max_retries)
+        self._endpoint: str | None = None
 
     def declarations(self) -> list[dict[str, Any]]:
         """The tools as ``{"name", "description", "parameters"}``."""
@@ -372,8 +380,10 @@ class OpenAIToolsAgent:
         """One chat completion: (the reply message, its token usage).
 
         Rate limits, server errors, timeouts and lost connections are retried
-        (`max_retries`, honouring Retry-After) by `assay.models.policy.RetryPolicy`, the
-        retry policy of judge calls too; a 429 that outlasts them is QuotaExhaustedError.
+        (`max_retries`, honouring Retry-After) with the run's pacing of this endpoint
+        (`assay.models.registry`): the limiter and retry policy the judges and the
+        simulated user calling it share too. A 429 that outlasts them is
+        QuotaExhaustedError.
         """
         params: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if self.tools:
@@ -381,19 +391,34 @@ class OpenAIToolsAgent:
         if self.temperature is not None:
             params["temperature"] = self.temperature
         client, sdk = self._clients.get(), self._sdk
+        if self._endpoint is None:
+            self._endpoint = str(client.base_url)
+        pacing = pacing_in_run("openai", self._endpoint, fallback=self._own_pacing)
+        limiter, retry = pacing.limiter, pacing.with_retries(self._max_retries)
         for attempt in itertools.count():
+            permit = await limiter.acquire()
             try:
                 completion = await client.chat.completions.create(**params)
-                break
             except sdk.APIStatusError as exc:
-                retryable, asked = is_retryable_status(exc.status_code), _retry_after(exc)
-                if not self._retry.should_retry(attempt, retryable):
+                status = exc.status_code
+                retryable, asked = is_retryable_status(status), _retry_after(exc)
+                limiter.release(
+                    permit, ok=False, overloaded=status == 429 or status >= 500, retry_after=asked
+                )
+                if not retry.should_retry(attempt, retryable):
                     raise self._failure(exc) from None
             except sdk.APIConnectionError as exc:  # timeouts included
-                if not self._retry.should_retry(attempt, True):
+                limiter.release(permit, ok=False)
+                if not retry.should_retry(attempt, True):
                     raise self._failure(exc) from None
                 asked = None
-            await asyncio.sleep(self._retry.delay(attempt + 1, asked))
+            except BaseException:
+                limiter.release(permit, ok=False)
+                raise
+            else:
+                limiter.release(permit, ok=True)
+                break
+            await asyncio.sleep(retry.delay(attempt + 1, asked))
         if not completion.choices:
             raise AgentError(f"{self.label} answered with no choices")
         usage = completion.usage

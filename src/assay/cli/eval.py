@@ -137,6 +137,14 @@ def eval_command(
         int | None,
         typer.Option("--max-turns", help="Simulated user turns when a scenario sets none."),
     ] = None,
+    cache_user_replies: Annotated[
+        bool,
+        typer.Option(
+            "--cache-user-replies",
+            help="Keep the simulated user's replies in the reply cache (the store's): the"
+            " same conversation replays them without calls. Default: a fresh user each run.",
+        ),
+    ] = False,
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Start a new run even if an unfinished one matches.")
     ] = False,
@@ -223,7 +231,9 @@ def eval_command(
             timeout_s=timeout or None,
             tool_behavior=tools,  # type: ignore[arg-type]  # parsed by RunOptions
             run_method=run_method,  # type: ignore[arg-type]
-            simulator=_simulator_options(user_model, persona_file, stop_signal, max_turns, cfg),
+            simulator=_simulator_options(
+                user_model, persona_file, stop_signal, max_turns, cfg, cache_user_replies
+            ),
         )
         from assay.report.gates import check_rate, parse_min_means
 
@@ -306,6 +316,7 @@ def _simulator_options(
     stop_signal: str | None,
     max_turns: int | None,
     cfg: EvalConfig | None,
+    cache_replies: bool = False,
 ) -> SimulatorOptions | None:
     """The simulated user from the flags, else from the config's `user_simulator_config`."""
     raw = (cfg.user_simulator_config if cfg is not None else None) or {}
@@ -319,6 +330,7 @@ def _simulator_options(
     options = SimulatorOptions(
         model=model,
         personas=load_personas(persona_file) if persona_file is not None else {},
+        cache_replies=cache_replies,
     )
     if stop_signal is not None:
         options.stop_signal = stop_signal

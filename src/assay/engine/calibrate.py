@@ -35,8 +35,8 @@ from assay.model.core import EvalSet
 from assay.model.results import MetricResult, Status
 
 if TYPE_CHECKING:
-    from assay.judges.cache import HasCacheTable
     from assay.judges.client import JudgePool
+    from assay.models.cache import HasCacheTable
 
 LABEL_KEY = "label"
 #: human verdicts accepted for the positive / negative outcome (case-insensitive)

@@ -4,7 +4,9 @@ Each `JudgedMetric` gets the judge its `judge_model_options.judge_model` names, 
 run's default (`--judge MODEL`). With neither it reports `NO_JUDGE_MESSAGE`; when the
 judge cannot be built (SDK not installed, no API key) the metric reports that reason.
 Either way it comes out NOT_EVALUATED and the deterministic metrics still run.
-A judge the caller gave a metric (`attach_judge`) wins over the run's.
+A judge the caller gave a metric (`attach_judge`) wins over the run's. The judges pace
+their calls through the run's `ModelRegistry` (`run_registry`), shared with the
+simulated user and the agents.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from assay.metrics.judged.base import JudgedMetric, judges_in_context
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
     from assay.judges.stats import JudgeStats
+    from assay.models.registry import ModelRegistry
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,46 @@ class JudgeRunOptions:
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
         if self.model is not None:
-            from assay.judges.resolve import check_sdk, parse_model
+            from assay.models.resolve import check_sdk, parse_model
 
             # A mistyped judge, or one whose SDK is not installed, is a usage error (exit
             # 2 naming the extra), not a run of skipped metrics.
             spec = parse_model(self.model)
             check_sdk(spec.backend, label=f"judge {self.model!r}")
 
-    def make_pool(self) -> JudgePool:
+    def make_registry(self, run_concurrency: int = 1) -> ModelRegistry:
+        """The run's model registry: its reply cache (the store's when there is one) and
+        the pacing every model caller of the run shares. Callers that set no bound of
+        their own (the agents) get as many calls in flight as the run has cases going."""
+        from assay.models.cache import MemoryReplyCache, ReplyCache, StoreReplyCache
+        from assay.models.registry import ModelRegistry
+
+        cache: ReplyCache = (
+            StoreReplyCache(self.store.judge_cache)
+            if self.store is not None
+            else MemoryReplyCache()
+        )
+        return ModelRegistry(
+            concurrency=max(self.concurrency, run_concurrency),
+            max_retries=self.max_retries,
+            cache=cache,
+        )
+
+    def make_pool(self, registry: ModelRegistry | None = None) -> JudgePool:
+        """The run's judges; with `registry`, they pace and cache through it."""
         from assay.judges.client import JudgePool
 
+        if registry is not None:
+            return JudgePool(
+                registry=registry,
+                default_model=self.model,
+                default_base_url=self.base_url,
+                concurrency=self.concurrency,
+                use_cache=self.use_cache,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                stats=self.stats,
+            )
         return JudgePool(
             store=self.store,
             default_model=self.model,
@@ -78,9 +111,23 @@ def judged_metrics(metrics: Sequence[Metric]) -> list[JudgedMetric]:
     return [m for m in metrics if isinstance(m, JudgedMetric)]
 
 
+def run_registry(
+    judges: JudgeRunOptions | JudgePool | None, run_concurrency: int = 1
+) -> ModelRegistry:
+    """The model registry of a run: a pool's own when the caller passed one (its runs
+    share their pacing, as configured), else a new one for this run alone."""
+    from assay.judges.client import JudgePool
+
+    if isinstance(judges, JudgePool):
+        return judges.registry
+    return (judges or JudgeRunOptions()).make_registry(run_concurrency)
+
+
 @asynccontextmanager
 async def run_judges(
-    metrics: Sequence[Metric], judges: JudgeRunOptions | JudgePool | None
+    metrics: Sequence[Metric],
+    judges: JudgeRunOptions | JudgePool | None,
+    registry: ModelRegistry | None = None,
 ) -> AsyncIterator[JudgePool | None]:
     """The judges of one run, in the run's context for its duration.
 
@@ -96,7 +143,11 @@ async def run_judges(
     from assay.judges.client import JudgePool
 
     owned = not isinstance(judges, JudgePool)
-    pool = judges if isinstance(judges, JudgePool) else (judges or JudgeRunOptions()).make_pool()
+    pool = (
+        judges
+        if isinstance(judges, JudgePool)
+        else (judges or JudgeRunOptions()).make_pool(registry)
+    )
     try:
         with judges_in_context(pool):
             yield pool

@@ -15,7 +15,8 @@ or recorded case, five times per simulated scenario (`runs_for`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,7 +25,7 @@ from assay.agents.tools import ToolBehavior
 from assay.engine.aggregate import build_result
 from assay.engine.executors import Executor, LocalExecutor
 from assay.engine.infer import Inference, with_app_details
-from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges
+from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges, run_registry
 from assay.engine.replay import RunMethod, replay
 from assay.engine.scenario_run import NO_AGENT, run_scenario, simulates, user_simulator
 from assay.engine.scoring import (
@@ -39,6 +40,7 @@ from assay.metrics.base import Metric
 from assay.model.core import EvalCase, EvalSet
 from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult
+from assay.models.registry import ModelRegistry, registry_in_context
 
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
@@ -242,6 +244,13 @@ def _check_unique_sets(evalsets: Sequence[EvalSet]) -> None:
         seen.add(evalset.id)
 
 
+@asynccontextmanager
+async def _in_context(registry: ModelRegistry) -> AsyncIterator[ModelRegistry]:
+    # The run's tasks copy this context when they start: agents find the registry there.
+    with registry_in_context(registry):
+        yield registry
+
+
 async def arun(
     evalsets: Sequence[EvalSet],
     metrics: Sequence[Metric],
@@ -269,8 +278,12 @@ async def arun(
     _check_unique_sets(evalsets)
     jobs = list(_jobs(evalsets, options, agent is not None, skip or set()))
     needs_simulator = agent is not None and any(_simulated(j.case, True) for j in jobs)
+    # One registry of model pacing per run: the judges, the simulated user and the
+    # agents (which find it in the context) share each endpoint's limiter and retries.
+    registry = run_registry(judges, options.concurrency)
     async with (
-        run_judges(metrics, judges) as pool,
+        _in_context(registry),
+        run_judges(metrics, judges, registry) as pool,
         user_simulator(options.simulator, needs_simulator) as simulator,
     ):
         started = pool.stats.snapshot() if pool is not None else None

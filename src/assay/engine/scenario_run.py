@@ -37,7 +37,8 @@ def simulates(options: SimulatorOptions | None) -> bool:
 async def user_simulator(
     options: SimulatorOptions | None, needed: bool
 ) -> AsyncIterator[UserSimulator | None]:
-    """The run's simulated user (None when no scenario runs or no model is set)."""
+    """The run's simulated user (None when no scenario runs or no model is set); it
+    paces its calls through the run's model registry, found in the context."""
     if not needed or options is None or not simulates(options):
         yield None
         return

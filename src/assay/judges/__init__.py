@@ -1,15 +1,15 @@
-"""LLM judges (SPEC §5): backends behind one protocol, wrapped with cache and pacing.
+"""LLM judges (SPEC §5): the judges of a run as clients of the model layer.
 
-- `types`: `GenerationSettings`, `BackendReply`, `JudgeCallError`, the `JudgeBackend`
-  protocol;
-- `resolve`: `make_backend(model, options, timeout_s=...)` from a model string
-  (`openai:NAME`, `gemini-*` / `gemini:NAME`, `anthropic:NAME`, `local:PATH.gguf`);
-- `client`: `Judge` (one backend with cache, adaptive limit, retries, timeout, stats)
-  and `JudgePool` (the judges of one run);
-- `policy`, `cache`, `stats`: the pieces `Judge` is made of.
+- `client`: `Judge` (a `ModelClient` the metrics call) and `JudgePool` (the judges of
+  one run, one per model string and options);
+- `types`: `JudgeModelOptions` (`judge_model_options`) and the judge-side names of the
+  model layer's shapes (`JudgeCallError`, `JudgeBackend`);
+- `stats`: `JudgeStats`, the run's judge counters with their `judge/...` summary keys;
+- `agreement`: how far a judge agrees with labels (calibration).
 
-Importing this package imports no SDK: each backend's SDK is imported when that backend
-is built.
+Backends, the reply cache, pacing and retries live in `assay.models`; the names below
+that come from there are re-exported for callers of the judge API. Importing this
+package imports no SDK: each backend's SDK is imported when that backend is built.
 """
 
 from __future__ import annotations
@@ -17,42 +17,42 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.judges.cache import MemoryReplyCache as MemoryReplyCache
-    from assay.judges.cache import ReplyCache as ReplyCache
-    from assay.judges.cache import StoreReplyCache as StoreReplyCache
     from assay.judges.client import Judge as Judge
     from assay.judges.client import JudgePool as JudgePool
-    from assay.judges.policy import AdaptiveLimiter as AdaptiveLimiter
-    from assay.judges.policy import RetryPolicy as RetryPolicy
-    from assay.judges.resolve import ModelSpec as ModelSpec
-    from assay.judges.resolve import make_backend as make_backend
-    from assay.judges.resolve import parse_model as parse_model
     from assay.judges.stats import JudgeCounts as JudgeCounts
     from assay.judges.stats import JudgeStats as JudgeStats
-    from assay.judges.types import BackendReply as BackendReply
-    from assay.judges.types import GenerationSettings as GenerationSettings
     from assay.judges.types import JudgeBackend as JudgeBackend
     from assay.judges.types import JudgeCallError as JudgeCallError
+    from assay.models.cache import MemoryReplyCache as MemoryReplyCache
+    from assay.models.cache import ReplyCache as ReplyCache
+    from assay.models.cache import StoreReplyCache as StoreReplyCache
+    from assay.models.policy import AdaptiveLimiter as AdaptiveLimiter
+    from assay.models.policy import RetryPolicy as RetryPolicy
+    from assay.models.resolve import ModelSpec as ModelSpec
+    from assay.models.resolve import make_backend as make_backend
+    from assay.models.resolve import parse_model as parse_model
+    from assay.models.types import BackendReply as BackendReply
+    from assay.models.types import GenerationSettings as GenerationSettings
 
 # Imported lazily: a metric importing `assay.judges.types` should not pull in the store
 # (SQLAlchemy) that the judge cache uses.
 _EXPORTS = {
-    "MemoryReplyCache": "cache",
-    "ReplyCache": "cache",
-    "StoreReplyCache": "cache",
-    "Judge": "client",
-    "JudgePool": "client",
-    "AdaptiveLimiter": "policy",
-    "RetryPolicy": "policy",
-    "ModelSpec": "resolve",
-    "make_backend": "resolve",
-    "parse_model": "resolve",
-    "JudgeCounts": "stats",
-    "JudgeStats": "stats",
-    "BackendReply": "types",
-    "GenerationSettings": "types",
-    "JudgeBackend": "types",
-    "JudgeCallError": "types",
+    "MemoryReplyCache": "assay.models.cache",
+    "ReplyCache": "assay.models.cache",
+    "StoreReplyCache": "assay.models.cache",
+    "Judge": "assay.judges.client",
+    "JudgePool": "assay.judges.client",
+    "AdaptiveLimiter": "assay.models.policy",
+    "RetryPolicy": "assay.models.policy",
+    "ModelSpec": "assay.models.resolve",
+    "make_backend": "assay.models.resolve",
+    "parse_model": "assay.models.resolve",
+    "JudgeCounts": "assay.judges.stats",
+    "JudgeStats": "assay.judges.stats",
+    "BackendReply": "assay.models.types",
+    "GenerationSettings": "assay.models.types",
+    "JudgeBackend": "assay.judges.types",
+    "JudgeCallError": "assay.judges.types",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -64,6 +64,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'assay.judges' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"assay.judges.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

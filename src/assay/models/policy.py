@@ -67,6 +67,17 @@ class AdaptiveLimiter:
         self._paused_until = 0.0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
+    def cap(self, max_limit: int) -> None:
+        """Lower the most calls in flight to `max_limit` (never raises it): another
+        caller of the same endpoint asked for fewer."""
+        if max_limit < 1:
+            raise ConfigError(f"judge concurrency must be at least 1, got {max_limit}")
+        if max_limit >= self.max_limit:
+            return
+        self.max_limit = max_limit
+        self.min_limit = min(self.min_limit, max_limit)
+        self.limit = min(self.limit, max_limit)
+
     @property
     def paused_until(self) -> float:
         """Clock time before which no new call starts (a server's Retry-After)."""

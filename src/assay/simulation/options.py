@@ -1,6 +1,6 @@
 """How the simulated user of a scenario run is configured (`SimulatorOptions`).
 
-The simulated user is an LLM reached through assay's judge backends, so the same model
+The simulated user is an LLM reached through assay's model backends, so the same model
 strings work: `openai:NAME` (any OpenAI-compatible endpoint), `gemini-NAME` /
 `gemini:NAME`, `anthropic:NAME`, `local:PATH.gguf`. Without a model, scenario cases
 cannot run; the engine reports them `NOT_SUPPORTED` with `NO_USER_MODEL_MESSAGE`.
@@ -46,6 +46,9 @@ class SimulatorOptions:
     max_retries: int = 4
     timeout_s: float = 60.0
     concurrency: int = 32
+    #: keep the user model's replies in the run's reply cache (the store's when the run
+    #: has one): a re-run of the same conversation gets the same replies, no calls
+    cache_replies: bool = False
 
     def validate(self) -> None:
         """Raise ConfigError naming the first option that is out of range."""

@@ -1,10 +1,13 @@
 """`UserSimulator`: the LLM that plays the user of a scenario, one message at a time.
 
-The model is reached through a judge backend (`assay.judges`) wrapped in the judges'
-own `Judge` client, so the simulated user gets the same pacing as judges: an adaptive
-limit of calls in flight, retries with exponential back-off and jitter on 429, 5xx,
-timeouts and malformed replies, and a per-call timeout. Replies are never cached: a
-scenario run several times must meet a fresh user each time.
+The model is reached through the model layer (`assay.models`): a backend wrapped in a
+`ModelClient`, so the simulated user gets the same pacing as judges: an adaptive limit
+of calls in flight, retries with exponential back-off and jitter on 429, 5xx, timeouts
+and malformed replies, and a per-call timeout. Replies are not cached: a scenario run
+several times must meet a fresh user each time, unless the run asks for cached user
+replies (`SimulatorOptions.cache_replies`): then each reply is kept in the run's reply
+cache (the store's, shared with the judges) and the same conversation so far gets the
+same reply again without a call.
 
 What a reply means (as ADK's LLM-backed user simulator reads it): a reply containing
 the stop signal (case-insensitive) ends the conversation, and nothing of that reply is
@@ -16,31 +19,27 @@ the retries. A model that kept answering 429 raises `QuotaExhaustedError`.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from assay.errors import AssayError, ConfigError, QuotaExhaustedError
-from assay.judges.client import Judge
-from assay.judges.policy import AdaptiveLimiter, RetryPolicy
-from assay.judges.resolve import BACKENDS, make_backend, missing_sdk_message, parse_model
-from assay.judges.stats import JudgeStats
-from assay.judges.types import JudgeBackend, JudgeCallError, JudgeModelOptions
 from assay.model.core import Persona, Scenario, Turn
+from assay.models.cache import NoReplyCache
+from assay.models.registry import ModelRegistry, current_registry
+from assay.models.resolve import make_backend, parse_model
+from assay.models.stats import CallStats
+from assay.models.types import ModelBackend, ModelCallError
 from assay.simulation.options import SimulatorOptions
 from assay.simulation.prompts import simulator_messages
 
-#: backends that take an API key in their constructor: (module, class)
-_KEYED_BACKENDS = {
-    "openai": ("openai_compat", "OpenAICompatBackend"),
-    "gemini": ("gemini", "GeminiBackend"),
-    "anthropic": ("anthropic", "AnthropicBackend"),
-}
+#: backends that take an API key (a local model file has none)
+_KEYED_BACKENDS = frozenset({"openai", "gemini", "anthropic"})
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:user|customer|simulated user)(?:\*\*)?\s*:\s*", re.I)
 _QUOTES = ('"', "'", "\u201c\u201d", "\u2018\u2019")
+#: the simulator prompt's version: part of the cache key of cached user replies
+PROMPT_VERSION = "user-simulator.v1"
 #: attempts at a usable reply before the simulation fails (an empty reply is retried once)
 ATTEMPTS = 2
 
@@ -74,46 +73,14 @@ def read_reply(reply: str, stop_signal: str) -> NextMessage | None:
     return NextMessage(text, reply) if text else None
 
 
-class _NoCache:
-    """A reply cache that keeps nothing: every simulated message is a fresh call."""
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        return {}
-
-    def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
-        return None
-
-    async def flush(self) -> None:
-        return None
-
-    @property
-    def write_errors(self) -> list[str]:
-        return []
-
-
-def _backend(options: SimulatorOptions) -> JudgeBackend:
+def _backend(options: SimulatorOptions) -> ModelBackend:
     """The backend for the simulator's model; ConfigError when it cannot be built."""
     model = options.model or ""
-    if options.api_key is None:
-        return make_backend(
-            model, JudgeModelOptions(base_url=options.base_url), timeout_s=options.timeout_s
-        )
-    spec = parse_model(model)
-    if spec.backend not in _KEYED_BACKENDS:
+    if options.api_key is not None and parse_model(model).backend not in _KEYED_BACKENDS:
         raise ConfigError(f"user model {model!r}: an API key applies to cloud models only")
-    try:
-        installed = importlib.util.find_spec(BACKENDS[spec.backend].sdk) is not None
-    except ModuleNotFoundError:  # the parent package ("google") is missing
-        installed = False
-    if not installed:
-        raise ConfigError(missing_sdk_message(spec.backend))
-    module_name, class_name = _KEYED_BACKENDS[spec.backend]
-    module = importlib.import_module(f"assay.judges.backends.{module_name}")
-    cls: Any = getattr(module, class_name)
-    backend: JudgeBackend = cls(
-        spec.name, base_url=options.base_url, api_key=options.api_key, timeout_s=options.timeout_s
+    return make_backend(
+        model, base_url=options.base_url, api_key=options.api_key, timeout_s=options.timeout_s
     )
-    return backend
 
 
 class UserSimulator:
@@ -123,29 +90,39 @@ class UserSimulator:
     through any backend (unknown model string, SDK not installed, no API key).
     """
 
-    def __init__(self, options: SimulatorOptions) -> None:
+    def __init__(self, options: SimulatorOptions, registry: ModelRegistry | None = None) -> None:
         options.validate()
         self.options = options
         backend = _backend(options)
-        self.judge = Judge(
+        # The run's registry (given, or the one of the run this is built in): the user
+        # model shares its endpoint's limiter and retry policy with the judges and
+        # agents calling it. Outside a run, it paces itself.
+        self.registry = (
+            registry
+            or current_registry()
+            or ModelRegistry(concurrency=options.concurrency, max_retries=options.max_retries)
+        )
+        self.client = self.registry.client(
             backend,
-            cache=_NoCache(),
-            limiter=AdaptiveLimiter(options.concurrency),
-            retry=RetryPolicy(max_retries=options.max_retries),
-            stats=JudgeStats(),
+            role="user model",
+            stats=CallStats(),
             timeout_s=options.timeout_s,
-            use_cache=False,
+            use_cache=options.cache_replies,
+            concurrency=options.concurrency,
+            max_retries=options.max_retries,
+            # Not cached: nothing is read from or written to any cache.
+            cache=None if options.cache_replies else NoReplyCache(),
         )
 
     @property
     def label(self) -> str:
         """`backend:model`, for messages."""
-        return self.judge.label
+        return self.client.label
 
     @property
-    def stats(self) -> JudgeStats:
+    def stats(self) -> CallStats:
         """Calls, retries, errors and tokens of the simulated user so far."""
-        return self.judge.stats
+        return self.client.stats
 
     async def next_message(
         self, scenario: Scenario, persona: Persona | None, turns: Sequence[Turn]
@@ -158,11 +135,18 @@ class UserSimulator:
         settings: Mapping[str, Any] = (
             {} if self.options.temperature is None else {"temperature": self.options.temperature}
         )
+        stop = self.options.stop_signal
+
+        def accept(reply: str) -> bool:  # only replies holding a move are cached
+            return read_reply(reply, stop) is not None
+
         problem = ""
         for _ in range(ATTEMPTS):
             try:
-                replies = await self.judge.generate(messages, 1, settings)
-            except JudgeCallError as exc:
+                replies = await self.client.generate(
+                    messages, 1, settings, accept=accept, prompt_version=PROMPT_VERSION
+                )
+            except ModelCallError as exc:
                 if exc.status == 429:
                     raise QuotaExhaustedError(
                         f"user simulator {self.label}: the model kept answering HTTP 429"
@@ -183,5 +167,8 @@ class UserSimulator:
         )
 
     async def aclose(self) -> None:
-        """Close the model's connections."""
-        await self.judge.backend.aclose()
+        """Write any cached replies and close the model's connections."""
+        try:
+            await self.client.cache.flush()
+        finally:
+            await self.client.backend.aclose()

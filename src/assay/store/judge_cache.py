@@ -17,7 +17,7 @@ from sqlalchemy import Text, cast, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.errors import StoreError
-from assay.judges.cache import judge_cache_key as judge_cache_key
+from assay.models.cache import judge_cache_key as judge_cache_key
 from assay.store._repository import Repository, database_errors
 from assay.store.schema import judge_cache
 from assay.store.types import utcnow

@@ -9,15 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from assay.errors import ConfigError
-from assay.judges.backends.anthropic import (
+from assay.models.backends.anthropic import (
     DEFAULT_MAX_TOKENS,
     AnthropicBackend,
     closed_objects,
     create_backend,
 )
-from assay.judges.resolve import make_backend
-from assay.judges.types import GenerationSettings, JudgeCallError
-from assay.metrics.judged.base import JudgeModelOptions
+from assay.models.resolve import make_backend
+from assay.models.types import GenerationSettings
+from assay.models.types import ModelCallError as JudgeCallError
 from assay.testing import JudgeServer, StandinReply
 
 SCHEMA = {
@@ -128,7 +128,7 @@ async def test_a_model_rejecting_structured_output_gets_plain_text_from_then_on(
         )
     )
     backend = backend_for(server)
-    with caplog.at_level(logging.WARNING, logger="assay.judges.backends"):
+    with caplog.at_level(logging.WARNING, logger="assay.models.backends"):
         for _ in range(2):
             reply = await backend.complete(MESSAGES, GenerationSettings(json_schema=SCHEMA))
             assert reply.text == "plain"
@@ -230,7 +230,7 @@ async def test_key_and_endpoint_from_the_environment(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-    backend = create_backend("claude-env", None, timeout_s=5)
+    backend = create_backend("claude-env", timeout_s=5)
     await backend.complete(MESSAGES, GenerationSettings())
     await backend.aclose()
     (request,) = server.requests
@@ -240,9 +240,7 @@ async def test_key_and_endpoint_from_the_environment(
 
 
 async def test_make_backend_builds_it_from_the_model_string(server: JudgeServer) -> None:
-    backend = make_backend(
-        "anthropic:claude-judge", JudgeModelOptions(base_url=server.base_url), timeout_s=5
-    )
+    backend = make_backend("anthropic:claude-judge", base_url=server.base_url, timeout_s=5)
     assert isinstance(backend, AnthropicBackend)
     assert backend.backend == "anthropic"
     assert (await backend.complete(MESSAGES, GenerationSettings())).text == '{"rationale": "ok"}'

@@ -25,13 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from assay.errors import ConfigError
-from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
-
-if TYPE_CHECKING:
-    from assay.judges.types import JudgeModelOptions
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 _T = TypeVar("_T")
 
@@ -50,15 +47,23 @@ LOAD_OPTIONS = ("n_ctx", "n_threads")
 
 
 def create_backend(
-    name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float,
 ) -> LocalGGUFBackend:
     """The backend for `local:NAME` (`NAME` is the model file's path).
 
-    `n_ctx` and `n_threads` may be given in `judge_model_config`. `timeout_s` is
-    applied by the caller (`Judge`), whose cancellation stops a running generation, so
-    the backend itself needs no timer.
+    `n_ctx` and `n_threads` may be given in `config` (a judge's `judge_model_config`).
+    `timeout_s` is applied by the caller (`ModelClient`), whose cancellation stops a
+    running generation, so the backend itself needs no timer. A file has no URL or key:
+    `base_url` and `api_key` are refused.
     """
-    config = (options.judge_model_config if options is not None else None) or {}
+    if base_url is not None or api_key is not None:
+        raise ConfigError(f"local model {name}: a GGUF file takes no base_url or API key")
+    config = config or {}
     load: dict[str, int] = {}
     for key in LOAD_OPTIONS:
         value = config.get(key)
@@ -108,12 +113,12 @@ def _check_gguf_file(path: Path) -> None:
 
 
 class LocalGGUFBackend:
-    """A `JudgeBackend` running a GGUF model in this process on the CPU.
+    """A `ModelBackend` running a GGUF model in this process on the CPU.
 
     `path` is the model file; `n_ctx` the context window in tokens (prompt plus reply)
     and `n_threads` the CPU threads llama.cpp uses. Raises ConfigError at once when
     xllamacpp is not installed or the file is missing or not GGUF; a file llama.cpp
-    cannot load fails the calls with a non-retryable JudgeCallError.
+    cannot load fails the calls with a non-retryable ModelCallError.
     """
 
     backend = "local"
@@ -150,7 +155,7 @@ class LocalGGUFBackend:
     # -- public API ----------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Load the model now rather than in the first call; raises JudgeCallError."""
+        """Load the model now rather than in the first call; raises ModelCallError."""
         await self._run(lambda stop: self._ensure_loaded())
 
     async def complete(
@@ -184,7 +189,7 @@ class LocalGGUFBackend:
 
     async def _run(self, work: Callable[[threading.Event], _T]) -> _T:
         if self._closed:
-            raise JudgeCallError(f"local judge {self.model} is closed", retryable=False)
+            raise ModelCallError(f"local judge {self.model} is closed", retryable=False)
         stop = threading.Event()
         loop = asyncio.get_running_loop()
         self._running.add(stop)
@@ -204,9 +209,9 @@ class LocalGGUFBackend:
                 return self._server
             if self._load_error is not None:
                 # Loading is deterministic: retrying a failed load only wastes time.
-                raise JudgeCallError(self._load_error, retryable=False)
+                raise ModelCallError(self._load_error, retryable=False)
             if self._closed:
-                raise JudgeCallError(f"local judge {self.model} is closed", retryable=False)
+                raise ModelCallError(f"local judge {self.model} is closed", retryable=False)
             params = self._xlc.CommonParams()
             params.model.path = self.model
             params.n_ctx = self.n_ctx
@@ -224,7 +229,7 @@ class LocalGGUFBackend:
                 server = self._xlc.Server(params)
             except (RuntimeError, ValueError) as exc:
                 self._load_error = f"llama.cpp could not load the GGUF model {self.model}: {exc}"
-                raise JudgeCallError(self._load_error, retryable=False) from exc
+                raise ModelCallError(self._load_error, retryable=False) from exc
             # Server() returns before llama.cpp's task loop has started, and a Server
             # dropped in that window never stops (its destructor joins a loop that missed
             # the stop signal). A metrics request is answered by that loop, so once it
@@ -235,7 +240,7 @@ class LocalGGUFBackend:
 
     def _generate(self, request: dict[str, Any], stop: threading.Event) -> BackendReply:
         if stop.is_set():
-            raise JudgeCallError(
+            raise ModelCallError(
                 "local judge call dropped before it started: its caller gave up or the"
                 " backend was closed",
                 retryable=False,
@@ -264,20 +269,20 @@ class LocalGGUFBackend:
                 server.handle_chat_completions(request, on_chunk)
             except ValueError as exc:
                 # llama.cpp rejects a JSON schema it cannot turn into a grammar this way.
-                raise JudgeCallError(
+                raise ModelCallError(
                     f"local judge {self.model} rejected the request: {exc}", retryable=False
                 ) from exc
         if errors:
             raise self._request_error(errors[0])
         if stop.is_set():
-            raise JudgeCallError("local judge call stopped: its caller gave up", retryable=False)
+            raise ModelCallError("local judge call stopped: its caller gave up", retryable=False)
         return BackendReply(
             text="".join(parts),
             input_tokens=int(usage.get("prompt_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
         )
 
-    def _request_error(self, error: Mapping[str, Any]) -> JudgeCallError:
+    def _request_error(self, error: Mapping[str, Any]) -> ModelCallError:
         status = error.get("code")
         message = str(error.get("message") or error)
         if error.get("type") == "exceed_context_size_error":
@@ -286,7 +291,7 @@ class LocalGGUFBackend:
                 f" judge's context of {self.n_ctx} tokens; raise it with"
                 ' judge_model_config {"n_ctx": N}'
             )
-        return JudgeCallError(
+        return ModelCallError(
             f"local judge {self.model}: {message}",
             retryable=False,
             status=status if isinstance(status, int) else None,

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from assay.errors import ConfigError
-from assay.judges.policy import AdaptiveLimiter, RetryPolicy
+from assay.models.policy import AdaptiveLimiter, RetryPolicy
 
 
 class FakeTime:

@@ -22,15 +22,15 @@ from typing import Any
 import openai
 import orjson
 
-from assay.judges.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
-from assay.judges.types import BackendReply, GenerationSettings
+from assay.models.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
+from assay.models.types import BackendReply, GenerationSettings
 
 OPENAI_HOST = "api.openai.com"
 _ERRORS = StainlessErrors.of(openai)
 
 
 class OpenAICompatBackend(SDKBackend):
-    """A `JudgeBackend` over ``POST {base_url}/chat/completions`` (one choice per call).
+    """A `ModelBackend` over ``POST {base_url}/chat/completions`` (one choice per call).
 
     Raises ConfigError when no key is configured for OpenAI's own endpoint.
     """
@@ -135,7 +135,7 @@ class OpenAICompatBackend(SDKBackend):
         await self._client.close()
 
 
-create_backend = OpenAICompatBackend.from_options
+create_backend = OpenAICompatBackend.create
 
 
 def _count(value: Any) -> int:

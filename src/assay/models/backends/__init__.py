@@ -1,4 +1,4 @@
-"""Judge backends: one module per API, each a `JudgeBackend` around the vendor's SDK.
+"""Judge backends: one module per API, each a `ModelBackend` around the vendor's SDK.
 
 - `openai_compat`: any OpenAI-compatible chat endpoint (`openai` SDK)
 - `gemini`: Gemini API or Vertex AI (`google-genai` SDK)
@@ -6,10 +6,10 @@
 - `local_gguf`: a GGUF model in-process (`xllamacpp`)
 
 Each module exposes ``create_backend(name, options, *, timeout_s)``, which
-`assay.judges.resolve.make_backend` imports on demand, so assay imports without any
+`assay.models.resolve.make_backend` imports on demand, so assay imports without any
 SDK. A backend makes exactly one request per `complete` call: SDK retries are switched
 off so that assay's retry policy is the only one. The helpers below turn what the SDKs
-raise into `JudgeCallError` the same way for every backend, and `SDKBackend` holds what
+raise into `ModelCallError` the same way for every backend, and `SDKBackend` holds what
 the three cloud backends share (the structured-output fallback, credential checks,
 errors naming the backend and model), leaving each module the SDK-specific request and
 reply handling.
@@ -24,18 +24,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from assay.errors import ConfigError
-from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
 from assay.models.http import PLACEHOLDER_API_KEY as PLACEHOLDER_API_KEY
 from assay.models.http import RETRYABLE_STATUSES as RETRYABLE_STATUSES
 from assay.models.http import error_detail as error_detail
 from assay.models.http import is_retryable_status as is_retryable_status
 from assay.models.http import retry_after_seconds as retry_after_seconds
-
-if TYPE_CHECKING:
-    from assay.judges.types import JudgeModelOptions
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +80,7 @@ class StructuredOutput:
             return await request(None)
         try:
             return await request(schema)
-        except JudgeCallError as exc:
+        except ModelCallError as exc:
             if exc.status not in REJECTED_STATUSES:
                 raise
             rejection = exc
@@ -136,12 +133,12 @@ class StainlessErrors:
 
 
 class SDKBackend(ABC):
-    """The part the SDK backends share, as a base for one `JudgeBackend` per API.
+    """The part the SDK backends share, as a base for one `ModelBackend` per API.
 
     `complete` runs `_request` through the structured-output fallback
     (`StructuredOutput`); a subclass sets `backend`, builds its SDK client in
     `__init__` and writes `_request` (one API call, with a JSON schema or None) and
-    `aclose`. The error methods build the `JudgeCallError` of each kind of failure,
+    `aclose`. The error methods build the `ModelCallError` of each kind of failure,
     naming the backend and the model.
     """
 
@@ -161,18 +158,27 @@ class SDKBackend(ABC):
         self._structured = StructuredOutput(label or f"{self.backend} judge {model}")
 
     @classmethod
-    def from_options(
-        cls, name: str, options: JudgeModelOptions | None = None, *, timeout_s: float
+    def create(
+        cls,
+        name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout_s: float,
     ) -> Self:
-        """The backend for model `name` (`options.base_url` picks the endpoint): the
-        modules' ``create_backend``."""
-        base_url = options.base_url if options is not None else None
-        return cls(name, base_url=base_url, timeout_s=timeout_s)
+        """The backend for model `name` at `base_url` (else the SDK's environment) with
+        `api_key` (else the SDK's): the modules' ``create_backend``. `config` is for
+        backends with load options (the local one); the cloud SDKs take none."""
+        # Every SDK backend's constructor takes an API key; this base class's does not.
+        make: Any = cls
+        backend: Self = make(name, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+        return backend
 
     async def complete(
         self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
     ) -> BackendReply:
-        """One API call; JudgeCallError when the call or its reply fails."""
+        """One API call; ModelCallError when the call or its reply fails."""
 
         async def request(schema: dict[str, Any] | None) -> BackendReply:
             return await self._request(messages, settings, schema)
@@ -196,13 +202,13 @@ class SDKBackend(ABC):
 
     def status_error(
         self, status: int, detail: str, headers: Mapping[str, str] | None
-    ) -> JudgeCallError:
+    ) -> ModelCallError:
         """The error for an HTTP error status: retryable for 408/409/425/429/5xx."""
         try:
             phrase = HTTPStatus(status).phrase
         except ValueError:  # non-standard statuses such as Anthropic's 529
             phrase = "error"
-        return JudgeCallError(
+        return ModelCallError(
             f"{self.backend} judge {self.model}: HTTP {status} {phrase}:"
             f" {detail or 'no detail given'}",
             retryable=is_retryable_status(status),
@@ -210,38 +216,38 @@ class SDKBackend(ABC):
             retry_after=retry_after_seconds(headers),
         )
 
-    def timeout_error(self) -> JudgeCallError:
-        return JudgeCallError(
+    def timeout_error(self) -> ModelCallError:
+        return ModelCallError(
             f"{self.backend} judge {self.model}: no reply within the {self.timeout_s:g}s"
             " request timeout",
             retryable=True,
         )
 
-    def connection_error(self, exc: BaseException) -> JudgeCallError:
-        return JudgeCallError(
+    def connection_error(self, exc: BaseException) -> ModelCallError:
+        return ModelCallError(
             f"{self.backend} judge {self.model}: cannot reach the endpoint:"
             f" {type(exc).__name__}: {exc}",
             retryable=True,
         )
 
-    def malformed_reply_error(self, what: str) -> JudgeCallError:
+    def malformed_reply_error(self, what: str) -> ModelCallError:
         """A body that is not the API's reply shape (proxies, overloaded servers): retried."""
-        return JudgeCallError(
+        return ModelCallError(
             f"{self.backend} judge {self.model}: the endpoint's reply is not a valid response"
             f" ({what})",
             retryable=True,
         )
 
-    def empty_reply_error(self, why: str) -> JudgeCallError:
+    def empty_reply_error(self, why: str) -> ModelCallError:
         """A well-formed reply without text (refusal, safety block, token limit): not
         retried, since the same prompt would most likely end the same way."""
-        return JudgeCallError(
+        return ModelCallError(
             f"{self.backend} judge {self.model}: the reply has no text ({why})", retryable=False
         )
 
     @contextmanager
     def stainless_errors(self, errors: StainlessErrors) -> Iterator[None]:
-        """Raise the SDK's timeout, connection and status errors as JudgeCallError."""
+        """Raise the SDK's timeout, connection and status errors as ModelCallError."""
         try:
             yield
         except errors.timeout as exc:

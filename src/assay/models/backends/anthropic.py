@@ -22,13 +22,13 @@ from typing import Any
 
 import anthropic
 
-from assay.judges.backends import (
+from assay.models.backends import (
     SDKBackend,
     StainlessErrors,
     api_key_or_placeholder,
     split_system,
 )
-from assay.judges.types import BackendReply, GenerationSettings
+from assay.models.types import BackendReply, GenerationSettings
 
 #: the Messages API requires max_tokens; room for a rationale over many rubric items
 DEFAULT_MAX_TOKENS = 4096
@@ -48,7 +48,7 @@ def closed_objects(schema: Any) -> Any:
 
 
 class AnthropicBackend(SDKBackend):
-    """A `JudgeBackend` over ``POST {base_url}/v1/messages``.
+    """A `ModelBackend` over ``POST {base_url}/v1/messages``.
 
     Raises ConfigError when no key is configured for Anthropic's own endpoint.
     """
@@ -136,4 +136,4 @@ class AnthropicBackend(SDKBackend):
         await self._client.close()
 
 
-create_backend = AnthropicBackend.from_options
+create_backend = AnthropicBackend.create

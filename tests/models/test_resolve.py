@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ConfigError
-from assay.judges import resolve
-from assay.judges.resolve import BACKENDS, make_backend, parse_model
+from assay.models import resolve
+from assay.models.resolve import BACKENDS, make_backend, parse_model
 
 
 @pytest.mark.parametrize(
@@ -76,10 +76,10 @@ def test_an_sdk_too_broken_to_import_names_the_pip_install(
     package.mkdir()
     (package / "anthropic.py").write_text("import sdk_that_is_not_there\n")
     monkeypatch.setattr(resolve, "_sdk_installed", lambda module: True)
-    import assay.judges.backends as backends_package
+    import assay.models.backends as backends_package
 
     monkeypatch.setattr(backends_package, "__path__", [str(package)])
-    monkeypatch.delitem(sys.modules, "assay.judges.backends.anthropic", raising=False)
+    monkeypatch.delitem(sys.modules, "assay.models.backends.anthropic", raising=False)
     with pytest.raises(ConfigError) as info:
         make_backend("anthropic:claude", timeout_s=5)
     assert "pip install -e '.[anthropic]'" in str(info.value)

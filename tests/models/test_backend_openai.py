@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend through the real `openai` SDK against the stand-in.
 
-Also covers the error-mapping helpers all backends share (assay.judges.backends).
+Also covers the error-mapping helpers all backends share (assay.models.backends).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from email.utils import format_datetime
 import pytest
 
 from assay.errors import ConfigError
-from assay.judges.backends import retry_after_seconds, split_system
-from assay.judges.backends.openai_compat import OpenAICompatBackend, create_backend
-from assay.judges.resolve import make_backend
-from assay.judges.types import GenerationSettings, JudgeCallError
-from assay.metrics.judged.base import JudgeModelOptions
+from assay.models.backends import retry_after_seconds, split_system
+from assay.models.backends.openai_compat import OpenAICompatBackend, create_backend
+from assay.models.resolve import make_backend
+from assay.models.types import GenerationSettings
+from assay.models.types import ModelCallError as JudgeCallError
 from assay.testing import JudgeServer, StandinReply
 
 SCHEMA = {
@@ -102,7 +102,7 @@ async def test_an_endpoint_rejecting_structured_output_gets_plain_text_from_then
         )
     )
     backend = backend_for(server)
-    with caplog.at_level(logging.WARNING, logger="assay.judges.backends"):
+    with caplog.at_level(logging.WARNING, logger="assay.models.backends"):
         first = await backend.complete(MESSAGES, GenerationSettings(json_schema=SCHEMA))
         second = await backend.complete(MESSAGES, GenerationSettings(json_schema=SCHEMA))
     await backend.aclose()
@@ -198,7 +198,7 @@ async def test_environment_variables_choose_endpoint_and_key(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-123")
-    backend = create_backend("env-model", None, timeout_s=5)
+    backend = create_backend("env-model", timeout_s=5)
     reply = await backend.complete(MESSAGES, GenerationSettings())
     await backend.aclose()
     assert reply.text == '{"verdict": "valid"}'
@@ -208,8 +208,8 @@ async def test_environment_variables_choose_endpoint_and_key(
 
 
 async def test_make_backend_builds_it_from_the_model_string(server: JudgeServer) -> None:
-    options = JudgeModelOptions(base_url=server.base_url)  # without /v1 works too
-    backend = make_backend("openai:stand-in", options, timeout_s=5)
+    # without /v1 works too
+    backend = make_backend("openai:stand-in", base_url=server.base_url, timeout_s=5)
     assert isinstance(backend, OpenAICompatBackend)
     assert (backend.backend, backend.model) == ("openai", "stand-in")
     assert (await backend.complete(MESSAGES, GenerationSettings())).text

@@ -26,8 +26,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from assay.errors import ConfigError
-from assay.judges.backends import SDKBackend, api_key_or_placeholder, error_detail, split_system
-from assay.judges.types import BackendReply, GenerationSettings, JudgeCallError
+from assay.models.backends import SDKBackend, api_key_or_placeholder, error_detail, split_system
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 # The SDK talks through httpx, or httpx2 (a fork with its own exception classes) when
 # only that one is installed or GOOGLE_GENAI_HTTP_CLIENT asks for it.
@@ -56,7 +56,7 @@ def _env_flag(name: str) -> bool:
 
 
 class GeminiBackend(SDKBackend):
-    """A `JudgeBackend` over ``models.generateContent`` (one candidate per call).
+    """A `ModelBackend` over ``models.generateContent`` (one candidate per call).
 
     Raises ConfigError when neither an API key nor Vertex AI is configured.
     """
@@ -144,7 +144,7 @@ class GeminiBackend(SDKBackend):
         except auth_errors.TransportError as exc:  # fetching a Vertex AI token failed
             raise self.connection_error(exc) from exc
         except auth_errors.GoogleAuthError as exc:
-            raise JudgeCallError(
+            raise ModelCallError(
                 f"{self.backend} judge {self.model}: Google authentication failed: {exc}",
                 retryable=False,
             ) from exc
@@ -182,4 +182,4 @@ class GeminiBackend(SDKBackend):
         self._client.close()
 
 
-create_backend = GeminiBackend.from_options
+create_backend = GeminiBackend.create
