@@ -32,8 +32,8 @@ from assay.formats._fit_ces import fit
 from assay.model.core import EvalCase, EvalSet, Turn
 from assay.model.results import Status
 from assay.service import operations, runs
-from assay.service._executor import EVAL_SET_ID, evaluation_case
 from assay.service._results import parse_result_id
+from assay.service._run_session import EVAL_SET_ID, evaluation_case
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, check_id, parse_name
