@@ -33,3 +33,18 @@ def test_the_realworld_fixtures_and_their_sources_are_in_the_repository() -> Non
     assert len(files) >= 30
     missing = [str(p.relative_to(data)) for p in files if str(p.relative_to(data)) not in sources]
     assert missing == []
+
+
+def test_test_modules_and_helpers_have_unique_names() -> None:
+    # pytest imports test modules by basename (rootdir-relative, no packages): two
+    # `test_registry.py` in different folders stop the whole run at collection, which a
+    # targeted run of one folder does not show. Helper modules share the same namespace.
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        inside = path.relative_to(REPO / "tests").parts
+        if inside[0] == "data" or path.name in {"__init__.py", "conftest.py"}:
+            continue
+        if any((parent / "__init__.py").exists() for parent in path.parents if parent != REPO):
+            continue  # inside a package: imported by its dotted name
+        seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
