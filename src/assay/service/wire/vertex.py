@@ -8,7 +8,8 @@ compute every computation-based metric by one `POST
 into the Vertex row `assay eval` reads (same loader), scored by the registered metric of
 the same name (same code), so the SDK gets assay's numbers. The SDK turns a failed call
 into a silent NaN, so a valid instance always gets a score and an invalid one a 400
-naming its field.
+naming its field. The judged metrics (`pointwiseMetricInput`, `pairwiseMetricInput`)
+go to the server's judge instead: `vertex_judged`.
 """
 
 from __future__ import annotations
