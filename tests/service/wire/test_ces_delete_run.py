@@ -9,9 +9,9 @@ from google.cloud import ces_v1beta as ces
 from google.protobuf import empty_pb2
 from test_ces_generate import _run_once
 from test_ces_rest import PARENT, golden_evaluation
-from test_ces_walk import client
+from test_ces_walk import client, wire
 
-__all__ = ["client"]
+__all__ = ["client", "wire"]
 
 
 def test_delete_evaluation_run_is_an_operation(client: ces.EvaluationServiceClient) -> None:

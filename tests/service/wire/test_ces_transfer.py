@@ -12,9 +12,9 @@ from google.api_core import exceptions
 from google.cloud import ces_v1beta as ces
 from test_ces_generate import INVALID, _conversation, _run_once
 from test_ces_rest import PARENT, golden_evaluation, scenario_evaluation
-from test_ces_walk import client
+from test_ces_walk import client, wire
 
-__all__ = ["client"]
+__all__ = ["client", "wire"]
 OTHER = "projects/acme/locations/us/apps/shop2"
 Strategy = ces.ImportEvaluationsRequest.ImportOptions.ConflictResolutionStrategy
 WRITTEN = ("display_name", "description", "tags", "golden", "scenario")

@@ -9,7 +9,9 @@ no `-`, so the name splits back from the right).
 - GenerateEvaluation (GOLDEN) turns a conversation into a golden evaluation whose turns
   expect exactly what the agent did (each user input, the tool calls with their
   arguments, the final response), stores it in the app and answers it: the regression
-  test of a conversation someone judged good.
+  test of a conversation someone judged good. SCENARIO asks the server's judge
+  (`assay serve --judge-model`) to state the user's task and rubrics from the
+  transcript, for a simulated user to replay.
 - RunEvaluationResultMetrics scores a result's recorded conversation again, without
   calling the agent, against its evaluation as it is now (after its expectations were
   edited, say) with the golden checks of a run, and answers the outcome. The stored
@@ -18,6 +20,7 @@ no `-`, so the name splits back from the right).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from google.cloud import ces_v1beta as ces
@@ -31,13 +34,14 @@ from assay.formats import ces as ces_format
 from assay.formats._fit_ces import fit
 from assay.model.core import EvalCase, EvalSet, Turn
 from assay.model.results import Status
-from assay.service import operations, runs
+from assay.service import _results, operations, runs
 from assay.service._results import parse_result_id
 from assay.service._run_session import EVAL_SET_ID, evaluation_case
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, check_id, parse_name
 from assay.service.wire import ces_lro
+from assay.service.wire._judge import ask, last_object
 from assay.service.wire._proto import from_json
 from assay.service.wire.ces_names import Location, parse_location
 from assay.store.eval_results import ResultRow
@@ -127,24 +131,58 @@ def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
             f"no {source} conversation {request.conversation}: assay's conversations are the "
             "ones its evaluation runs recorded (source EVAL)"
         )
-    if request.evaluation_type not in _GOLDEN_TYPES:
-        raise FailedPrecondition(
-            "assay generates GOLDEN evaluations from conversations (evaluation_type GOLDEN "
-            "or unset); a SCENARIO needs the user's goal, which a conversation does not state"
-        )
     turns = recorded_turns(row)
     if not turns:
         raise FailedPrecondition(
             f"conversation {request.conversation} has no turns (its run failed before the "
-            "agent answered): there is nothing to make a golden evaluation of"
+            "agent answered): there is nothing to make an evaluation of"
         )
     cid = request.conversation.rsplit("/", 1)[-1]
-    body = golden_body(cid, turns, f"Generated from conversation {cid}")
+    if request.evaluation_type in _GOLDEN_TYPES:
+        body = golden_body(cid, turns, f"Generated from conversation {cid}")
+    else:
+        body = scenario_body(ctx, turns, f"Scenario of conversation {cid}")
     created = operations.create_resource(ctx, app, "evaluations", body, None)
     evaluation = from_json(ces.Evaluation.pb(), where.expand(created))
     metadata = ces.GenerateEvaluationOperationMetadata.pb()()
     operation: Message = ces_lro.finished(ctx, where, "generate", metadata, evaluation)
     return operation
+
+
+_ASK_SCENARIO = """Below is a conversation between a user and an AI agent. Write the test
+scenario it came from, for a simulated user to replay against the agent: the user's
+task (their goal, in the second person, with the facts they gave) and rubrics (short
+checks the agent's side of a good conversation passes).
+
+{transcript}
+
+Answer with one JSON object: {{"task": "<the user's goal>", "rubrics": ["<check>", ...]}}"""
+
+
+def _parse_scenario(reply: str) -> dict[str, Any] | None:
+    found = last_object(reply)
+    if found is None or not isinstance(found.get("task"), str) or not found["task"].strip():
+        return None
+    rubrics = found.get("rubrics", [])
+    if not isinstance(rubrics, list) or not all(isinstance(r, str) for r in rubrics):
+        return None
+    return {"task": found["task"].strip(), "rubrics": [r for r in rubrics if r.strip()]}
+
+
+def scenario_body(ctx: ServiceContext, turns: list[Turn], display_name: str) -> dict[str, Any]:
+    """A scenario evaluation (CES JSON) the server's judge wrote from a conversation."""
+    if ctx.judge_model is None:
+        raise FailedPrecondition(
+            "generating a SCENARIO evaluation needs a judge to state the user's goal, and "
+            "this server has none: start it with assay serve --judge-model MODEL (or ask "
+            "for a GOLDEN evaluation)"
+        )
+    transcript = "\n".join(_results.transcript(t) for t in turns)
+    messages = [{"role": "user", "content": _ASK_SCENARIO.format(transcript=transcript)}]
+    scenario, _raw = asyncio.run(ask(ctx.judge_model, messages, _parse_scenario))
+    # As many user turns as the conversation had, and room for one more exchange.
+    scenario["maxTurns"] = len(turns) + 1
+    return {"displayName": display_name, "scenario": scenario}
 
 
 def _result_row(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:

@@ -24,10 +24,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from assay.errors import AssayError
-from assay.judges.client import JudgePool
 from assay.service.context import ServiceContext
-from assay.service.errors import FailedPrecondition, InvalidArgument, ServiceError
+from assay.service.errors import FailedPrecondition, InvalidArgument
+from assay.service.wire._judge import ask, last_object
 
 POINTWISE, PAIRWISE = "pointwiseMetric", "pairwiseMetric"
 STEMS = (POINTWISE, PAIRWISE)
@@ -39,7 +38,6 @@ _SPEC_FIELDS = (
     "baselineResponseFieldName",
 )
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _SYSTEM = "You are an expert evaluator. Follow the rating instructions exactly."
 _ASK_POINTWISE = (
     "\n\nEnd your answer with one JSON object on its own line: "
@@ -52,11 +50,6 @@ _ASK_PAIRWISE = (
 )
 _CHOICES = {"BASELINE": "BASELINE", "A": "BASELINE", "CANDIDATE": "CANDIDATE", "B": "CANDIDATE",
             "TIE": "TIE", "SAME": "TIE"}  # fmt: skip
-ATTEMPTS = 2
-
-
-class Unavailable(ServiceError):
-    http_status, code = 503, "UNAVAILABLE"
 
 
 def _fields(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -105,20 +98,9 @@ def render(template: str, instance: Mapping[str, Any]) -> str:
     return _VARIABLE.sub(lambda m: _text(instance[m[1]]) if m[1] in instance else m[0], template)
 
 
-def _last_object(reply: str) -> dict[str, Any] | None:
-    for match in reversed(_JSON_OBJECT.findall(reply)):
-        try:
-            found = json.loads(match)
-        except ValueError:
-            continue
-        if isinstance(found, dict):
-            return found
-    return None
-
-
 def parse_pointwise(reply: str) -> dict[str, Any] | None:
     """{score, explanation} from a judge's reply; None if it has no numeric score."""
-    found = _last_object(reply)
+    found = last_object(reply)
     if found is None:
         return None
     score = found.get("score")
@@ -134,7 +116,7 @@ def parse_pointwise(reply: str) -> dict[str, Any] | None:
 
 def parse_pairwise(reply: str) -> dict[str, Any] | None:
     """{pairwiseChoice, explanation} from a judge's reply; None without a known choice."""
-    found = _last_object(reply)
+    found = last_object(reply)
     choice = found.get("choice") if found is not None else None
     if found is None or not isinstance(choice, str) or choice.upper() not in _CHOICES:
         return None
@@ -142,36 +124,6 @@ def parse_pairwise(reply: str) -> dict[str, Any] | None:
         "pairwiseChoice": _CHOICES[choice.upper()],
         "explanation": _text(found.get("explanation", "")),
     }
-
-
-async def _ask(
-    model: str, messages: list[dict[str, str]], parse: Any
-) -> tuple[dict[str, Any], str]:
-    try:
-        pool = JudgePool(max_retries=2)
-        judge = pool.judge(model)
-    except AssayError as exc:
-        raise FailedPrecondition(f"the server's judge {model} cannot be used: {exc}") from None
-    try:
-        last = ""
-        for _attempt in range(ATTEMPTS):
-            replies = await judge.generate(
-                messages, 1, {"temperature": 0.0}, accept=lambda r: parse(r) is not None
-            )
-            last = replies[0]
-            parsed = parse(last)
-            if parsed is not None:
-                return parsed, last
-            # A cached reply is only kept when it parses: the next attempt asks again.
-            retry = {"role": "user", "content": "Answer with the JSON object only."}
-            messages = [*messages, {"role": "assistant", "content": last}, retry]
-    except AssayError as exc:
-        raise Unavailable(f"the judge {model} failed: {exc}") from None
-    finally:
-        await pool.aclose()
-    raise Unavailable(
-        f"the judge {model} did not answer in the asked shape; it said: {last[:300]!r}"
-    )
 
 
 async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,7 +156,7 @@ async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -
         {"role": "system", "content": system if isinstance(system, str) and system else _SYSTEM},
         {"role": "user", "content": prompt},
     ]
-    result, raw = await _ask(ctx.judge_model, messages, parse)
+    result, raw = await ask(ctx.judge_model, messages, parse)
     output = spec.get("customOutputFormatConfig")
     if isinstance(output, Mapping) and (
         output.get("returnRawOutput") or output.get("return_raw_output")
