@@ -166,3 +166,45 @@ def test_generate_a_scenario_with_the_servers_judge(
     # The judge read the recorded conversation.
     assert "user: Weather in Paris?" in prompts[0]
     assert 'tool call: get_weather({"city": "Paris"})' in prompts[0]
+
+
+def test_run_metrics_of_a_scenario_with_the_servers_judge(
+    wire: tuple[ces.EvaluationServiceClient, ServiceContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from assay.service import runs
+    from assay.store.namespace import Namespace, namespace_scope
+    from assay.testing.judge_server import JudgeServer
+    from assay.testing.standin_schema import schema_script
+
+    client, ctx = wire
+    scenario = client.create_evaluation(
+        parent=PARENT, evaluation=scenario_evaluation("booking"), evaluation_id="s"
+    )
+    # The stand-in plays the simulated user (plain text) and answers each judge's JSON
+    # schema with a valid instance.
+    with JudgeServer(schema_script("A table for two tonight, please.")) as standin:
+        monkeypatch.setenv("OPENAI_BASE_URL", standin.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "unused")
+        # CES's RunEvaluationRequest has no user model: start the simulated run as the
+        # /v1 API does, in the client's project and location.
+        with namespace_scope(Namespace("acme", "us")):
+            started = runs.start_run(
+                ctx, "shop", {"evaluations": ["apps/shop/evaluations/s"], "userModel": "openai:u"}
+            )
+        run = f"{PARENT}/evaluationRuns/{started['metadata']['evaluationRun'].rsplit('/', 1)[-1]}"
+        deadline = time.monotonic() + 60
+        while client.get_evaluation_run(name=run).state.name == "RUNNING":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        result = next(iter(client.list_evaluation_results(parent=scenario.name)))
+        asked = len(standin.requests)
+        ctx.judge_model = "openai:judge"
+        answer = client.run_evaluation_result_metrics(evaluation_result_id=result.name)
+        status = answer.result(timeout=60).status
+        judged = [r.messages[-1]["content"] for r in standin.requests[asked:]]
+    assert status in (ces.EvaluationResult.Outcome.PASS, ces.EvaluationResult.Outcome.FAIL)
+    # The scenario's judges read the recorded conversation and the task.
+    assert judged and any("Book a table for two tonight" in p for p in judged)
+    assert any("A table for two tonight, please." in p for p in judged)

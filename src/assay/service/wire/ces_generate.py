@@ -14,8 +14,9 @@ no `-`, so the name splits back from the right).
   transcript, for a simulated user to replay.
 - RunEvaluationResultMetrics scores a result's recorded conversation again, without
   calling the agent, against its evaluation as it is now (after its expectations were
-  edited, say) with the golden checks of a run, and answers the outcome. The stored
-  result is the record of its run and stays as it was.
+  edited, say) with the metrics of its run — and, when its run or the server
+  (`--judge-model`) names a judge, the judged ones a run with a judgeModel computes —
+  and answers the outcome. The stored result is the record of its run and stays.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from google.protobuf.message import Message
 
 from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
 from assay.engine.build import build_metrics
-from assay.engine.scoring import score_case
+from assay.engine.judging import JudgeRunOptions, run_judges
+from assay.engine.scoring import finish_case, score_turns
 from assay.errors import InputError
 from assay.formats import ces as ces_format
 from assay.formats._fit_ces import fit
@@ -40,6 +42,7 @@ from assay.service._run_session import EVAL_SET_ID, evaluation_case
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, check_id, parse_name
+from assay.service.settings import ServiceRunSettings
 from assay.service.wire import ces_lro
 from assay.service.wire._judge import ask, last_object
 from assay.service.wire._proto import from_json
@@ -201,6 +204,36 @@ def _result_row(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRo
     return where, parsed.app, row
 
 
+def _metric_names(
+    ctx: ServiceContext, row: ResultRow, case: EvalCase, body: dict[str, Any]
+) -> tuple[list[str], str | None]:
+    """The metrics of the result's run, and its judge (else the server's): with a judge,
+    the judged metrics a run with a judgeModel computes; the golden checks only where
+    the evaluation now asks for them, as a run starts."""
+    settings = ServiceRunSettings.of_run(ctx.store.get_run(row.run_id))
+    model = settings.judge_model or ctx.judge_model
+    names = list(settings.metrics)
+    if model is not None:
+        wanted = [*runs.JUDGED_METRICS, *runs.SCENARIO_METRICS]
+        if runs._has_expectations(body):
+            wanted.append(runs.EXPECTATION_METRIC)
+        names += [m for m in wanted if m not in names]
+    elif case.scenario is not None:
+        raise FailedPrecondition(
+            "a scenario result is scored by an LLM judge, and neither its run nor this "
+            "server names one: start assay serve with --judge-model MODEL, or run the "
+            "evaluation again with a judgeModel"
+        )
+    called = golden_checks_called_for([case])
+    return [m for m in names if m not in EXPECTATION_CHECKS or m in called], model
+
+
+async def _score(case: EvalCase, turns: list[Turn], names: list[str], model: str | None) -> Any:
+    metrics = build_metrics(names=names)
+    async with run_judges(metrics, JudgeRunOptions(model=model) if model else None):
+        return metrics, await score_turns(case, turns, metrics)
+
+
 def run_evaluation_result_metrics(ctx: ServiceContext, request: Any) -> Message:
     where, app, row = _result_row(ctx, request.evaluation_result_id)
     found = ctx.store.resources.get(app, "evaluations", row.case_id)
@@ -212,19 +245,11 @@ def run_evaluation_result_metrics(ctx: ServiceContext, request: Any) -> Message:
         case = evaluation_case(row.case_id, body)
     except InputError as exc:
         raise FailedPrecondition(f"the evaluation cannot be scored: {exc}") from None
-    if case.scenario is not None:
-        raise FailedPrecondition(
-            "a scenario result is scored by an LLM judge during its run; run the evaluation "
-            "again (RunEvaluation with a judgeModel) to score it anew"
-        )
-    called = golden_checks_called_for([case])
-    names = [m for m in runs.GOLDEN_METRICS if m not in EXPECTATION_CHECKS or m in called]
-    scored = score_case(
-        case,
-        recorded_turns(row),
-        build_metrics(names=names),
-        eval_set_id=EVAL_SET_ID,
-        run_index=row.run_index,
+    names, model = _metric_names(ctx, row, case, body)
+    turns = recorded_turns(row)
+    metrics, results = asyncio.run(_score(case, turns, names, model))
+    scored = finish_case(
+        case, turns, metrics, results, eval_set_id=EVAL_SET_ID, run_index=row.run_index
     )
     response = from_json(
         ces.RunEvaluationResultMetricsResponse.pb(), {"status": _OUTCOMES[scored.status]}
