@@ -218,6 +218,18 @@ def test_cloud_storage_and_bad_requests_are_refused_naming_the_field(
         client.import_evaluations(
             request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(tmp_path / "none.json"))
         )
+    odd = tmp_path / "odd.yaml"
+    odd.write_text("evaluationResults: 7\nevaluations: 3\n")
+    with pytest.raises(INVALID, match="gcs_uri"):
+        client.import_evaluations(
+            request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(odd))
+        )
+    other = tmp_path / "notes.txt"
+    other.write_text("not an export")
+    with pytest.raises(INVALID, match=r"\.json or \.yaml"):
+        client.import_evaluations(
+            request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(other))
+        )
     broken = tmp_path / "broken.json"
     broken.write_text('{"evaluations": [{"displayName": "x", "golden": {"turns": 3}}]}')
     answer = _import(client, f"file://{broken}")

@@ -238,7 +238,8 @@ def _sources(
     if source == "gcs_uri":
         path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations")
         items = _evaluations_in(document, "gcs_uri")
-        skipped = len(document.get("evaluationResults", [])) if isinstance(document, dict) else 0
+        results = document.get("evaluationResults") if isinstance(document, dict) else None
+        skipped = len(results) if isinstance(results, list) else 0
         note = (
             f"{skipped} evaluation results in {path} were not imported: assay keeps the "
             "results of its own runs only"
