@@ -88,6 +88,11 @@ def test_generate_refuses_what_it_cannot_make(client: ces.EvaluationServiceClien
         client.generate_evaluation(conversation=f"{PARENT}/conversations/w-0000000000000000-7")
     with pytest.raises(INVALID, match="conversation"):
         client.generate_evaluation(conversation=f"{PARENT}/conversations/nodash")
+    # An enum number the client's enum lacks (gRPC passes it through as it is).
+    unknown = ces.GenerateEvaluationRequest(conversation=conversation)
+    ces.GenerateEvaluationRequest.pb(unknown).evaluation_type = 9
+    with pytest.raises(INVALID, match="evaluation_type"):
+        client.generate_evaluation(request=unknown)
 
 
 def test_run_metrics_again_scores_the_recorded_conversation_against_the_evaluation_now(

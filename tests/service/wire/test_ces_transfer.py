@@ -208,6 +208,12 @@ def test_cloud_storage_and_bad_requests_are_refused_naming_the_field(
         client.import_evaluations(
             request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri="gs://bucket/x.json")
         )
+    odd_format = ces.ExportEvaluationsRequest(
+        parent=PARENT, names=[golden.name], include_evaluations=True
+    )
+    ces.ExportEvaluationsRequest.pb(odd_format).export_options.export_format = 7
+    with pytest.raises(INVALID, match="export_format"):
+        client.export_evaluations(request=odd_format)
     with pytest.raises(INVALID, match="include_evaluations"):
         client.export_evaluations(
             request=ces.ExportEvaluationsRequest(parent=PARENT, names=[golden.name])

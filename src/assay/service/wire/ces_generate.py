@@ -45,15 +45,10 @@ from assay.service.names import RESULTS, check_id, parse_name
 from assay.service.settings import ServiceRunSettings
 from assay.service.wire import ces_lro
 from assay.service.wire._judge import ask, last_object
-from assay.service.wire._proto import from_json
+from assay.service.wire._proto import enum_name, from_json
 from assay.service.wire.ces_names import Location, parse_location
 from assay.store.eval_results import ResultRow
 
-_EVAL_SOURCE = int(ces.Conversation.Source.EVAL)
-_GOLDEN_TYPES = (
-    int(ces.GenerateEvaluationRequest.EvaluationType.EVALUATION_TYPE_UNSPECIFIED),
-    int(ces.GenerateEvaluationRequest.EvaluationType.GOLDEN),
-)
 # Measurements of a played turn, not part of what a golden expects.
 _MEASURED = ("latency_s", "usage", "usage_metadata")
 _OUTCOMES = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.NOT_EVALUATED: "SKIPPED"}
@@ -128,8 +123,11 @@ def golden_body(case_id: str, turns: list[Turn], display_name: str) -> dict[str,
 
 def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
     where, app, row = conversation(ctx, request.conversation)
-    if request.source not in (0, _EVAL_SOURCE):
-        source = ces.Conversation.Source(request.source).name
+    source = enum_name(ces.Conversation.Source, request.source, "source")
+    kind = enum_name(
+        ces.GenerateEvaluationRequest.EvaluationType, request.evaluation_type, "evaluation_type"
+    )
+    if source not in ("SOURCE_UNSPECIFIED", "EVAL"):
         raise NotFound(
             f"no {source} conversation {request.conversation}: assay's conversations are the "
             "ones its evaluation runs recorded (source EVAL)"
@@ -141,7 +139,7 @@ def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
             "agent answered): there is nothing to make an evaluation of"
         )
     cid = request.conversation.rsplit("/", 1)[-1]
-    if request.evaluation_type in _GOLDEN_TYPES:
+    if kind in ("EVALUATION_TYPE_UNSPECIFIED", "GOLDEN"):
         body = golden_body(cid, turns, f"Generated from conversation {cid}")
     else:
         body = scenario_body(ctx, turns, f"Scenario of conversation {cid}")
