@@ -194,3 +194,41 @@ def test_assay_serve_judge_model_option(tmp_path: Path, standin: JudgeServer) ->
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_client_evals_llm_metric_gets_the_judges_scores(
+    tmp_path: Path, start_server: Callable[..., RunningServer], standin: JudgeServer
+) -> None:
+    from google.oauth2.credentials import Credentials
+    from vertexai import types
+
+    server = _serve(tmp_path, start_server, "openai:judge")
+    client = vertexai.Client(
+        project="acme",
+        location="us-central1",
+        credentials=Credentials(token="unused"),
+        http_options={"base_url": server.base_url, "api_version": "v1beta1"},
+    )
+    metric = types.LLMMetric(
+        name="capital", prompt_template="Is {response} the right answer to {prompt}? Rate 1-5."
+    )
+    rows = pd.DataFrame([{k: r[k] for k in ("prompt", "response")} for r in ROWS])
+    result = client.evals.evaluate(dataset=rows, metrics=[metric])
+    got = [
+        c.response_candidate_results[0].metric_results["capital"] for c in result.eval_case_results
+    ]
+    assert [(g.score, g.explanation, g.error_message) for g in got] == [
+        (5.0, "rated 5", None),
+        (1.0, "rated 1", None),
+    ]
+    prompts = [r.messages[-1]["content"] for r in standin.requests]
+    assert any("Is Milan. the right answer to Capital of Italy?" in p for p in prompts)
+
+    http = httpx.Client(base_url=server.base_url, timeout=30)
+    hosted = {"metrics": [{"predefinedMetricSpec": {"metricSpecName": "general_quality_v1"}}],
+              "instance": {"response": {"text": "Paris."}}}  # fmt: skip
+    reply = http.post(URL, json=hosted)
+    assert reply.status_code == 501 and "predefinedMetricSpec" in reply.text
+    empty = {"metrics": [{"llmBasedMetricSpec": {}}], "instance": {"response": {"text": "x"}}}
+    reply = http.post(URL, json=empty)
+    assert reply.status_code == 400 and "metrics[0].llm_based_metric_spec" in reply.text

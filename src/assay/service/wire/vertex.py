@@ -269,6 +269,8 @@ def _judged_input(body: Any) -> tuple[str, Any] | None:
     # model): assay's judge is the server's, one sample per instance.
     given.pop("location", None)
     given.pop("autoraterConfig", None)
+    if set(given) == {"metrics", "instance"}:
+        return vertex_judged.METRICS, given
     keys = [k.removesuffix("Input") for k in given]
     if len(keys) == 1 and keys[0] in vertex_judged.STEMS:
         return keys[0], given[f"{keys[0]}Input"]
@@ -286,7 +288,12 @@ async def _endpoint(request: Request) -> Response:
             raise InvalidArgument(f"Invalid JSON payload received. {exc}") from None
         judged = _judged_input(body)
         if judged is not None:
-            answer = await vertex_judged.evaluate(request.app.state.ctx, *judged)
+            ctx = request.app.state.ctx
+            stem, payload = judged
+            if stem == vertex_judged.METRICS:
+                answer = await vertex_judged.evaluate_metrics(ctx, payload)
+            else:
+                answer = await vertex_judged.evaluate(ctx, stem, payload)
         else:
             answer = await anyio.to_thread.run_sync(evaluate_instances, body)
     except Exception as exc:  # every failure is answered in the status shape

@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.service.context import ServiceContext
-from assay.service.errors import FailedPrecondition, InvalidArgument
+from assay.service.errors import FailedPrecondition, InvalidArgument, ServiceError
 from assay.service.wire._judge import ask, last_object
 
 POINTWISE, PAIRWISE = "pointwiseMetric", "pairwiseMetric"
+METRICS = "metrics"
 STEMS = (POINTWISE, PAIRWISE)
 _SPEC_FIELDS = (
     "metricPromptTemplate",
@@ -50,6 +51,10 @@ _ASK_PAIRWISE = (
 )
 _CHOICES = {"BASELINE": "BASELINE", "A": "BASELINE", "CANDIDATE": "CANDIDATE", "B": "CANDIDATE",
             "TIE": "TIE", "SAME": "TIE"}  # fmt: skip
+
+
+class Unimplemented(ServiceError):
+    http_status, code = 501, "UNIMPLEMENTED"
 
 
 def _fields(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -163,3 +168,92 @@ async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -
     ):
         result["customOutput"] = {"rawOutputs": {"rawOutput": [raw]}}
     return {f"{stem}Result": result}
+
+
+# -- the newer client: {"metrics": [{"llmBasedMetricSpec": ...}], "instance": {...}} --------
+
+
+def _instance_text(value: Any, path: str) -> str:
+    """The text of an EvaluationInstance.InstanceData (`text`, or its contents' parts)."""
+    data = _fields(value, path, ("text", "contents"))
+    if "text" in data:
+        return _text(data["text"])
+    contents = _fields(data.get("contents"), f"{path}.contents", ("contents",)).get("contents", [])
+    if not isinstance(contents, list):
+        raise InvalidArgument.field(f"{path}.contents.contents", "expected a list of contents")
+    texts = []
+    for content in contents:
+        parts = content.get("parts", []) if isinstance(content, Mapping) else None
+        if not isinstance(parts, list):
+            raise InvalidArgument.field(f"{path}.contents.contents", "expected contents with parts")
+        texts += [
+            p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        ]
+    return "\n".join(texts)
+
+
+def _variables(value: Any) -> dict[str, Any]:
+    """The template variables an EvaluationInstance gives: prompt, response, reference and
+    other_data's entries."""
+    allowed = ("prompt", "response", "reference", "otherData", "rubricGroups", "agentData",
+               "agentEvalData")  # fmt: skip
+    instance = _fields(value, "instance", allowed)
+    out: dict[str, Any] = {}
+    for key in ("prompt", "response", "reference"):
+        if key in instance:
+            out[key] = _instance_text(instance[key], f"instance.{key}")
+    other = _fields(instance.get("otherData"), "instance.other_data", ("mapInstance",))
+    entries = other.get("mapInstance") or {}
+    if not isinstance(entries, Mapping):
+        raise InvalidArgument.field("instance.other_data.map_instance", "expected an object")
+    for key, item in entries.items():
+        out[str(key)] = _instance_text(item, f"instance.other_data.map_instance[{key!r}]")
+    return out
+
+
+async def evaluate_metrics(ctx: ServiceContext, body: Mapping[str, Any]) -> dict[str, Any]:
+    """`{"metrics": [...], "instance": {...}}` -> `{"metricResults": [...]}`: each LLM-based
+    (or pointwise) metric spec judged by the server's judge on the instance."""
+    metrics = body.get("metrics")
+    if not isinstance(metrics, list) or not metrics:
+        raise InvalidArgument.field("metrics", "expected a non-empty list of metrics")
+    variables = _variables(body.get("instance"))
+    results = []
+    for i, raw in enumerate(metrics):
+        path = f"metrics[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidArgument.field(path, "expected an object")
+        metric = {re.sub(r"_([a-z])", lambda m: m[1].upper(), str(k)): v for k, v in raw.items()}
+        kind = next((k for k in ("llmBasedMetricSpec", "pointwiseMetricSpec") if k in metric), None)
+        spec = metric.get(kind) if kind is not None else None
+        if kind is not None and not isinstance(spec, Mapping):
+            raise InvalidArgument.field(f"{path}.{kind}", "expected an object")
+        if not isinstance(spec, Mapping):
+            kinds = ", ".join(sorted(k for k in metric if k.endswith("Spec"))) or "none"
+            raise Unimplemented(
+                f"{path}: assay judges llm_based_metric_spec and pointwise_metric_spec "
+                f"metrics (a prompt template) with its own judge; got {kinds} (Google-hosted "
+                "predefined and computation specs are not served here)"
+            )
+        template = spec.get("metricPromptTemplate", spec.get("metric_prompt_template"))
+        if not isinstance(template, str) or not template.strip():
+            raise InvalidArgument.field(
+                f"{path}.llm_based_metric_spec.metric_prompt_template",
+                "required: the judge's prompt template",
+            )
+        if ctx.judge_model is None:
+            raise FailedPrecondition(
+                f"{path} needs a judge, and this server has none: start it with "
+                "assay serve --judge-model MODEL (e.g. openai:gpt-4o-mini)"
+            )
+        system = spec.get("systemInstruction", spec.get("system_instruction"))
+        messages = [
+            {
+                "role": "system",
+                "content": system if isinstance(system, str) and system else _SYSTEM,
+            },
+            {"role": "user", "content": render(template, variables) + _ASK_POINTWISE},
+        ]
+        verdict, _raw = await ask(ctx.judge_model, messages, parse_pointwise)
+        results.append(verdict)
+    return {"metricResults": results}
