@@ -75,6 +75,14 @@ def serve_command(
         int | None,
         typer.Option("--rate-burst", help="Requests a client may make at once (default: rate)."),
     ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="Judge for what the service is asked to judge (Vertex pointwise/pairwise "
+            "metrics), e.g. openai:gpt-4o-mini.",
+        ),
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -113,6 +121,10 @@ def serve_command(
             raise ConfigError(f"--rate-limit must be above 0 requests/s (got {rate_limit})")
         if rate_burst is not None and (rate_limit is None or rate_burst < 1):
             raise ConfigError("--rate-burst needs --rate-limit, and must be at least 1")
+        if judge_model is not None:
+            from assay.judges.resolve import parse_model
+
+            parse_model(judge_model)  # a mistyped model is a usage error at start
         if not 1 <= workers <= MAX_WORKERS:
             raise ConfigError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers})")
         if workers > 1 and grpc_port == 0:
@@ -147,6 +159,7 @@ def serve_command(
                     grpc_port=grpc_port,
                     rate_limit=rate_limit,
                     rate_burst=rate_burst,
+                    judge_model=judge_model,
                 )
             else:
                 app = create_app(
@@ -158,6 +171,7 @@ def serve_command(
                     run_lease_s=run_lease,
                     rate_limit=rate_limit,
                     rate_burst=rate_burst,
+                    judge_model=judge_model,
                 )
                 grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:

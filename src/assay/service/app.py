@@ -40,6 +40,7 @@ def create_app(
     on_close: Sequence[Callable[[], object]] = (),
     rate_limit: float | None = None,
     rate_burst: int | None = None,
+    judge_model: str | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -52,7 +53,8 @@ def create_app(
     for `run_lease_s` seconds is taken over and resumed by this one. `on_close` runs
     when the app shuts down, after its runs have stopped (last first). `rate_limit`:
     requests per second per API key (per client address without auth), in bursts of
-    `rate_burst` (default: one second's worth); None: no limit.
+    `rate_burst` (default: one second's worth); None: no limit. `judge_model` judges
+    what the service itself is asked to judge (Vertex's pointwise and pairwise metrics).
     """
     ctx = ServiceContext(
         store=store,
@@ -60,6 +62,7 @@ def create_app(
         agent_spec=agent_spec if agent is not None else None,
         max_body_bytes=max_body_bytes,
         run_lease_s=run_lease_s,
+        judge_model=judge_model,
     )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 

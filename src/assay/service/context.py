@@ -33,6 +33,9 @@ class ServiceContext:
     max_body_bytes: int = 4_000_000
     # A run whose heartbeat is older than this is taken over by any server over the store.
     run_lease_s: float = 120.0
+    # The judge model of the server's own judged answers (Vertex pointwise/pairwise
+    # metrics over evaluateInstances); None: those are refused with the reason.
+    judge_model: str | None = None
     parts: dict[str, object] = field(default_factory=dict)
 
 

@@ -35,6 +35,7 @@ class ServeSettings(BaseModel):
     grpc_port: int | None = Field(default=None, ge=1, le=65_535)
     rate_limit: float | None = Field(default=None, gt=0)
     rate_burst: int | None = Field(default=None, ge=1)
+    judge_model: str | None = None
 
 
 def app_from_environment() -> FastAPI:
@@ -64,6 +65,7 @@ def app_from_environment() -> FastAPI:
             on_close=closing,
             rate_limit=settings.rate_limit,
             rate_burst=settings.rate_burst,
+            judge_model=settings.judge_model,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

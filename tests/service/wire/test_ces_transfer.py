@@ -12,9 +12,9 @@ from google.api_core import exceptions
 from google.cloud import ces_v1beta as ces
 from test_ces_generate import INVALID, _conversation, _run_once
 from test_ces_rest import PARENT, golden_evaluation, scenario_evaluation
-from test_ces_walk import client
+from test_ces_walk import client, wire
 
-__all__ = ["client"]
+__all__ = ["client", "wire"]
 OTHER = "projects/acme/locations/us/apps/shop2"
 Strategy = ces.ImportEvaluationsRequest.ImportOptions.ConflictResolutionStrategy
 WRITTEN = ("display_name", "description", "tags", "golden", "scenario")
@@ -208,6 +208,12 @@ def test_cloud_storage_and_bad_requests_are_refused_naming_the_field(
         client.import_evaluations(
             request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri="gs://bucket/x.json")
         )
+    odd_format = ces.ExportEvaluationsRequest(
+        parent=PARENT, names=[golden.name], include_evaluations=True
+    )
+    ces.ExportEvaluationsRequest.pb(odd_format).export_options.export_format = 7
+    with pytest.raises(INVALID, match="export_format"):
+        client.export_evaluations(request=odd_format)
     with pytest.raises(INVALID, match="include_evaluations"):
         client.export_evaluations(
             request=ces.ExportEvaluationsRequest(parent=PARENT, names=[golden.name])
@@ -217,6 +223,18 @@ def test_cloud_storage_and_bad_requests_are_refused_naming_the_field(
     with pytest.raises(INVALID, match=r"gcs_uri.*no such file"):
         client.import_evaluations(
             request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(tmp_path / "none.json"))
+        )
+    odd = tmp_path / "odd.yaml"
+    odd.write_text("evaluationResults: 7\nevaluations: 3\n")
+    with pytest.raises(INVALID, match="gcs_uri"):
+        client.import_evaluations(
+            request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(odd))
+        )
+    other = tmp_path / "notes.txt"
+    other.write_text("not an export")
+    with pytest.raises(INVALID, match=r"\.json or \.yaml"):
+        client.import_evaluations(
+            request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=str(other))
         )
     broken = tmp_path / "broken.json"
     broken.write_text('{"evaluations": [{"displayName": "x", "golden": {"turns": 3}}]}')

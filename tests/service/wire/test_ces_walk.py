@@ -22,6 +22,7 @@ from test_ces_rest import rest_client
 from test_runs import weather_agent
 
 from assay.agents.callable import CallableAgent
+from assay.service.context import ServiceContext
 from assay.service.wire import ces_grpc
 from assay.service.wire.descriptors import EVALUATION_SERVICE, Rpc, rpcs
 from assay.store import Store
@@ -54,18 +55,24 @@ def _request(rpc: Rpc) -> Any:
 
 
 @pytest.fixture(params=["rest", "grpc"])
-def client(
+def wire(
     request: pytest.FixtureRequest, store: Store, start_server: Callable[..., RunningServer]
-) -> Iterator[ces.EvaluationServiceClient]:
+) -> Iterator[tuple[ces.EvaluationServiceClient, ServiceContext]]:
+    """The CES client over REST or gRPC, and the served app's context."""
     served = start_server(store, agent=CallableAgent(weather_agent))
     key = create_key(served.store)
+    ctx: ServiceContext = served._server.config.app.state.ctx
     if request.param == "rest":
-        yield rest_client(served, key)
+        yield rest_client(served, key), ctx
         return
-    ctx = served._server.config.app.state.ctx
     server, port = ces_grpc.start(ctx, "127.0.0.1", 0, auth=True)
-    yield grpc_client(port, key)
+    yield grpc_client(port, key), ctx
     server.stop(grace=None)
+
+
+@pytest.fixture
+def client(wire: tuple[ces.EvaluationServiceClient, ServiceContext]) -> ces.EvaluationServiceClient:
+    return wire[0]
 
 
 def test_every_client_method_is_served(client: ces.EvaluationServiceClient) -> None:

@@ -3,7 +3,8 @@
 - CES EvaluationService over REST as `google-cloud-ces` speaks it (`/v1beta/projects/
   {p}/locations/{l}/apps/{a}/...`, proto3 JSON, long-running operations): `ces_rest`;
 - the same methods over gRPC (`assay serve --grpc-port`): `ces_grpc`;
-- Vertex AI's `evaluateInstances` (the Vertex SDK's computation metrics): `vertex`.
+- Vertex AI's `evaluateInstances` (the Vertex SDK's computation metrics): `vertex`;
+  its judged pointwise and pairwise metrics, by the server's judge: `vertex_judged`.
 
 Both need the message classes of `google-cloud-ces` (the `ces` extra); without it the
 `/v1beta` paths answer one line naming the extra to install.

@@ -199,3 +199,16 @@ def render(message: Message, *, int_enums: bool = False) -> bytes:
     """The message's JSON bytes for an HTTP answer."""
     text = json_format.MessageToJson(message, use_integers_for_enums=int_enums, indent=None)
     return text.encode()
+
+
+def enum_name(enum: Any, value: int, field: str) -> str:
+    """The name of `value` in the client's `enum` (a proto-plus enum class).
+
+    gRPC hands over enum numbers the message does not know as they are (proto3 keeps
+    them); Google's front end refuses those as REST's parser does.
+    """
+    try:
+        name: str = enum(value).name
+    except ValueError:
+        raise invalid_value(field, f"type.googleapis.com/{enum.__qualname__}", value) from None
+    return name

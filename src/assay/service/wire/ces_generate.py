@@ -9,15 +9,19 @@ no `-`, so the name splits back from the right).
 - GenerateEvaluation (GOLDEN) turns a conversation into a golden evaluation whose turns
   expect exactly what the agent did (each user input, the tool calls with their
   arguments, the final response), stores it in the app and answers it: the regression
-  test of a conversation someone judged good.
+  test of a conversation someone judged good. SCENARIO asks the server's judge
+  (`assay serve --judge-model`) to state the user's task and rubrics from the
+  transcript, for a simulated user to replay.
 - RunEvaluationResultMetrics scores a result's recorded conversation again, without
   calling the agent, against its evaluation as it is now (after its expectations were
-  edited, say) with the golden checks of a run, and answers the outcome. The stored
-  result is the record of its run and stays as it was.
+  edited, say) with the metrics of its run — and, when its run or the server
+  (`--judge-model`) names a judge, the judged ones a run with a judgeModel computes —
+  and answers the outcome. The stored result is the record of its run and stays.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from google.cloud import ces_v1beta as ces
@@ -25,28 +29,26 @@ from google.protobuf.message import Message
 
 from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
 from assay.engine.build import build_metrics
-from assay.engine.scoring import score_case
+from assay.engine.judging import JudgeRunOptions, run_judges
+from assay.engine.scoring import finish_case, score_turns
 from assay.errors import InputError
 from assay.formats import ces as ces_format
 from assay.formats._fit_ces import fit
 from assay.model.core import EvalCase, EvalSet, Turn
 from assay.model.results import Status
-from assay.service import operations, runs
+from assay.service import _results, operations, runs
 from assay.service._results import parse_result_id
 from assay.service._run_session import EVAL_SET_ID, evaluation_case
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, check_id, parse_name
+from assay.service.settings import ServiceRunSettings
 from assay.service.wire import ces_lro
-from assay.service.wire._proto import from_json
+from assay.service.wire._judge import ask, last_object
+from assay.service.wire._proto import enum_name, from_json
 from assay.service.wire.ces_names import Location, parse_location
 from assay.store.eval_results import ResultRow
 
-_EVAL_SOURCE = int(ces.Conversation.Source.EVAL)
-_GOLDEN_TYPES = (
-    int(ces.GenerateEvaluationRequest.EvaluationType.EVALUATION_TYPE_UNSPECIFIED),
-    int(ces.GenerateEvaluationRequest.EvaluationType.GOLDEN),
-)
 # Measurements of a played turn, not part of what a golden expects.
 _MEASURED = ("latency_s", "usage", "usage_metadata")
 _OUTCOMES = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.NOT_EVALUATED: "SKIPPED"}
@@ -121,30 +123,67 @@ def golden_body(case_id: str, turns: list[Turn], display_name: str) -> dict[str,
 
 def generate_evaluation(ctx: ServiceContext, request: Any) -> Message:
     where, app, row = conversation(ctx, request.conversation)
-    if request.source not in (0, _EVAL_SOURCE):
-        source = ces.Conversation.Source(request.source).name
+    source = enum_name(ces.Conversation.Source, request.source, "source")
+    kind = enum_name(
+        ces.GenerateEvaluationRequest.EvaluationType, request.evaluation_type, "evaluation_type"
+    )
+    if source not in ("SOURCE_UNSPECIFIED", "EVAL"):
         raise NotFound(
             f"no {source} conversation {request.conversation}: assay's conversations are the "
             "ones its evaluation runs recorded (source EVAL)"
-        )
-    if request.evaluation_type not in _GOLDEN_TYPES:
-        raise FailedPrecondition(
-            "assay generates GOLDEN evaluations from conversations (evaluation_type GOLDEN "
-            "or unset); a SCENARIO needs the user's goal, which a conversation does not state"
         )
     turns = recorded_turns(row)
     if not turns:
         raise FailedPrecondition(
             f"conversation {request.conversation} has no turns (its run failed before the "
-            "agent answered): there is nothing to make a golden evaluation of"
+            "agent answered): there is nothing to make an evaluation of"
         )
     cid = request.conversation.rsplit("/", 1)[-1]
-    body = golden_body(cid, turns, f"Generated from conversation {cid}")
+    if kind in ("EVALUATION_TYPE_UNSPECIFIED", "GOLDEN"):
+        body = golden_body(cid, turns, f"Generated from conversation {cid}")
+    else:
+        body = scenario_body(ctx, turns, f"Scenario of conversation {cid}")
     created = operations.create_resource(ctx, app, "evaluations", body, None)
     evaluation = from_json(ces.Evaluation.pb(), where.expand(created))
     metadata = ces.GenerateEvaluationOperationMetadata.pb()()
     operation: Message = ces_lro.finished(ctx, where, "generate", metadata, evaluation)
     return operation
+
+
+_ASK_SCENARIO = """Below is a conversation between a user and an AI agent. Write the test
+scenario it came from, for a simulated user to replay against the agent: the user's
+task (their goal, in the second person, with the facts they gave) and rubrics (short
+checks the agent's side of a good conversation passes).
+
+{transcript}
+
+Answer with one JSON object: {{"task": "<the user's goal>", "rubrics": ["<check>", ...]}}"""
+
+
+def _parse_scenario(reply: str) -> dict[str, Any] | None:
+    found = last_object(reply)
+    if found is None or not isinstance(found.get("task"), str) or not found["task"].strip():
+        return None
+    rubrics = found.get("rubrics", [])
+    if not isinstance(rubrics, list) or not all(isinstance(r, str) for r in rubrics):
+        return None
+    return {"task": found["task"].strip(), "rubrics": [r for r in rubrics if r.strip()]}
+
+
+def scenario_body(ctx: ServiceContext, turns: list[Turn], display_name: str) -> dict[str, Any]:
+    """A scenario evaluation (CES JSON) the server's judge wrote from a conversation."""
+    if ctx.judge_model is None:
+        raise FailedPrecondition(
+            "generating a SCENARIO evaluation needs a judge to state the user's goal, and "
+            "this server has none: start it with assay serve --judge-model MODEL (or ask "
+            "for a GOLDEN evaluation)"
+        )
+    transcript = "\n".join(_results.transcript(t) for t in turns)
+    messages = [{"role": "user", "content": _ASK_SCENARIO.format(transcript=transcript)}]
+    scenario, _raw = asyncio.run(ask(ctx.judge_model, messages, _parse_scenario))
+    # As many user turns as the conversation had, and room for one more exchange.
+    scenario["maxTurns"] = len(turns) + 1
+    return {"displayName": display_name, "scenario": scenario}
 
 
 def _result_row(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRow]:
@@ -163,6 +202,36 @@ def _result_row(ctx: ServiceContext, name: str) -> tuple[Location, str, ResultRo
     return where, parsed.app, row
 
 
+def _metric_names(
+    ctx: ServiceContext, row: ResultRow, case: EvalCase, body: dict[str, Any]
+) -> tuple[list[str], str | None]:
+    """The metrics of the result's run, and its judge (else the server's): with a judge,
+    the judged metrics a run with a judgeModel computes; the golden checks only where
+    the evaluation now asks for them, as a run starts."""
+    settings = ServiceRunSettings.of_run(ctx.store.get_run(row.run_id))
+    model = settings.judge_model or ctx.judge_model
+    names = list(settings.metrics)
+    if model is not None:
+        wanted = [*runs.JUDGED_METRICS, *runs.SCENARIO_METRICS]
+        if runs._has_expectations(body):
+            wanted.append(runs.EXPECTATION_METRIC)
+        names += [m for m in wanted if m not in names]
+    elif case.scenario is not None:
+        raise FailedPrecondition(
+            "a scenario result is scored by an LLM judge, and neither its run nor this "
+            "server names one: start assay serve with --judge-model MODEL, or run the "
+            "evaluation again with a judgeModel"
+        )
+    called = golden_checks_called_for([case])
+    return [m for m in names if m not in EXPECTATION_CHECKS or m in called], model
+
+
+async def _score(case: EvalCase, turns: list[Turn], names: list[str], model: str | None) -> Any:
+    metrics = build_metrics(names=names)
+    async with run_judges(metrics, JudgeRunOptions(model=model) if model else None):
+        return metrics, await score_turns(case, turns, metrics)
+
+
 def run_evaluation_result_metrics(ctx: ServiceContext, request: Any) -> Message:
     where, app, row = _result_row(ctx, request.evaluation_result_id)
     found = ctx.store.resources.get(app, "evaluations", row.case_id)
@@ -174,19 +243,11 @@ def run_evaluation_result_metrics(ctx: ServiceContext, request: Any) -> Message:
         case = evaluation_case(row.case_id, body)
     except InputError as exc:
         raise FailedPrecondition(f"the evaluation cannot be scored: {exc}") from None
-    if case.scenario is not None:
-        raise FailedPrecondition(
-            "a scenario result is scored by an LLM judge during its run; run the evaluation "
-            "again (RunEvaluation with a judgeModel) to score it anew"
-        )
-    called = golden_checks_called_for([case])
-    names = [m for m in runs.GOLDEN_METRICS if m not in EXPECTATION_CHECKS or m in called]
-    scored = score_case(
-        case,
-        recorded_turns(row),
-        build_metrics(names=names),
-        eval_set_id=EVAL_SET_ID,
-        run_index=row.run_index,
+    names, model = _metric_names(ctx, row, case, body)
+    turns = recorded_turns(row)
+    metrics, results = asyncio.run(_score(case, turns, names, model))
+    scored = finish_case(
+        case, turns, metrics, results, eval_set_id=EVAL_SET_ID, run_index=row.run_index
     )
     response = from_json(
         ces.RunEvaluationResultMetricsResponse.pb(), {"status": _OUTCOMES[scored.status]}

@@ -1,13 +1,13 @@
 """The finished long-running operations of CES methods other than RunEvaluation.
 
-ImportEvaluations, the Export* methods, GenerateEvaluation and RunEvaluationResultMetrics
-answer `google.longrunning.Operation`s. assay does their work while answering (it is
-local and quick: files, the store, one judge call at most), so each operation is done
-when it is returned. It is also stored, so the client's `operation.result()`, a later
-GetOperation, ListOperations and DeleteOperation find it like CES's own: named
-`projects/{p}/locations/{l}/operations/{verb}-{id}`, kept in the store's resources
-under a reserved app (`_operations`, which no app id can equal) in the project and
-location of the request.
+ImportEvaluations, the Export* methods, GenerateEvaluation, RunEvaluationResultMetrics
+and DeleteEvaluationRun answer `google.longrunning.Operation`s. assay does their work
+while answering (it is local and quick: files, the store, one judge call at most), so
+each operation is done when it is returned. It is also stored, so the client's
+`operation.result()`, a later GetOperation, ListOperations and DeleteOperation find it
+like CES's own: named `projects/{p}/locations/{l}/operations/{verb}-{id}`, kept in the
+store's resources under a reserved app (`_operations`, which no app id can equal) in
+the project and location of the request.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from assay.store.types import utcnow
 _APP = "_operations"
 _KIND = "operations"
 # Verbs of the stored operations; run operations (`run-`) are views of their runs.
-VERBS = ("import", "export", "generate", "metrics")
+VERBS = ("import", "export", "generate", "metrics", "delete")
 
 
 def _pack(message: Message) -> any_pb2.Any:

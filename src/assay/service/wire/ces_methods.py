@@ -21,7 +21,13 @@ from assay.service._fields import DATASETS, EVALUATIONS, EXPECTATIONS, SCHEDULES
 from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
-from assay.service.wire import ces_generate, ces_locations, ces_operations, ces_transfer
+from assay.service.wire import (
+    ces_generate,
+    ces_locations,
+    ces_lro,
+    ces_operations,
+    ces_transfer,
+)
 from assay.service.wire._proto import from_json, to_json
 from assay.service.wire.ces_names import Location, app_of, namespace_of, parse_location
 from assay.service.wire.ces_operations import Unimplemented
@@ -210,9 +216,12 @@ def list_evaluation_runs(ctx: ServiceContext, request: Any) -> Message:
 
 
 def delete_evaluation_run(ctx: ServiceContext, request: Any) -> Message:
-    _where, short = _named(request.name, "evaluationRuns")
+    # The client waits on an operation here (DeleteEvaluationRunOperationMetadata,
+    # answering Empty): the run is deleted now, and the operation is done.
+    where, short = _named(request.name, "evaluationRuns")
     runs.delete_run(ctx, short)
-    return empty_pb2.Empty()
+    metadata = ces.DeleteEvaluationRunOperationMetadata.pb()()
+    return ces_lro.finished(ctx, where, "delete", metadata, empty_pb2.Empty())
 
 
 def get_evaluation_result(ctx: ServiceContext, request: Any) -> Message:

@@ -29,7 +29,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
 from assay.service.names import RESULTS, RUNS, new_id, parse_name
 from assay.service.wire import ces_csv, ces_files, ces_generate, ces_lro
-from assay.service.wire._proto import from_json, parse, to_json
+from assay.service.wire._proto import enum_name, from_json, parse, to_json
 from assay.service.wire.ces_names import Location, app_of, parse_location
 
 _Strategy = ces.ImportEvaluationsRequest.ImportOptions.ConflictResolutionStrategy
@@ -38,8 +38,8 @@ _PAGE = 500
 
 
 def _format(request: Any) -> str:
-    name: str = ces.ExportOptions.ExportFormat(request.export_options.export_format).name
-    return name
+    value = request.export_options.export_format
+    return enum_name(ces.ExportOptions.ExportFormat, value, "export_options.export_format")
 
 
 def _rendered(where: Location, cls: type[Message], body: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +238,8 @@ def _sources(
     if source == "gcs_uri":
         path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations")
         items = _evaluations_in(document, "gcs_uri")
-        skipped = len(document.get("evaluationResults", [])) if isinstance(document, dict) else 0
+        results = document.get("evaluationResults") if isinstance(document, dict) else None
+        skipped = len(results) if isinstance(results, list) else 0
         note = (
             f"{skipped} evaluation results in {path} were not imported: assay keeps the "
             "results of its own runs only"
@@ -284,6 +285,8 @@ def import_evaluations(ctx: ServiceContext, request: Any) -> Message:
     where, app = app_of(request.parent)
     started = ces_lro.now()
     strategy = int(request.import_options.conflict_resolution_strategy)
+    field = "import_options.conflict_resolution_strategy"
+    enum_name(_Strategy, strategy, field)  # a number the enum lacks is INVALID_ARGUMENT
     sources, note = _sources(ctx, where, app, request)
     response = ces.ImportEvaluationsResponse.pb()()
     for label, make in sources:

@@ -8,7 +8,8 @@ compute every computation-based metric by one `POST
 into the Vertex row `assay eval` reads (same loader), scored by the registered metric of
 the same name (same code), so the SDK gets assay's numbers. The SDK turns a failed call
 into a silent NaN, so a valid instance always gets a score and an invalid one a 400
-naming its field.
+naming its field. The judged metrics (`pointwiseMetricInput`, `pairwiseMetricInput`)
+go to the server's judge instead: `vertex_judged`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from assay.formats import vertex
 from assay.metrics.registry import build_metric, metric_names
 from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
+from assay.service.wire import vertex_judged
 
 _TEXT = ("prediction", "reference")
 _TRAJECTORY = ("predictedTrajectory", "referenceTrajectory")
@@ -258,6 +260,23 @@ def evaluate_instances(body: Any) -> dict[str, Any]:
     return {f"{family.stem}Results": {f"{family.stem}MetricValues": values}}
 
 
+def _judged_input(body: Any) -> tuple[str, Any] | None:
+    """(stem, payload) when the request is one pointwise or pairwise metric input."""
+    if not isinstance(body, Mapping):
+        return None
+    given = {_camel(str(k)): v for k, v in body.items() if v is not None}
+    # The SDK also sends the location and its autorater settings (sampling count,
+    # model): assay's judge is the server's, one sample per instance.
+    given.pop("location", None)
+    given.pop("autoraterConfig", None)
+    if set(given) == {"metrics", "instance"}:
+        return vertex_judged.METRICS, given
+    keys = [k.removesuffix("Input") for k in given]
+    if len(keys) == 1 and keys[0] in vertex_judged.STEMS:
+        return keys[0], given[f"{keys[0]}Input"]
+    return None
+
+
 async def _endpoint(request: Request) -> Response:
     import anyio.to_thread
 
@@ -267,7 +286,16 @@ async def _endpoint(request: Request) -> Response:
             body = json.loads(raw) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidArgument(f"Invalid JSON payload received. {exc}") from None
-        answer = await anyio.to_thread.run_sync(evaluate_instances, body)
+        judged = _judged_input(body)
+        if judged is not None:
+            ctx = request.app.state.ctx
+            stem, payload = judged
+            if stem == vertex_judged.METRICS:
+                answer = await vertex_judged.evaluate_metrics(ctx, payload)
+            else:
+                answer = await vertex_judged.evaluate(ctx, stem, payload)
+        else:
+            answer = await anyio.to_thread.run_sync(evaluate_instances, body)
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()
     return JSONResponse(answer)
