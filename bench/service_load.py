@@ -3,6 +3,7 @@
     python bench/service_load.py                          # workers 1 and 2, 1 and 32 clients
     python bench/service_load.py --baseline 111462b       # the same against an older commit
     python bench/service_load.py --workers 2 --clients 32 --seconds 30
+    python bench/service_load.py --baseline 111462b --workers 1 --clients   # CPU probe only
 
 For each server (this checkout, and with `--baseline REV` the code of that commit, taken
 with `git archive` into a temporary folder and run from there) and each `--workers N`:
@@ -297,6 +298,8 @@ async def _measure(
         probe_conn = Conn("127.0.0.1", port, key)
         probe = await _probe(probe_conn, names, args.probe, server_pid)
         probe_conn.close()
+        if not args.clients:
+            return probe, []
         await _start_run(http, names, args.run_count)
         await asyncio.sleep(1.0)  # let the run get going
         rows = [await _load(port, key, names, n, args, server_pid) for n in args.clients]
@@ -379,7 +382,9 @@ def _report(label: str, workers: int, probe: dict[str, float], rows: list[dict[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="per load phase")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
+    parser.add_argument(
+        "--clients", type=int, nargs="*", default=[1, 32], help="none: the CPU probe only"
+    )
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--evaluations", type=int, default=200)
     parser.add_argument("--run-count", type=int, default=50)
