@@ -21,8 +21,9 @@ with `git archive` into a temporary folder and run from there) and each `--worke
    clients for `--seconds`: each loops over get (50 %, an evaluation with its aggregated
    metrics), list (25 %, a page of 20) and update (25 %, PATCH description of one of 8
    "hot" evaluations with the etag it read). An update answered 409 ABORTED (changed
-   since it was read) re-reads and retries: those conflicts are counted apart, they are
-   the etag check doing its job. Any other non-2xx answer or exception is an error.
+   since it was read) re-reads and retries after a short jittered back-off: those
+   conflicts are counted apart, they are the etag check doing its job. Any other
+   non-2xx answer or exception is an error.
 
 Prints one line per configuration — requests/s, p50/p99 over all requests, server CPU
 per request (the run's work included), errors, the load average of the machine at the
@@ -197,6 +198,9 @@ async def _update(conn: Conn, name: str, rng: random.Random, stats: Stats) -> No
         stats.timed("update", started)
         if reply[0] == 409:
             stats.conflicts += 1
+            # Back off a little, with jitter, as a client told ABORTED should: without it
+            # 8 clients retrying one hot evaluation in lockstep can keep beating each other.
+            await asyncio.sleep(rng.uniform(0, 0.002 * (_attempt + 1)))
             continue
         _check(reply, "update", stats)
         return
