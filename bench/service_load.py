@@ -68,15 +68,26 @@ async def agent(text: str, state=None) -> dict:
 
 
 def _server_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of the server process and its worker processes."""
-    pids = [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    """CPU seconds (user + system) of the server and every process under it: its
+    `--workers` processes and the run-worker processes they start (a run executes in
+    its own process), the finished ones included (counted in their parent's cutime)."""
     ticks = 0
-    for each in pids:
+    pending = [pid]
+    while pending:
+        each = pending.pop()
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            # Any thread may have started a child: each lists its own.
+            children = [
+                child
+                for task in Path(f"/proc/{each}/task").iterdir()
+                for child in (task / "children").read_text().split()
+            ]
         except OSError:
             continue
-        ticks += int(fields[11]) + int(fields[12])
+        # utime, stime, and cutime, cstime of its children that ended and were waited for.
+        ticks += sum(int(value) for value in fields[11:15])
+        pending.extend(map(int, children))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -299,6 +310,13 @@ async def _measure(
     port = int(base.rsplit(":", 1)[1])
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
         names = await _setup(http, args)
+        # The setup run's worker process winds down after the run reads as finished:
+        # wait until the server is idle, or the probe would count its work.
+        for _ in range(40):
+            before = _server_cpu_s(server_pid)
+            await asyncio.sleep(0.5)
+            if _server_cpu_s(server_pid) - before < 0.02:
+                break
         probe_conn = Conn("127.0.0.1", port, key)
         probe = await _probe(probe_conn, names, args.probe, server_pid)
         probe_conn.close()
