@@ -3,6 +3,7 @@
     python bench/service_load.py                          # workers 1 and 2, 1 and 32 clients
     python bench/service_load.py --baseline 111462b       # the same against an older commit
     python bench/service_load.py --workers 2 --clients 32 --seconds 30
+    python bench/service_load.py --baseline 111462b --workers 1 --clients   # CPU probe only
 
 For each server (this checkout, and with `--baseline REV` the code of that commit, taken
 with `git archive` into a temporary folder and run from there) and each `--workers N`:
@@ -20,8 +21,9 @@ with `git archive` into a temporary folder and run from there) and each `--worke
    clients for `--seconds`: each loops over get (50 %, an evaluation with its aggregated
    metrics), list (25 %, a page of 20) and update (25 %, PATCH description of one of 8
    "hot" evaluations with the etag it read). An update answered 409 ABORTED (changed
-   since it was read) re-reads and retries: those conflicts are counted apart, they are
-   the etag check doing its job. Any other non-2xx answer or exception is an error.
+   since it was read) re-reads and retries after a short jittered back-off: those
+   conflicts are counted apart, they are the etag check doing its job. Any other
+   non-2xx answer or exception is an error.
 
 Prints one line per configuration — requests/s, p50/p99 over all requests, server CPU
 per request (the run's work included), errors, the load average of the machine at the
@@ -66,15 +68,26 @@ async def agent(text: str, state=None) -> dict:
 
 
 def _server_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of the server process and its worker processes."""
-    pids = [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    """CPU seconds (user + system) of the server and every process under it: its
+    `--workers` processes and the run-worker processes they start (a run executes in
+    its own process), the finished ones included (counted in their parent's cutime)."""
     ticks = 0
-    for each in pids:
+    pending = [pid]
+    while pending:
+        each = pending.pop()
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            # Any thread may have started a child: each lists its own.
+            children = [
+                child
+                for task in Path(f"/proc/{each}/task").iterdir()
+                for child in (task / "children").read_text().split()
+            ]
         except OSError:
             continue
-        ticks += int(fields[11]) + int(fields[12])
+        # utime, stime, and cutime, cstime of its children that ended and were waited for.
+        ticks += sum(int(value) for value in fields[11:15])
+        pending.extend(map(int, children))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -196,6 +209,9 @@ async def _update(conn: Conn, name: str, rng: random.Random, stats: Stats) -> No
         stats.timed("update", started)
         if reply[0] == 409:
             stats.conflicts += 1
+            # Back off a little, with jitter, as a client told ABORTED should: without it
+            # 8 clients retrying one hot evaluation in lockstep can keep beating each other.
+            await asyncio.sleep(rng.uniform(0, 0.002 * (_attempt + 1)))
             continue
         _check(reply, "update", stats)
         return
@@ -294,9 +310,18 @@ async def _measure(
     port = int(base.rsplit(":", 1)[1])
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http:
         names = await _setup(http, args)
+        # The setup run's worker process winds down after the run reads as finished:
+        # wait until the server is idle, or the probe would count its work.
+        for _ in range(40):
+            before = _server_cpu_s(server_pid)
+            await asyncio.sleep(0.5)
+            if _server_cpu_s(server_pid) - before < 0.02:
+                break
         probe_conn = Conn("127.0.0.1", port, key)
         probe = await _probe(probe_conn, names, args.probe, server_pid)
         probe_conn.close()
+        if not args.clients:
+            return probe, []
         await _start_run(http, names, args.run_count)
         await asyncio.sleep(1.0)  # let the run get going
         rows = [await _load(port, key, names, n, args, server_pid) for n in args.clients]
@@ -379,7 +404,9 @@ def _report(label: str, workers: int, probe: dict[str, float], rows: list[dict[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="per load phase")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
+    parser.add_argument(
+        "--clients", type=int, nargs="*", default=[1, 32], help="none: the CPU probe only"
+    )
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--evaluations", type=int, default=200)
     parser.add_argument("--run-count", type=int, default=50)

@@ -202,6 +202,9 @@ def serve_command(
         return
     if grpc_server is not None:
         err.print(f"CES over gRPC on {shown}:{grpc_server[1]} (insecure channel)", soft_wrap=True)
+    from assay.service.app import freeze_startup_heap
+
+    freeze_startup_heap()
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:

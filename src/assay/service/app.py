@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -104,6 +105,20 @@ def create_app(
         # Added last, so it runs first: unauthenticated requests are not read at all.
         app.add_middleware(ApiKeyMiddleware, store=store)
     return app
+
+
+def freeze_startup_heap() -> None:
+    """Put everything allocated so far out of the cyclic garbage collector's reach.
+
+    A server process holds ~220,000 long-lived objects once its app is built (modules,
+    pydantic and SQLAlchemy structures, the app). Every full collection scanned them
+    all: 100-200 ms with the GIL held, during which every request in flight waited —
+    the service's worst latencies under load. Frozen objects are never collected, so
+    call this once per server process after its app is built, not in a process that
+    keeps building apps (such as a test suite).
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -78,4 +78,7 @@ def app_from_environment() -> FastAPI:
     except BaseException:
         store.close()
         raise
+    from assay.service.app import freeze_startup_heap
+
+    freeze_startup_heap()
     return app
