@@ -16,7 +16,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
 
 FLOORS: list[set[str]] = [
-    {"errors"},
+    {"errors", "_version"},
     {"model"},
     # Calling models: backends, the per-run registry of limits and retries, the reply
     # cache, reading model APIs' answers (below every caller).
@@ -88,12 +88,15 @@ def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
 
 def _graph() -> dict[str, dict[str, int]]:
     """module -> {imported module: first line}; a module's own packages left out
-    (importing a submodule runs its package's __init__ anyway: not an arrow)."""
+    (importing a submodule runs its package's __init__ anyway: not an arrow), except
+    the root package `assay`, whose __init__ re-exports the top of the house: a module
+    importing a name from it (`from assay import x`) leans on the floor above all."""
     graph: dict[str, dict[str, int]] = {}
     for module, path in MODULES.items():
         arrows: dict[str, int] = {}
         for target, line in _imports(module, path):
-            if target != module and not module.startswith(target + "."):
+            own_package = module.startswith(target + ".") and target != "assay"
+            if target != module and not own_package:
                 arrows.setdefault(target, line)
         graph[module] = arrows
     return graph

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from assay.model.core import EvalSet as EvalSet
     from assay.model.results import EvalResult as EvalResult
 
-__version__ = "0.1.0"
+from assay._version import __version__ as __version__
 
 # The public API is imported lazily so `import assay` (and `assay --version`) stays fast
 # and does not pull in the engine, metrics and formats until they are used.

@@ -1,7 +1,7 @@
 """The fast model builders (`formats._build`) and what the Vertex loader builds with them.
 
 Built instances must be indistinguishable from validated ones, share no mutable value,
-never expose the template placeholder, and be created parents first (the order the
+never expose a prototype or anything it holds, and be created parents first (the order the
 cyclic GC's first pass over a loaded set is cheap in).
 """
 
@@ -84,9 +84,14 @@ def test_no_placeholder_and_no_shared_mutables_in_loaded_cases() -> None:
     evalset = vertex.load_data(copy.deepcopy(ROWS), file="d.jsonl", mapping=None)
     models = _models(evalset)
     assert len(models) > 20
+    # No prototype, nor anything a prototype holds, is exposed in what was built.
+    prototype_values = {id(v) for p in _build.PROTOTYPES for v in p.__dict__.values()}
+    prototypes = {id(p) for p in _build.PROTOTYPES}
     for model in models:
+        assert id(model) not in prototypes, model
         for value in model.__dict__.values():
-            assert not isinstance(value, _build._Unfilled), model
+            if isinstance(value, (list, dict, BaseModel)):
+                assert id(value) not in prototype_values, model
     # Each instance has its own lists and dicts (the empty defaults included).
     mutables = [v for m in models for v in m.__dict__.values() if isinstance(v, (list, dict))]
     assert len({id(v) for v in mutables}) == len(mutables)

@@ -22,9 +22,9 @@ from assay.judges import (
     JudgePool,
     MemoryReplyCache,
 )
-from assay.judges.policy import AdaptiveLimiter, RetryPolicy
 from assay.judges.stats import JudgeStats
 from assay.metrics.judged.base import JudgedMetric, JudgedOptions, JudgeModelOptions
+from assay.models.policy import AdaptiveLimiter, RetryPolicy
 
 Step = Callable[[int, Sequence[Mapping[str, str]], GenerationSettings], BackendReply]
 

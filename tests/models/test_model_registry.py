@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,6 +18,8 @@ from assay.engine.judging import JudgeRunOptions
 from assay.engine.runner import arun
 from assay.judges.client import JudgePool
 from assay.judges.types import JudgeModelOptions
+from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
+from assay.model import Score
 from assay.model.core import EvalCase, EvalSet, Scenario, Turn, UserInput
 from assay.models.registry import ModelRegistry, current_registry, registry_in_context
 from assay.simulation import SimulatorOptions, UserSimulator
@@ -83,6 +85,39 @@ async def test_judge_simulated_user_and_agent_of_one_endpoint_share_its_limiter(
         await agent.aclose()
         await simulator.aclose()
         await pool.aclose()
+
+
+class _SaysYes(JudgedMetric):
+    """1 when the judge answers "yes" about the response."""
+
+    name: ClassVar[str] = "says_yes"
+    default_threshold = 0.5
+
+    async def judge_invocation(
+        self, judge: JudgeClient, actual: Turn, expected: Turn | None, case: EvalCase
+    ) -> Score:
+        replies = await judge.generate([{"role": "user", "content": "ok?"}], 1, {})
+        return Score(1.0 if replies == ["yes"] else 0.0)
+
+
+async def test_in_one_run_a_429_to_the_agent_slows_the_judges(server: JudgeServer) -> None:
+    url = server.openai_base_url
+    agent = OpenAIToolsAgent("agent-model", base_url=url, api_key="k", max_retries=2)
+    # The pool carries the run's registry: the run's agent finds it in the context.
+    pool = JudgePool(default_model="openai:judge", default_base_url=url, concurrency=8)
+    server.set_script([SLOW_DOWN, "hello", "yes"])
+    metric = _SaysYes(JudgedOptions(judge_model_options=JudgeModelOptions()))
+    try:
+        result = await arun([EvalSet(id="s", cases=[_case("c1")])], [metric], agent=agent,
+                            judges=pool)  # fmt: skip
+    finally:
+        await agent.aclose()
+        await pool.aclose()
+    assert result.cases[0].metrics["says_yes"].score == 1.0
+    assert [r.model for r in server.requests] == ["agent-model", "agent-model", "judge"]
+    (judge,) = pool.judges
+    assert pool.limiters == {("openai", judge.endpoint): judge.limiter}
+    assert judge.limiter.decreases == 1 and judge.limiter.limit == 4  # the agent's 429
 
 
 def _case(case_id: str) -> EvalCase:

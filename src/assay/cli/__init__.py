@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from assay import __version__
+from assay._version import __version__
 from assay.cli.cache import cache_app
 from assay.cli.catalog import formats_command, metrics_command
 from assay.cli.common import (

@@ -1,11 +1,16 @@
 """Fast construction of model objects for the bulk loaders (row formats, traces).
 
 Loading 100k rows must not run pydantic validation on every nested object, so the
-builders here create model instances directly from values the loaders have already
-type-checked (the same effect as `model_construct`, at a fraction of its cost). Fields
-a builder does not set keep their default; an import-time check fails loudly if a model
-change makes a builder's instances differ from pydantic's. Built instances report every
-field as explicitly set (`model_fields_set`), and share no mutable value with each other.
+builders here make instances by copying a prototype: one instance per model, built once
+through pydantic's normal validation with every field given (so every field reports
+itself as set, as a validated instance built from all of its fields does). A copy is
+made through pydantic's pickle protocol (`__getstate__` once per prototype,
+`__setstate__` per copy), and the builder then fills in the copy's field dict with
+values the loaders have already type-checked. Fields a builder does not set keep the
+model's default, taken from the model itself: adding a field to a model is one edit,
+in `assay.model`. An import-time check fails loudly if a builder's instances differ
+from pydantic's, or if one shares a mutable value with its prototype (every mutable
+default is replaced).
 
 Building parents before children. The loaders run with the cyclic GC paused, so its
 first pass afterwards walks every object of a loaded set at once. That pass is cheap
@@ -14,17 +19,19 @@ then meets every object already known to be reachable. Met the other way round, 
 first parks each object as possibly unreachable and later moves it back, and on a
 100k-row load that costs three times as much. So the `*_shell` builders create an
 instance and its field dict first and let the caller create and fill in the children;
-the field-dict templates hold a GC-tracked placeholder (`_UNFILLED`) in a field every
-builder overwrites, which makes each copy tracked as soon as it exists.
+each prototype's field dict holds a container (an empty list, or a child object) that
+every builder replaces, which makes each copy GC-tracked as soon as it exists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from assay.model.core import (
+    STEP_KINDS,
     Chunk,
     EvalCase,
     EvalSet,
@@ -37,120 +44,111 @@ from assay.model.core import (
 )
 
 M = TypeVar("M", bound=BaseModel)
-new_instance = object.__new__
-# The slot setters of BaseModel: what `model_construct` assigns, without its overhead.
-set_dict = BaseModel.__dict__["__dict__"].__set__
-set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-# One set of every field name per class, shared by the instances built here: pydantic
-# only ever adds field names to it (on assignment), which it already holds, so it never
-# changes; a set per instance would cost a third of a loaded row's memory.
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {
-    cls: set(cls.model_fields)
-    for cls in (ToolCall, ToolResponse, Step, UserInput, Turn, EvalCase, EvalSet)
-}
-CALL_FIELD_NAMES = _ALL_FIELDS[ToolCall]
-STEP_FIELD_NAMES = _ALL_FIELDS[Step]
-_INPUT_FIELDS = _ALL_FIELDS[UserInput]
-_TURN_FIELDS = _ALL_FIELDS[Turn]
-_CASE_FIELDS = _ALL_FIELDS[EvalCase]
-_SET_FIELDS = _ALL_FIELDS[EvalSet]
 
 
-class _Unfilled:
-    """The placeholder of a template field that every builder overwrites (see above)."""
+def _prototype(cls: type[M], **given: Any) -> M:
+    """An instance of `cls` with every field given explicitly: its default (from the
+    model), else the value in `given` (required fields, a step's kind)."""
+    values = {
+        name: given[name] if name in given else field.get_default(call_default_factory=True)
+        for name, field in cls.model_fields.items()
+    }
+    return cls.model_validate(values, by_name=True)
 
-    def __repr__(self) -> str:
-        return "<unfilled>"
+
+CALL = _prototype(ToolCall, name="")
+RESPONSE = _prototype(ToolResponse, name="")
+# A step holds exactly one kind: the prototype holds a placeholder call, which every step
+# builder replaces (by None, or by the step's own call).
+STEP = _prototype(Step, tool_call=CALL)
+INPUT = _prototype(UserInput)
+TURN = _prototype(Turn)
+CASE = _prototype(EvalCase, id="")
+SET = _prototype(EvalSet, id="")
 
 
-_UNFILLED = _Unfilled()
+def maker(prototype: M) -> Callable[[], tuple[M, dict[str, Any]]]:
+    """A function making copies of `prototype`: each call returns a new instance and its
+    field dict, for the caller to fill in.
 
-
-def _template(cls: type[BaseModel], always_set: str | None) -> dict[str, Any]:
-    """A field dict of `cls`, every field None, `always_set` holding `_UNFILLED`.
-
-    Copied per instance: a copy of a small dict is a block copy, faster than building it
-    from a literal, and it keeps the model's field order. Only immutable values are in
-    it; mutable defaults (empty lists and dicts) are created fresh for every instance.
+    Copies go through pydantic's pickle protocol, the way models are copied and
+    unpickled: `__getstate__` gives the prototype's field dict and its bookkeeping
+    (fields set, extra, private), and `__setstate__` gives a new instance a copy of the
+    field dict and the same bookkeeping. The set of fields set is shared: every field
+    name, to which pydantic only ever adds on assignment, so it never changes; one set
+    per instance would cost a third of a loaded row's memory. The field dict is a
+    shallow copy: the caller must replace every mutable value the prototype holds.
     """
-    values = dict.fromkeys(cls.model_fields)
-    if always_set is not None:
-        values[always_set] = _UNFILLED
-    return values
+    cls = type(prototype)
+    state = prototype.__getstate__()
+    template: dict[str, Any] = state.pop("__dict__")
+    set_state = cls.__setstate__
+    copy_template = template.copy
+    copy_state = state.copy
+    new_object = object.__new__
+
+    def make() -> tuple[M, dict[str, Any]]:
+        obj: Any = new_object(cls)
+        values = copy_template()
+        full = copy_state()
+        full["__dict__"] = values
+        set_state(obj, full)
+        return obj, values
+
+    return make
 
 
-# One step template per kind, its kind's field holding the placeholder.
-STEP_OF: dict[str, dict[str, Any]] = {k: _template(Step, k) for k in Step.model_fields}
-_INPUT_TEMPLATE = _template(UserInput, "blobs")
-_TURN_TEMPLATE = _template(Turn, "expectations")
-_CASE_TEMPLATE = _template(EvalCase, "tags")
-_SET_TEMPLATE = _template(EvalSet, "cases")
-
-
-def build(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of `cls` from a complete, already valid field dict (no validation).
-
-    `cls` is one of the classes of `_ALL_FIELDS`; the instance reports every field as set.
-    """
-    obj = new_instance(cls)
-    set_dict(obj, values)
-    set_fields(obj, _ALL_FIELDS[cls])
-    set_extra(obj, None)
-    set_private(obj, None)
-    return obj
-
-
-def _filled(obj: M, values: dict[str, Any]) -> M:
-    """`obj` (just created) holding `values`: as `build`, for callers that create the
-    instance before its field dict (parents first)."""
-    set_dict(obj, values)
-    set_fields(obj, _ALL_FIELDS[type(obj)])
-    set_extra(obj, None)
-    set_private(obj, None)
-    return obj
+PROTOTYPES = (CALL, RESPONSE, STEP, INPUT, TURN, CASE, SET)
+#: new instances of each model, with their field dicts (see `maker`)
+new_call = maker(CALL)
+new_response = maker(RESPONSE)
+new_step = maker(STEP)
+new_input = maker(INPUT)
+new_turn = maker(TURN)
+new_case = maker(CASE)
+new_set = maker(SET)
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> ToolCall:
-    return _filled(new_instance(ToolCall), {"id": call_id, "name": name, "args": args})
+    """A call; `args` is adopted, not copied."""
+    obj, values = new_call()
+    values["id"] = call_id
+    values["name"] = name
+    values["args"] = args
+    return obj
 
 
 def tool_response(name: str, response: Any, call_id: str | None = None) -> ToolResponse:
-    return _filled(
-        new_instance(ToolResponse),
-        {"id": call_id, "name": name, "response": response, "latency_s": None},
-    )
+    obj, values = new_response()
+    values["id"] = call_id
+    values["name"] = name
+    values["response"] = response
+    return obj
 
 
 def call_step_of(name: str, args: dict[str, Any]) -> Step:
     """`Step(tool_call=ToolCall(name, args))`; `args` is adopted, not copied.
 
-    `vertex._trajectory` inlines this for speed; the two must build the same objects.
+    `_vertex_fields.trajectory` inlines this for speed; the two must build the same
+    objects.
     """
-    step = new_instance(Step)
-    values = STEP_OF["tool_call"].copy()
-    set_dict(step, values)
-    set_fields(step, STEP_FIELD_NAMES)
-    set_extra(step, None)
-    set_private(step, None)
-    call = new_instance(ToolCall)
-    set_dict(call, {"id": None, "name": name, "args": args})
-    set_fields(call, CALL_FIELD_NAMES)
-    set_extra(call, None)
-    set_private(call, None)
+    step, values = new_step()  # the parent first (see above)
+    call, call_values = new_call()
+    call_values["name"] = name
+    call_values["args"] = args
     values["tool_call"] = call
     return step
 
 
 def step_shell(kind: str) -> tuple[Step, dict[str, Any]]:
-    """A step of `kind` and its field dict; the caller must set `values[kind]`."""
-    step = new_instance(Step)
-    values = STEP_OF[kind].copy()
-    set_dict(step, values)
-    set_fields(step, STEP_FIELD_NAMES)
-    set_extra(step, None)
-    set_private(step, None)
+    """A step of `kind` and its field dict; the caller must set `values[kind]`.
+
+    KeyError for a kind that is not one of `STEP_KINDS`.
+    """
+    if kind not in STEP_KINDS:
+        raise KeyError(kind)
+    step, values = new_step()
+    values["tool_call"] = None
     return step, values
 
 
@@ -170,12 +168,7 @@ def retrieval_step(chunks: list[Chunk]) -> Step:
 
 
 def user_input(text: str | None) -> UserInput:
-    obj = new_instance(UserInput)
-    values = _INPUT_TEMPLATE.copy()
-    set_dict(obj, values)
-    set_fields(obj, _INPUT_FIELDS)
-    set_extra(obj, None)
-    set_private(obj, None)
+    obj, values = new_input()
     values["text"] = text
     values["blobs"] = []
     values["tool_responses"] = []
@@ -188,12 +181,7 @@ def turn_shell(text: str | None) -> tuple[Turn, dict[str, Any], list[Step]]:
     The caller appends the steps and sets other fields (`final_response`, ...) in the
     field dict.
     """
-    obj = new_instance(Turn)
-    values = _TURN_TEMPLATE.copy()
-    set_dict(obj, values)
-    set_fields(obj, _TURN_FIELDS)
-    set_extra(obj, None)
-    set_private(obj, None)
+    obj, values = new_turn()
     values["expectations"] = []
     values["rubrics"] = []
     values["user_input"] = user_input(text)
@@ -222,12 +210,7 @@ def turn(
 
 def case_shell(case_id: str) -> tuple[EvalCase, dict[str, Any]]:
     """A case with default fields and its field dict, for the caller to fill in."""
-    obj = new_instance(EvalCase)
-    values = _CASE_TEMPLATE.copy()
-    set_dict(obj, values)
-    set_fields(obj, _CASE_FIELDS)
-    set_extra(obj, None)
-    set_private(obj, None)
+    obj, values = new_case()
     values["id"] = case_id
     values["tags"] = []
     values["rubrics"] = []
@@ -262,12 +245,7 @@ def set_shell(
     metadata: dict[str, Any] | None = None,
 ) -> tuple[EvalSet, dict[str, Any]]:
     """An eval set with an empty cases list, and its field dict; `metadata` is adopted."""
-    obj = new_instance(EvalSet)
-    values = _SET_TEMPLATE.copy()
-    set_dict(obj, values)
-    set_fields(obj, _SET_FIELDS)
-    set_extra(obj, None)
-    set_private(obj, None)
+    obj, values = new_set()
     values["id"] = set_id
     values["name"] = name
     values["description"] = description
@@ -305,12 +283,28 @@ def _check_builders() -> None:
         (eval_case("c", None, None, {}), EvalCase(id="c")),
         (eval_set("s", []), EvalSet(id="s")),
     ]
+    shared = {id(v) for p in PROTOTYPES for v in p.__dict__.values() if _mutable(v)}
     for built, validated in probes:
         if list(built.__dict__.items()) != list(validated.__dict__.items()):
             raise RuntimeError(
                 f"assay.formats._build builds {type(built).__name__} as {built.__dict__}, "
                 f"but the model gives {validated.__dict__}"
             )
+        if built.model_fields_set != set(type(built).model_fields):
+            raise RuntimeError(
+                f"assay.formats._build builds {type(built).__name__} with fields"
+                f" {sorted(built.model_fields_set)} set; every field must be"
+            )
+        leaked = [k for k, v in built.__dict__.items() if _mutable(v) and id(v) in shared]
+        if leaked:
+            raise RuntimeError(
+                f"assay.formats._build builds {type(built).__name__} sharing {leaked} with"
+                " its prototype: a builder must replace every mutable default"
+            )
+
+
+def _mutable(value: Any) -> bool:
+    return isinstance(value, list | dict | set | BaseModel)
 
 
 _check_builders()

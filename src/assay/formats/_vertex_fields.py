@@ -11,18 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assay.formats._build import (
-    CALL_FIELD_NAMES,
-    STEP_FIELD_NAMES,
-    STEP_OF,
-    new_instance,
-    set_dict,
-    set_extra,
-    set_fields,
-    set_private,
-    step_shell,
-    tool_response,
-)
+from assay.formats._build import new_call, new_step, step_shell, tool_response
 from assay.formats._columns import (
     content_text,
     decode_json,
@@ -32,7 +21,7 @@ from assay.formats._columns import (
     row_error,
 )
 from assay.formats._common import Loc, type_name, validate
-from assay.model.core import Rubric, RubricType, SessionInput, Step, ToolCall
+from assay.model.core import Rubric, RubricType, SessionInput, Step
 
 STEP_FIELDS = "vertex:step_fields"
 RUBRIC_GROUPS = "vertex:rubric_groups"
@@ -67,7 +56,6 @@ def trajectory(
     append = steps.append
     fields: list[dict[str, Any]] | None = None
     same_name = names.setdefault
-    call_template = STEP_OF["tool_call"]
     for i, item in enumerate(value):
         if type(item) is not dict:
             if not isinstance(item, Mapping):
@@ -102,17 +90,10 @@ def trajectory(
         elif not owned:
             args = dict(args)
         name = same_name(name, name)
-        step = new_instance(Step)
-        values = call_template.copy()
-        set_dict(step, values)
-        set_fields(step, STEP_FIELD_NAMES)
-        set_extra(step, None)
-        set_private(step, None)
-        call = new_instance(ToolCall)
-        set_dict(call, {"id": None, "name": name, "args": args})
-        set_fields(call, CALL_FIELD_NAMES)
-        set_extra(call, None)
-        set_private(call, None)
+        step, values = new_step()  # as `_build.call_step_of`: parent first
+        call, call_values = new_call()
+        call_values["name"] = name
+        call_values["args"] = args
         values["tool_call"] = call
         append(step)
         if len(item) - ("tool_input" in item) > 1:

@@ -30,7 +30,6 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.formats._build import (
-    build,
     call_step_of,
     eval_case,
     eval_set,
@@ -194,7 +193,6 @@ def apply_mapping(
 __all__ = [
     "MAPPED_COERCIONS",
     "apply_mapping",
-    "build",
     "call_step_of",
     "clean_rows",
     "columns_of",

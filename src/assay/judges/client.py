@@ -51,9 +51,11 @@ def make_judge_backend(
 class JudgePool:
     """The judges of one run: one `Judge` per model and options, sharing cache and stats.
 
-    Judge calls to one backend share one adaptive limit of `concurrency` calls in flight.
-    The cache is the store's judge cache, or memory when `store` is None; `use_cache`
-    False makes every sample a call (replies are still written to the cache).
+    Judge calls to one endpoint share one adaptive limit of at most `concurrency` calls
+    in flight and one retry policy, from `registry` (the run's, shared with the other
+    callers of that endpoint in the run; a registry of the pool's own when None). The
+    cache is `cache`, else the store's judge cache, else the registry's, else memory;
+    `use_cache` False makes every sample a call (replies are still written to the cache).
     """
 
     def __init__(

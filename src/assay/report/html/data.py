@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.metrics.calldiff import align_calls, expected_calls
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, MetricResult, Score, Status
