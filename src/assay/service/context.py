@@ -36,6 +36,8 @@ class ServiceContext:
     # The judge model of the server's own judged answers (Vertex pointwise/pairwise
     # metrics over evaluateInstances); None: those are refused with the reason.
     judge_model: str | None = None
+    # Longest a case run (an agent conversation) of a run executed here may take.
+    case_timeout_s: float = 300.0
     parts: dict[str, object] = field(default_factory=dict)
 
 
