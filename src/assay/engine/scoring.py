@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from assay.engine.infer import Inference
 from assay.metrics.base import Metric
-from assay.metrics.case_memo import case_scope
+from assay.metrics.case_memo import case_scope, close_scope, open_scope
 from assay.model.core import EvalCase, Turn
 from assay.model.error_types import ErrorType
 from assay.model.results import (
@@ -93,8 +93,11 @@ def score_case(
 ) -> CaseResult:
     """Score already-inferred turns of one case with every (synchronous) metric."""
     expected = aligned_expected(case, actual)
-    with case_scope():  # the trajectory metrics share their call-diff explanations
+    scope = open_scope()  # the trajectory metrics share their call-diff explanations
+    try:
         results = [safe_score(m, case, actual, expected) for m in metrics]
+    finally:
+        close_scope(scope)
     return finish_case(
         case,
         actual,
@@ -102,6 +105,7 @@ def score_case(
         results,
         eval_set_id=eval_set_id,
         run_index=run_index,
+        expected=expected,
     )
 
 
@@ -114,15 +118,20 @@ def finish_case(
     eval_set_id: str | None,
     run_index: int,
     inference: Inference | None = None,
+    expected: Sequence[Turn | None] | None = None,
 ) -> CaseResult:
+    """The case result of `results` (one per metric); `expected` is
+    `aligned_expected(case, actual)` when the caller has it already."""
     by_name = {m.name: r for m, r in zip(metrics, results, strict=True)}
-    expected = aligned_expected(case, actual)
+    if expected is None:
+        expected = aligned_expected(case, actual)
+    # The metrics with a score per turn (all of them, but for ones that could not score).
+    n = len(actual)
+    per_turn = [(name, mr.per_invocation) for name, mr in by_name.items()
+                if len(mr.per_invocation) == n]  # fmt: skip
     invocations = []
     for i, turn in enumerate(actual):
-        scores: dict[str, Score] = {}
-        for name, mr in by_name.items():
-            if len(mr.per_invocation) == len(actual):
-                scores[name] = mr.per_invocation[i]
+        scores: dict[str, Score] = {name: per[i] for name, per in per_turn}
         ref = expected[i]
         invocations.append(
             InvocationResult(
@@ -136,10 +145,13 @@ def finish_case(
     error_type = inference.error_type if inference else None
     if error_type is None:
         # The first metric that could not score names the case's error type.
-        error_type = next((r.error_type for r in results if r.error_type is not None), None)
+        for r in results:
+            if r.error_type is not None:
+                error_type = r.error_type
+                break
     return CaseResult(
         case_id=case.id,
-        status=case_status((r.status for r in results), error_type),
+        status=case_status([r.status for r in results], error_type),
         metrics=by_name,
         invocations=invocations,
         run_index=run_index,

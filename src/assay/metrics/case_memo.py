@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from assay.metrics.calldiff import explain_calls
@@ -28,11 +28,21 @@ _MEMO: ContextVar[dict[tuple[Any, ...], str | None] | None] = ContextVar(
 @contextmanager
 def case_scope() -> Iterator[None]:
     """Share explanations between the metrics scored inside (one case's)."""
-    token = _MEMO.set({})
+    token = open_scope()
     try:
         yield
     finally:
-        _MEMO.reset(token)
+        close_scope(token)
+
+
+def open_scope() -> Token[dict[tuple[Any, ...], str | None] | None]:
+    """`case_scope` without the context manager's generator, for the per-row path:
+    pass the token to `close_scope` in a `finally`."""
+    return _MEMO.set({})
+
+
+def close_scope(token: Token[dict[tuple[Any, ...], str | None] | None]) -> None:
+    _MEMO.reset(token)
 
 
 def explain_turn(
