@@ -106,7 +106,7 @@ def test_pandas_missing_names_its_extra_in_python(tmp_path: Path) -> None:
     assert "pip install -e '.[pandas]'" in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("flags", [[], ["--junit", "j.xml"]], ids=["streamed", "loaded"])
+@pytest.mark.parametrize("flags", [[], ["--html", "r.html"]], ids=["streamed", "loaded"])
 def test_a_parquet_file_without_pyarrow_is_one_line(tmp_path: Path, flags: list[str]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -116,7 +116,7 @@ def test_a_parquet_file_without_pyarrow_is_one_line(tmp_path: Path, flags: list[
         pa.Table.from_pylist([{"prompt": "hi", "response": "a", "reference": "a"}]), data
     )
     args = ["eval", str(data), "--metric", "response_match_score", "--no-store",
-            *[str(tmp_path / f) if f.endswith(".xml") else f for f in flags]]  # fmt: skip
+            *[str(tmp_path / f) if f.endswith(".html") else f for f in flags]]  # fmt: skip
     done = _run("pyarrow", args, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr + done.stdout

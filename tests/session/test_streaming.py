@@ -77,16 +77,27 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
-def _eval(tmp_path: Path, data: Path, *extra: str, tag: str) -> tuple[Any, dict[str, Any]]:
+def _eval(
+    tmp_path: Path, data: Path, *extra: str, tag: str, loaded: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """`assay eval` with every output; `loaded` takes the path that loads the data whole
+    (the reference the streamed run must equal)."""
     out = tmp_path / f"{tag}.json"
-    result = runner.invoke(
+    with pytest.MonkeyPatch.context() as patch:
+        if loaded:
+            patch.setattr("assay.cli.eval._streamable", lambda *_: None)
+        result = _invoke(tmp_path, data, out, tag, extra)
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    return result, doc
+
+
+def _invoke(tmp_path: Path, data: Path, out: Path, tag: str, extra: tuple[str, ...]) -> Any:
+    return runner.invoke(
         app,
         ["eval", str(data), "--config", str(_config(tmp_path)), "--quiet", "--out", str(out),
          "--csv", str(tmp_path / f"{tag}.csv"), "--store", f"sqlite:///{tmp_path / 'db.sqlite'}",
-         "--fresh", *extra],
+         "--junit", str(tmp_path / f"{tag}.xml"), "--fresh", *extra],
     )  # fmt: skip
-    doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    return result, doc
 
 
 def _without_run_ids(doc: dict[str, Any]) -> dict[str, Any]:
@@ -105,13 +116,16 @@ def _stored(db_path: Path, run_id: str) -> list[dict[str, Any]]:
 def test_streamed_run_equals_the_loaded_run(tmp_path: Path, workers: str) -> None:
     # 2,600 rows: three batches, more than the console's case table holds.
     data = _write_jsonl(tmp_path / "rows.jsonl", _rows(2_600))
-    # --junit needs every case at the end, so it takes the loaded path: the reference.
-    loaded, loaded_doc = _eval(tmp_path, data, "--junit", str(tmp_path / "j.xml"), tag="loaded")
+    loaded, loaded_doc = _eval(tmp_path, data, tag="loaded", loaded=True)
     streamed, streamed_doc = _eval(tmp_path, data, "--workers", workers, tag="streamed")
     assert loaded.exit_code == streamed.exit_code == 1, streamed.output
     assert _without_run_ids(streamed_doc) == _without_run_ids(loaded_doc)
     assert streamed_doc["summary"]["case_count"] == 2_600
     assert (tmp_path / "streamed.csv").read_text() == (tmp_path / "loaded.csv").read_text()
+    # The JUnit report, written case by case, is the loaded run's byte for byte.
+    junit = (tmp_path / "streamed.xml").read_bytes()
+    assert junit == (tmp_path / "loaded.xml").read_bytes()
+    assert b'tests="2600"' in junit and b"<failure " in junit
     assert streamed.stdout == loaded.stdout  # the summary line
     stored = _stored(tmp_path / "db.sqlite", streamed_doc["run_id"])
     reference = _stored(tmp_path / "db.sqlite", loaded_doc["run_id"])
@@ -128,7 +142,9 @@ def test_small_streamed_runs_print_the_case_table(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     args = ["eval", str(data), "--config", str(_config(tmp_path)), "--no-store"]
     streamed = runner.invoke(app, [*args, "--out", str(out)])
-    loaded = runner.invoke(app, [*args, "--junit", str(tmp_path / "j.xml")])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("assay.cli.eval._streamable", lambda *_: None)
+        loaded = runner.invoke(app, args)
     assert streamed.exit_code == loaded.exit_code == 1
     assert streamed.stdout == loaded.stdout
     assert "case-1" in streamed.stdout
@@ -146,7 +162,7 @@ def test_csv_rows_stream_like_the_loaded_csv(tmp_path: Path) -> None:
             writer.writerow(
                 {k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()}
             )
-    loaded, loaded_doc = _eval(tmp_path, path, "--junit", str(tmp_path / "j.xml"), tag="l")
+    loaded, loaded_doc = _eval(tmp_path, path, tag="l", loaded=True)
     streamed, streamed_doc = _eval(tmp_path, path, tag="s")
     assert streamed.exit_code == loaded.exit_code == 1
     assert _without_run_ids(streamed_doc) == _without_run_ids(loaded_doc)
@@ -192,3 +208,19 @@ def test_invalid_json_names_its_line(tmp_path: Path) -> None:
                                  "--no-store", "--quiet"])  # fmt: skip
     assert result.exit_code == 2
     assert "line 42" in result.stderr and "not valid JSON" in result.stderr
+
+
+def test_options_that_need_every_case_say_so_in_one_line(tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "rows.jsonl", _rows(30))
+    args = ["eval", str(data), "--config", str(_config(tmp_path)), "--no-store"]
+    for extra, reason in [
+        (["--html", str(tmp_path / "r.html")], "--html"),
+        (["--limit", "5"], "case selection"),
+        (["--runs", "2"], "--runs above 1"),
+    ]:
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code in (0, 1), result.output
+        notes = [line for line in result.stderr.splitlines() if "not streamed" in line]
+        assert len(notes) == 1 and reason in notes[0], result.stderr
+    streamed = runner.invoke(app, [*args, "--junit", str(tmp_path / "j.xml")])
+    assert "not streamed" not in streamed.stderr

@@ -373,9 +373,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     if req.from_format is not None:
         check_format(req.from_format, eval_set=True)
     # Recorded row files are scored streamed, in memory bounded whatever their size.
-    files = _streamable(req, junit)
+    files = _streamable(req, err)
     if files is not None:
-        code = _run_streamed(req, files, out=out, csv_path=csv_path)
+        code = _run_streamed(req, files, out=out, csv_path=csv_path, junit=junit)
         if code is not None:
             return code
     # Explicit criteria are checked before loading the data; defaults depend on it.
@@ -550,31 +550,48 @@ class _StoredLine:
         return [f"run {run.result.run_id} stored"]
 
 
-def _streamable(req: _Request, junit: Path | None) -> list[RowFile] | None:
+def _loading_reason(req: _Request) -> str | None:
+    """Why recorded row files are loaded whole instead of streamed; None: they can be."""
+    if req.html is not None:
+        return "--html builds one page from every case"
+    if req.sinks is not None and req.sinks.mlflow_uri is not None:
+        return "--mlflow logs one results table of every case"
+    if req.selection.active:
+        return "case selection (--case, --tag, --limit, --sample) picks among all the cases"
+    if (req.options.runs or 1) != 1:
+        return "--runs above 1 repeats every case"
+    return None
+
+
+def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
     """The inputs as row files when this run can be streamed (`session.streaming`):
     recorded rows, no agent, one run each, explicit metrics, and only the outputs a
-    streamed run writes (store, `--out`, `--csv`); else None (the data is loaded whole).
+    streamed run writes (store, `--out`, `--csv`, `--junit`); else None (the data is
+    loaded whole, and when only an option stood in the way, one line says which).
     """
     from assay.formats.stream import row_file
 
-    if (
-        req.agent is not None
-        or (req.options.runs or 1) != 1
-        or req.selection.active
-        or junit is not None
-        or req.html is not None
-        or (req.sinks is not None and req.sinks.mlflow_uri is not None)
-        or (req.config is None and not req.metric_flags)
-    ):
+    if req.agent is not None or (req.config is None and not req.metric_flags):
         return None
+    reason = _loading_reason(req)
     files = [row_file(p, req.from_format) for p in req.data]
     if any(f is None for f in files):
+        return None
+    if reason is not None:
+        if not req.quiet:
+            err.print(Text(f"rows loaded whole, not streamed: {reason} (docs/scale.md)",
+                           style="dim"))  # fmt: skip
         return None
     return [f for f in files if f is not None]
 
 
 def _run_streamed(
-    req: _Request, files: list[RowFile], *, out: Path | None, csv_path: Path | None
+    req: _Request,
+    files: list[RowFile],
+    *,
+    out: Path | None,
+    csv_path: Path | None,
+    junit: Path | None,
 ) -> int | None:
     """Score `files` streamed; None when a metric needs the loaded path (a judge)."""
     from assay.engine.aggregate import build_result
@@ -626,6 +643,7 @@ def _run_streamed(
             mapping=req.mapping,
             out=out,
             csv_path=csv_path,
+            junit_path=junit,
             workers=req.workers,
             fresh=req.fresh,
             name=req.name,

@@ -50,6 +50,42 @@ def _case_name(case: CaseResult, runs: int) -> str:
     return f"{case.case_id} [run {case.run_index + 1}]" if runs > 1 else case.case_id
 
 
+def add_testcase(parent: ET.Element, case: CaseResult, set_id: str, runs: int) -> str | None:
+    """Append the `<testcase>` of one case run to `parent`; return the suite count it
+    adds to besides "tests" ("failures", "errors", "skipped") or None for a pass."""
+    elapsed = case.latency_s or 0.0
+    tc = ET.SubElement(
+        parent,
+        "testcase",
+        name=_case_name(case, runs),
+        classname=set_id,
+        time=f"{elapsed:.3f}",
+    )
+    if case.failure or (
+        case.status is Status.NOT_EVALUATED
+        and case.error_type in (ErrorType.METRIC_CALCULATION_FAILURE, ErrorType.TOOL_NOT_RUN)
+    ):
+        # The agent (or a metric) crashed, or a FAKE tool call had no mock: an error of
+        # the run, not a verdict on quality (and never a pass).
+        reason = not_evaluated_reason(case)
+        error = ET.SubElement(tc, "error", message=reason, type=case.error_type or "ERROR")
+        error.text = reason
+        return "errors"
+    if case.status is Status.FAILED:
+        lines = failed_metrics_text(case)
+        # The message is the terminal's reason line (failure analysis); the body lists
+        # every failed metric with its score, threshold and explanation.
+        found = analyze_case(case)
+        reason = found.reason() if found is not None else "; ".join(lines) or "failed"
+        failure = ET.SubElement(tc, "failure", message=reason, type="FAILED")
+        failure.text = "\n".join([reason, *lines])
+        return "failures"
+    if case.status is Status.NOT_EVALUATED:
+        ET.SubElement(tc, "skipped", message=f"NOT_EVALUATED: {not_evaluated_reason(case)}")
+        return "skipped"
+    return None
+
+
 def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
     """The `<testsuites>` element for a run."""
     suites: dict[str, list[CaseResult]] = {}
@@ -64,38 +100,10 @@ def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
         counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
         suite_time = 0.0
         for case in cases:
-            elapsed = case.latency_s or 0.0
-            suite_time += elapsed
-            tc = ET.SubElement(
-                suite,
-                "testcase",
-                name=_case_name(case, runs),
-                classname=set_id,
-                time=f"{elapsed:.3f}",
-            )
-            if case.failure or (
-                case.status is Status.NOT_EVALUATED
-                and case.error_type
-                in (ErrorType.METRIC_CALCULATION_FAILURE, ErrorType.TOOL_NOT_RUN)
-            ):
-                # The agent (or a metric) crashed, or a FAKE tool call had no mock: an
-                # error of the run, not a verdict on quality (and never a pass).
-                counts["errors"] += 1
-                reason = not_evaluated_reason(case)
-                error = ET.SubElement(tc, "error", message=reason, type=case.error_type or "ERROR")
-                error.text = reason
-            elif case.status is Status.FAILED:
-                counts["failures"] += 1
-                lines = failed_metrics_text(case)
-                # The message is the terminal's reason line (failure analysis); the body
-                # lists every failed metric with its score, threshold and explanation.
-                found = analyze_case(case)
-                reason = found.reason() if found is not None else "; ".join(lines) or "failed"
-                failure = ET.SubElement(tc, "failure", message=reason, type="FAILED")
-                failure.text = "\n".join([reason, *lines])
-            elif case.status is Status.NOT_EVALUATED:
-                counts["skipped"] += 1
-                ET.SubElement(tc, "skipped", message=f"NOT_EVALUATED: {not_evaluated_reason(case)}")
+            suite_time += case.latency_s or 0.0
+            kind = add_testcase(suite, case, set_id, runs)
+            if kind is not None:
+                counts[kind] += 1
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

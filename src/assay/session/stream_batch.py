@@ -21,6 +21,7 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import RawBatch, batch_cases
 from assay.model.results import CaseResult, Status
+from assay.report.junit_stream import EncodedTestcase, testcase_xml
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class BatchSpec:
     store: bool = True
     cases_json: bool = True
     rows: bool = True
+    junit: bool = False
     eval_set_files: dict[str, str] = field(default_factory=dict)
     skip: frozenset[tuple[str, str, int]] = frozenset()
     case_score_metrics: tuple[str, ...] = ()
@@ -57,6 +59,7 @@ class BatchOutput:
     encoded: list[EncodedCase] = field(default_factory=list)
     cases_json: list[bytes] = field(default_factory=list)
     rows: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)
+    junit: list[EncodedTestcase] = field(default_factory=list)
     kept: list[CaseResult] = field(default_factory=list)
     # An InputError does not survive pickling with its location: sent as its parts.
     error: tuple[str, str | None, str | None, str | None, str | None] | None = None
@@ -108,6 +111,8 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
                 # One tuple per distinct shape: pickled once per batch, not once per row.
                 shape = tuple(row)
                 out.rows.append((shapes.setdefault(shape, shape), dumps(row) + b"\n"))
+        if spec.junit:
+            out.junit.append(testcase_xml(result, set_id))
         if spec.keep_all or (len(out.kept) < spec.keep and result.status is not Status.PASSED):
             out.kept.append(result)
     return out

@@ -43,6 +43,7 @@ from assay.session.stream_batch import (
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.junit_stream import JUnitStreamWriter
     from assay.store import Store
 
 _STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
@@ -97,6 +98,7 @@ class StreamingRun:
     mapping: dict[str, str] | None = None
     out: Path | None = None
     csv_path: Path | None = None
+    junit_path: Path | None = None
     workers: int | None = None
     batch_rows: int = BATCH_ROWS
     fresh: bool = False
@@ -119,6 +121,7 @@ class StreamingRun:
         keep_all = total <= self.keep_all_up_to
         keep = total if keep_all else self.keep_failing
         json_writer, spool = self._writers(run_id)
+        junit = self._junit_writer()
         spec = BatchSpec(
             metrics=tuple(self.metrics),
             mapping=self.mapping,
@@ -126,6 +129,7 @@ class StreamingRun:
             store=self.store is not None,
             cases_json=json_writer is not None,
             rows=spool is not None,
+            junit=junit is not None,
             eval_set_files={f.eval_set_id: str(f.path) for f in self.files},
             skip=frozenset(skip),
             case_score_metrics=self.case_score_metrics,
@@ -134,6 +138,8 @@ class StreamingRun:
         )
         for case in previous:  # the resumed run's results join the summary and reports
             self._write_previous(case, spec, tally, json_writer, spool, failing)
+            if junit is not None:
+                junit.add_case(case, case.eval_set_id or "")
         outcome = StreamOutcome(run_id, {}, tally, failing, total, kept_all=keep_all)
         seen: set[tuple[str, str]] = set()
         done = len(previous)
@@ -143,6 +149,10 @@ class StreamingRun:
             for output in self._outputs(spec, total):
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
                     self._write(output, run_id, tally, json_writer, spool, failing, seen)
+                    if junit is not None:
+                        set_id = Path(output.file).stem
+                        for testcase in output.junit:
+                            junit.add_encoded(set_id, testcase)
                 del failing[keep:]
                 done += output.tally.cases
                 if self.progress is not None:
@@ -162,9 +172,13 @@ class StreamingRun:
                 json_writer.discard()
             if spool is not None:
                 spool.close()
+            if junit is not None:
+                junit.discard()
             raise
         outcome.summary = {**tally.summary(self.metrics), **tally.status_columns()}
         self._finish(outcome, json_writer, spool)
+        if junit is not None:
+            outcome.written.append(junit.finish())
         return outcome
 
     # -- the run in the store -----------------------------------------------------------
@@ -244,6 +258,11 @@ class StreamingRun:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # -- writing ------------------------------------------------------------------------
+
+    def _junit_writer(self) -> JUnitStreamWriter | None:
+        from assay.report.junit_stream import JUnitStreamWriter
+
+        return JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
 
     def _writers(self, run_id: str | None) -> tuple[JsonReportWriter | None, RowSpool | None]:
         from assay.report.json_stream import JsonReportWriter, RowSpool
