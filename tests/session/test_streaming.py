@@ -224,3 +224,41 @@ def test_options_that_need_every_case_say_so_in_one_line(tmp_path: Path) -> None
         assert len(notes) == 1 and reason in notes[0], result.stderr
     streamed = runner.invoke(app, [*args, "--junit", str(tmp_path / "j.xml")])
     assert "not streamed" not in streamed.stderr
+
+
+def test_the_streamed_run_lives_through_a_run_session(tmp_path: Path, monkeypatch) -> None:
+    """Opened, recorded and marked by `RunSession`: a store that fails mid-run leaves the
+    run ERROR with the message, the batches before the failure stored."""
+    from assay.engine import build_metrics
+    from assay.errors import StoreError
+    from assay.formats.stream import RowFile
+    from assay.session import run_session
+    from assay.session.streaming import StreamingRun
+
+    data = _write_jsonl(tmp_path / "rows.jsonl", _rows(2_500))
+    metrics = build_metrics(None, {"response_match_score": 0.6})
+    identity = {"eval_set_ids": ["rows"], "metrics": ["response_match_score"],
+                "config": {}, "agent": None}  # fmt: skip
+    opened = []
+    real_open = run_session.RunSession.open
+    monkeypatch.setattr(
+        run_session.RunSession, "open", lambda self: opened.append(self) or real_open(self)
+    )
+    real_add = Store.add_encoded
+    calls = []
+
+    def add_encoded(self: Store, run_id: str, encoded: Any) -> None:
+        calls.append(len(encoded))
+        if len(calls) == 2:
+            raise StoreError("disk full")
+        real_add(self, run_id, encoded)
+
+    monkeypatch.setattr(Store, "add_encoded", add_encoded)
+    with Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}") as db:
+        run = StreamingRun([RowFile(data, "jsonl")], metrics, identity, store=db, workers=1)
+        with pytest.raises(StoreError, match="disk full"):
+            run.run()
+        assert len(opened) == 1
+        (info,) = db.list_runs()
+        assert info.status == "ERROR" and "disk full" in (info.error or "")
+        assert len(db.case_results(info.id)) == 1_000

@@ -10,6 +10,10 @@ resumable) or ERROR with its message. A completed run is then handed to the sess
 sinks in order (report files, MLflow, ADK eval history: `sinks.RunSink`);
 `finish_interrupted` hands an interrupted run's partial result (earlier sessions'
 results included) to the sinks that take partial results.
+
+A streamed run of row files (`session.streaming.StreamingRun`) has the same life but
+its own executor: it opens the session, stores each scored batch through
+`record_encoded` and ends with `mark_completed` / `mark_interrupted` / `mark_error`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from assay.engine.executors import Executor
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
-    from assay.store import Store, StoreRecorder
+    from assay.store import EncodedCase, Store, StoreRecorder
 
 
 def run_options_doc(
@@ -180,6 +184,11 @@ class RunSession:
     def previous(self) -> list[CaseResult]:
         return self._resumption.previous if self._resumption is not None else []
 
+    @property
+    def skip(self) -> set[tuple[str, str, int]]:
+        """The case runs (eval set, case, run index) an earlier session completed."""
+        return self._resumption.skip if self._resumption is not None else set()
+
     # -- the life ------------------------------------------------------------------------
 
     def open(self) -> None:
@@ -290,7 +299,7 @@ class RunSession:
             raise
         except BaseException as exc:
             message = f"{type(exc).__name__}: {exc}"
-            await self._blocking(lambda: self._mark_error(message))
+            await self._blocking(lambda: self.mark_error(message))
             raise
         self._finished = True
         result.run_id = self.run_id
@@ -307,10 +316,24 @@ class RunSession:
             self._finished = True
             self._recorder.close()
 
-    def _mark_error(self, message: str) -> None:
+    def mark_error(self, message: str) -> None:
+        """Write what completed and mark the run ERROR with `message` (once)."""
         if not self._finished and self._recorder is not None:
             self._finished = True
             self._recorder.mark_error(message)
+
+    # -- a run executed outside the engine (`session.streaming`) -------------------------
+
+    def record_encoded(self, encoded: Sequence[EncodedCase]) -> None:
+        """Store finished case runs a worker already encoded; durable on return."""
+        if self._recorder is not None and encoded:
+            self._recorder.add_encoded(encoded)
+
+    def mark_completed(self, summary: dict[str, Any]) -> None:
+        """Mark the run COMPLETED with `summary` (once; `arun` does it itself)."""
+        if not self._finished and self._recorder is not None:
+            self._finished = True
+            self._recorder.mark_completed(summary)
 
     def partial_result(self) -> EvalResult:
         """What the run completed so far, earlier sessions included (after an interrupt)."""

@@ -11,9 +11,13 @@ grow with the number of rows.
 
 The run is the one the loaded path would make — the same identity (so either path
 resumes the other's interrupted run), case ids, scores, stored documents, summary and
-report documents. A malformed row stops the run after the rows before it are stored and
-reported; the run is left INTERRUPTED, so once the row is fixed the same command
-resumes after the stored rows.
+report documents — and has the same life: a `RunSession` opens it (new or resumed),
+records each batch through its recorder and marks it COMPLETED, INTERRUPTED or ERROR;
+`StreamingRun` is only the executor that scores the row files batch by batch.
+
+A malformed row stops the run after the rows before it are stored and reported; the
+run is left INTERRUPTED, so once the row is fixed the same command resumes after the
+stored rows.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import RawBatch, RowFile
 from assay.model.results import CaseResult, Status
+from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
@@ -112,9 +117,23 @@ class StreamingRun:
     #: config under "environment", outside its identity (as `RunSession.environment`)
     environment: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        # The run's life — plan, resume, record, finish, interruption — is RunSession's,
+        # as for every other run; this class is its executor for row files.
+        self._session = RunSession(
+            (),
+            self.metrics,
+            store=self.store,
+            identity=RunIdentity(**self.identity),
+            fresh=self.fresh,
+            name=self.name,
+            environment=self.environment,
+        )
+
     def run(self) -> StreamOutcome:
         total = sum(f.count_rows() for f in self.files)
-        run_id, skip, previous = self._open(total)
+        skip, previous = self._open(total)
+        run_id = self._session.run_id
         tally = Tally((m.name for m in self.metrics), self.case_score_metrics)
         failing: list[CaseResult] = []
         # A small run keeps its cases, so it is shown as a loaded one is (a case table).
@@ -148,7 +167,7 @@ class StreamingRun:
         try:
             for output in self._outputs(spec, total):
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
-                    self._write(output, run_id, tally, json_writer, spool, failing, seen)
+                    self._write(output, tally, json_writer, spool, failing, seen)
                     if junit is not None:
                         set_id = Path(output.file).stem
                         for testcase in output.junit:
@@ -164,10 +183,7 @@ class StreamingRun:
         except KeyboardInterrupt:
             outcome.interrupted = True
         except BaseException as exc:
-            if self.store is not None and run_id is not None:
-                self.store.finish_run(
-                    run_id, summary=None, status="ERROR", error=f"{type(exc).__name__}: {exc}"
-                )
+            self._session.mark_error(f"{type(exc).__name__}: {exc}")
             if json_writer is not None:
                 json_writer.discard()
             if spool is not None:
@@ -181,29 +197,21 @@ class StreamingRun:
             outcome.written.append(junit.finish())
         return outcome
 
-    # -- the run in the store -----------------------------------------------------------
+    # -- the run in the store: RunSession's lifecycle --------------------------------
 
-    def _open(self, total: int) -> tuple[str | None, set[tuple[str, str, int]], list[CaseResult]]:
-        if self.store is None:
-            return None, set(), []
-        from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
-
-        found = None if self.fresh else find_resumable(self.store, **self.identity)
-        if found is None:
-            started = dict(self.identity)
-            if self.environment:
-                started["config"] = {**started["config"], ENVIRONMENT_KEY: self.environment}
-            run_id = self.store.start_run(**started, runs=1, name=self.name)
-            self.store.set_total(run_id, total)
-            return run_id, set(), []
-        resumed = Resumption.load(self.store, found.id)
-        self.store.set_total(found.id, total)
-        if self.notify is not None:
+    def _open(self, total: int) -> tuple[set[tuple[str, str, int]], list[CaseResult]]:
+        """Open the session's run (resumed or new): what it completed before."""
+        self._session.open()
+        run_id = self._session.run_id
+        if self.store is None or run_id is None:
+            return set(), []
+        self.store.set_total(run_id, total)
+        if self._session.resumed and self.notify is not None:
             self.notify(
-                f"resuming run {found.id}: {len(resumed.skip)} of {total} case runs already"
-                " done (--fresh starts a new run)"
+                f"resuming run {run_id}: {self._session.done_before} of {total} case runs"
+                " already done (--fresh starts a new run)"
             )
-        return found.id, resumed.skip, resumed.previous
+        return self._session.skip, self._session.previous
 
     def _finish(
         self,
@@ -213,11 +221,10 @@ class StreamingRun:
     ) -> None:
         from assay.report.json_stream import write_csv_from
 
-        if self.store is not None and outcome.run_id is not None:
-            if outcome.interrupted:
-                self.store.finish_run(outcome.run_id, summary=None, status="INTERRUPTED")
-            else:
-                self.store.finish_run(outcome.run_id, summary=outcome.summary, status="COMPLETED")
+        if outcome.interrupted:
+            self._session.mark_interrupted()
+        else:
+            self._session.mark_completed(outcome.summary)
         if json_writer is not None:
             outcome.written.append(json_writer.finish(outcome.summary))
         if spool is not None and self.csv_path is not None:
@@ -284,7 +291,6 @@ class StreamingRun:
     def _write(
         self,
         output: BatchOutput,
-        run_id: str | None,
         tally: Tally,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
@@ -301,10 +307,9 @@ class StreamingRun:
                     expected="case ids unique within an eval set",
                 )
             seen.add(key)
-        if self.store is not None and run_id is not None and output.encoded:
-            # Durable before the next batch is taken: a kill re-scores only the batches
-            # in flight.
-            self.store.add_encoded(run_id, output.encoded)
+        # Durable before the next batch is taken: a kill re-scores only the batches in
+        # flight.
+        self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
             for encoded in output.cases_json:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import StoreError
 from assay.model.results import CaseResult, EvalResult
 from assay.store.schema import RunStatus
 from assay.store.store import Store
+
+if TYPE_CHECKING:
+    from assay.store._bulk import EncodedCase
 
 # How often the writer thread looks at the clock when nothing wakes it.
 _TICK_S = 0.25
@@ -111,7 +115,18 @@ class StoreRecorder:
             self.flush()
 
     def on_finish(self, result: EvalResult) -> None:
-        self._finish(RunStatus.COMPLETED, summary=result.summary)
+        self.mark_completed(result.summary)
+
+    def mark_completed(self, summary: dict[str, Any]) -> None:
+        """Write what is buffered and mark the run COMPLETED with `summary`."""
+        self._finish(RunStatus.COMPLETED, summary=summary)
+
+    def add_encoded(self, encoded: Sequence[EncodedCase]) -> None:
+        """Store results already encoded (by a streamed run's worker) now, after
+        anything buffered: durable when this returns."""
+        self.flush()
+        with self._write_lock:
+            self._store.add_encoded(self._run_id, encoded)
 
     def mark_interrupted(self) -> None:
         """Write what is buffered and mark the run INTERRUPTED (it can be resumed)."""
