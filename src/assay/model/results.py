@@ -18,6 +18,10 @@ from assay.model.error_types import ErrorType, ExecutionState
 _R = TypeVar("_R", bound="EvalResult")
 
 
+# Read for every metric of every case a report writes: one lookup, no dict per call.
+_ADK_CODES = {"PASSED": 1, "FAILED": 2, "NOT_EVALUATED": 3}
+
+
 class Status(StrEnum):
     PASSED = "PASSED"
     FAILED = "FAILED"
@@ -26,7 +30,7 @@ class Status(StrEnum):
     @property
     def adk_code(self) -> int:
         """ADK's `EvalStatus` integer (1 passed, 2 failed, 3 not evaluated)."""
-        return {"PASSED": 1, "FAILED": 2, "NOT_EVALUATED": 3}[self.value]
+        return _ADK_CODES[self._value_]
 
 
 def status_for(score: float | None, threshold: float | None) -> Status:

@@ -98,24 +98,28 @@ def _metric_entry(
 ) -> dict[str, Any]:
     value = score.value
     code = _ADK_INFORMATIONAL if informational else status_for(value, threshold).adk_code
-    return {
+    entry = {
         "metric_name": name,
         "threshold": threshold,
         "score": _finite(value),
         "eval_status": code,
-        **_rubric_details(score.details),
     }
+    if score.details:  # this runs for every metric of every turn: no call when empty
+        entry.update(_rubric_details(score.details))
+    return entry
 
 
 def _overall_entry(metric: MetricResult) -> dict[str, Any]:
     code = metric.status.adk_code if metric.status is not None else _ADK_INFORMATIONAL
-    return {
+    entry = {
         "metric_name": metric.name,
         "threshold": metric.threshold,
         "score": _finite(metric.score),
         "eval_status": code,
-        **_rubric_details(metric.details),
     }
+    if metric.details:
+        entry.update(_rubric_details(metric.details))
+    return entry
 
 
 def _invocation_score(case: CaseResult, metric: MetricResult, index: int) -> Score | None:
