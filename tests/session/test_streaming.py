@@ -262,3 +262,21 @@ def test_the_streamed_run_lives_through_a_run_session(tmp_path: Path, monkeypatc
         (info,) = db.list_runs()
         assert info.status == "ERROR" and "disk full" in (info.error or "")
         assert len(db.case_results(info.id)) == 1_000
+
+
+def test_html_of_a_streamed_run_is_built_from_the_store(tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "rows.jsonl", _rows(1_200))
+    store = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    page = tmp_path / "run.html"
+    args = ["eval", str(data), "--config", str(_config(tmp_path)), "--store", store]
+    result = runner.invoke(app, [*args, "--html", str(page), "--workers", "1"])
+    assert result.exit_code == 1, result.output
+    assert "not streamed" not in result.stderr and f"wrote {page}" in result.stderr
+    with Store.open(store) as db:
+        (info,) = db.list_runs()
+    # The page `assay report RUN --html` writes of the same stored run.
+    again = tmp_path / "again.html"
+    report = runner.invoke(app, ["report", info.id, "--html", str(again), "--store", store])
+    assert report.exit_code == 0, report.output
+    assert page.read_bytes() == again.read_bytes()
+    assert b"case-1199" in page.read_bytes()

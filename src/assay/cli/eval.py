@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from assay.model.core import EvalSet
     from assay.session.sinks import FinishedRun, RunSink
     from assay.simulation import SimulatorOptions
+    from assay.store import Store
 
 
 def eval_command(
@@ -552,8 +553,8 @@ class _StoredLine:
 
 def _loading_reason(req: _Request) -> str | None:
     """Why recorded row files are loaded whole instead of streamed; None: they can be."""
-    if req.html is not None:
-        return "--html builds one page from every case"
+    if req.html is not None and req.store_url is None:
+        return "--html without a store builds its page from every case in memory"
     if req.sinks is not None and req.sinks.mlflow_uri is not None:
         return "--mlflow logs one results table of every case"
     if req.selection.active:
@@ -654,6 +655,9 @@ def _run_streamed(
             notify=lambda line: err.print(Text(line, style="yellow")),
             environment=run_environment(),
         ).run()
+        if req.html is not None and db is not None and outcome.run_id is not None:
+            # The page embeds every case: built from the store once the run is over.
+            outcome.written.append(_html_from_store(db, outcome.run_id, req.html))
     finally:
         if progress is not None:
             progress.close()
@@ -712,6 +716,15 @@ def _run_streamed(
         )
         return report_gates(failures, err)
     return 0 if done and outcome.tally.statuses[Status.PASSED] == done else 1
+
+
+def _html_from_store(db: Store, run_id: str, path: Path) -> Path:
+    """The HTML report of a stored run, as `assay report RUN --html` writes it."""
+    from assay.report.html import write_html
+    from assay.store.reading import load_run
+
+    info, result = load_run(db, run_id)
+    return write_html(result, path, run=info)
 
 
 def _progress_for(req: _Request, err: Console) -> Any:
