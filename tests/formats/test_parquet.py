@@ -167,3 +167,14 @@ def test_a_file_that_is_not_parquet_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "not a readable Parquet file" in lines[0], result.stderr
+
+
+def test_a_folder_includes_its_parquet_row_files(tmp_path: Path) -> None:
+    folder = tmp_path / "evals"
+    _parquet(folder / "rows.parquet", _as_text(_rows(40)))
+    _parquet(folder / "other.parquet", [{"unrelated": 1, "columns": "x"}])
+    from assay.formats.folders import expand_inputs
+
+    with pytest.warns(UserWarning, match="other.parquet"):
+        found = expand_inputs([folder])
+    assert found == [folder / "rows.parquet"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from assay.errors import AssayError, InputError, UnknownFormatError, warn
 
 _BY_NAME = (".evalset.json", ".test.json")
-_DATA_SUFFIXES = frozenset({".json", ".jsonl", ".yaml", ".yml", ".csv"})
+_DATA_SUFFIXES = frozenset({".json", ".jsonl", ".yaml", ".yml", ".csv", ".parquet", ".pq"})
 _CONFIG_NAMES = frozenset({"test_config.json", "eval_config.json"})
 
 
@@ -64,9 +64,12 @@ def _is_eval_file(path: Path) -> bool:
     """Whether `path`'s content is detected as an eval set (configs are not)."""
     from assay.formats import detect_format
     from assay.formats._common import read_structured
+    from assay.formats.parquet import head_rows, is_parquet
 
     try:
-        found = detect_format(read_structured(path), path)
+        # A Parquet file can be millions of rows: its first rows tell the format.
+        data = head_rows(path) if is_parquet(path) else read_structured(path)
+        found = detect_format(data, path)
     except UnknownFormatError:
         warn(f"{path}: left out of the folder's eval files (not a format assay reads)")
         return False

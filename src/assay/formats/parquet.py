@@ -81,6 +81,16 @@ def iter_rows(path: Path, batch_rows: int = READ_ROWS) -> Iterator[tuple[int, di
         ) from None
 
 
+def head_rows(path: Path, count: int = 20) -> list[dict[str, Any]]:
+    """The first `count` rows (enough to tell the format)."""
+    rows = []
+    for _, cells in iter_rows(path, batch_rows=count):
+        rows.append(cells)
+        if len(rows) >= count:
+            break
+    return rows
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Every row of the file (for formats loaded whole)."""
     return [cells for _, cells in iter_rows(path)]
