@@ -122,7 +122,7 @@ def serve_command(
         if rate_burst is not None and (rate_limit is None or rate_burst < 1):
             raise ConfigError("--rate-burst needs --rate-limit, and must be at least 1")
         if judge_model is not None:
-            from assay.judges.resolve import parse_model
+            from assay.models.resolve import parse_model
 
             parse_model(judge_model)  # a mistyped model is a usage error at start
         if not 1 <= workers <= MAX_WORKERS:
