@@ -11,7 +11,31 @@ their cache), so the pipeline never knows where a case ran.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from assay.engine.executors.base import Done, Executor, StagedWork, Work
 from assay.engine.executors.local import LocalExecutor
+from assay.errors import ConfigError
 
-__all__ = ["Done", "Executor", "LocalExecutor", "StagedWork", "Work"]
+EXECUTORS = ("local", "ray")
+"""The names `--executor` and `evaluate(executor=...)` take."""
+
+__all__ = ["EXECUTORS", "Done", "Executor", "LocalExecutor", "StagedWork", "Work", "named"]
+
+
+def named(
+    name: str, *, ray_address: str | None = None, ray_runtime_env: Mapping[str, Any] | None = None
+) -> Executor:
+    """The executor called `name` (one of `EXECUTORS`); ConfigError for any other name,
+    or a Ray setting given to another executor, or Ray not installed."""
+    key = name.strip().lower()
+    if key not in EXECUTORS:
+        raise ConfigError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")
+    if key == "ray":
+        from assay.engine.executors.ray import RayExecutor
+
+        return RayExecutor(ray_address, runtime_env=ray_runtime_env)
+    if ray_address is not None or ray_runtime_env is not None:
+        raise ConfigError("--ray-address is for --executor ray; add --executor ray")
+    return LocalExecutor()
