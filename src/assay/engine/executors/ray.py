@@ -148,18 +148,31 @@ class RayExecutor:
         # CLI's turns SIGTERM into an interrupt, so the run is marked INTERRUPTED).
         main = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGTERM) if main else None
+        # No address and no RAY_ADDRESS: "local", a new cluster for this run, never one
+        # that happens to run on this machine (plain ray.init() would join that one;
+        # `--ray-address auto` asks for it).
+        address = self.address
+        if address is None and "RAY_ADDRESS" not in os.environ:
+            address = "local"
         try:
             ray.init(
-                address=self.address,
+                address=address,
                 runtime_env=self.runtime_env,
                 include_dashboard=False,
                 configure_logging=False,
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = self.address or "RAY_ADDRESS / a local cluster"
+            where = self.address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+            hint = "start one with `ray start --head` and give the address it prints"
+            if "RAY_AUTH_MODE" not in os.environ:
+                # Ray's clusters check a token by default, and a driver that joins one
+                # sends it only when told to.
+                hint += (
+                    "; if the cluster uses token authentication (Ray's default), set"
+                    " RAY_AUTH_MODE=token (the token is ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+                )
             raise ConfigError(
-                f"--ray-address {where}: cannot join the Ray cluster ({_reason(exc)});"
-                " start one with `ray start --head` and give the address it prints"
+                f"{label} {where}: cannot join the Ray cluster ({_reason(exc)}); {hint}"
             ) from None
         finally:
             if previous is not None:
