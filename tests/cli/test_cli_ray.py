@@ -32,7 +32,7 @@ ROWS = "examples/recorded/home_rows.jsonl"
 
 @pytest.fixture(scope="module")
 def address() -> Iterator[str]:
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
     try:
         yield str(ray.get_runtime_context().gcs_address)
     finally:
@@ -82,6 +82,7 @@ def _calls(tmp_path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").split() if path.exists() else []
 
 
+@pytest.mark.slow  # two `assay eval` processes joining the cluster: 15-20 s each under load
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_stopped_ray_run_is_interrupted_and_resumes(
     tmp_path: Path, address: str, signum: signal.Signals
