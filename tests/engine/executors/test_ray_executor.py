@@ -24,6 +24,7 @@ from assay.model.error_types import ErrorType
 from assay.simulation import SimulatorOptions
 from assay.store import Store
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+from assay.testing.standin_schema import instance_of
 
 ray = pytest.importorskip("ray")
 
@@ -55,6 +56,10 @@ def _stable(value: Any) -> Any:
     return value
 
 
+def _untimed(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in _stable(summary).items() if not k.startswith("judge/")}
+
+
 def _stored(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The newest run's summary and case documents, in case order."""
     with Store.open(url) as store:
@@ -78,7 +83,9 @@ def _both(tmp_path: Path, **kwargs: Any) -> tuple[Any, Any]:
     assert len(ray_docs) == len(local_docs) > 0
     for mine, theirs in zip(ray_docs, local_docs, strict=True):
         assert mine == theirs, mine["case_id"]
-    assert _stable(ray_summary) == _stable(local_summary)
+    # Judge counters depend on timing (two identical prompts in flight at once are two
+    # calls, one after the other a cache hit); test_judged_metric_... counts them.
+    assert _untimed(ray_summary) == _untimed(local_summary)
     assert [c.metrics for c in sorted(on_ray.cases, key=lambda c: (c.case_id, c.run_index))] == [
         c.metrics for c in sorted(local.cases, key=lambda c: (c.case_id, c.run_index))
     ]
@@ -189,9 +196,10 @@ def test_the_agent_runs_in_ray_workers() -> None:
 
 def _user_and_judge(request: StandinRequest) -> str:
     """Stateless (conversations run at once in several processes): the user asks once,
-    then stops when the agent answered; judge prompts get a passing verdict."""
+    then stops when the agent answered; judges get the first instance of their schema."""
     if "You play a human user" not in request.messages[0]["content"]:
-        return json.dumps({"explanation": "fine", "score": 1, "rating": "yes"})
+        assert request.json_schema is not None
+        return json.dumps(instance_of(request.json_schema))
     answered = "events@bellanotte.com" in request.messages[-1]["content"]
     return "</finished>" if answered else "Hi, a table for 12 people tonight please."
 
@@ -210,7 +218,9 @@ async def _maitre(prompt: str, tools: ToolHook) -> Turn:
     )
 
 
-def test_scenario_with_the_standin_user(tmp_path: Path) -> None:
+def test_scenario_with_the_standin_user_and_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from assay.agents import CallableAgent
 
     cases = [
@@ -218,22 +228,28 @@ def test_scenario_with_the_standin_user(tmp_path: Path) -> None:
         for i in range(2)
     ]
     with JudgeServer(_user_and_judge) as server:
+        # the judge runs on the driver (this process); the simulated user on the workers
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
         simulator = SimulatorOptions(
             model="openai:user-sim", base_url=server.openai_base_url, max_retries=0
         )
         _, on_ray = _both(
             tmp_path,
             dataset=EvalSet(id="bella", cases=cases),
-            metrics=build_metrics(names=["scenario_expectations"]),
+            metrics=build_metrics(names=["scenario_expectations", "task_completed"]),
             agent=CallableAgent(_maitre, name="maitre"),
             simulator=simulator,
             runs=2,
+            judge="openai:stand-in",
         )
-        # each conversation: the user's message, then the stop signal
-        assert len(server.requests) == 2 * 2 * 2 * 2 and not server.errors
+        users = [r for r in server.requests if "You play a human user" in r.messages[0]["content"]]
+        # each conversation: the user's message, then the stop signal; 4 per executor
+        assert len(users) == 2 * 2 * 2 * 2 and not server.errors
+        assert len(server.requests) > len(users)  # and the judge was asked
     assert len(on_ray.cases) == 4
     for case in on_ray.cases:
         assert case.error is None, case.error
+        assert case.metrics["task_completed"].score is not None, case.metrics
         assert case.conversation is not None and case.conversation["stopped_by"] == "stop_signal"
         assert case.invocations[0].actual is not None
         assert case.invocations[0].actual.tool_responses()[0].response == {"stored": 12}
