@@ -143,6 +143,15 @@ def test_ray_address_without_the_ray_executor_is_refused() -> None:
     assert "--ray-address is for --executor ray" in result.output
 
 
+def test_workers_are_for_the_local_executor() -> None:
+    result = runner.invoke(
+        app, ["eval", ROWS, "--executor", "ray", "--workers", "2", "--no-store", "-m", "rouge_1"]
+    )
+    assert result.exit_code == 2
+    assert "--workers sets the local processes" in result.output
+    assert "drop --workers" in result.output
+
+
 def test_a_dead_ray_address_fails_fast() -> None:
     import socket
 

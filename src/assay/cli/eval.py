@@ -234,6 +234,12 @@ def eval_command(
 
         # Checked first: an unknown executor or a missing ray extra is a usage error.
         executor_obj = named(executor, ray_address=ray_address)
+        if workers is not None and executor.strip().lower() != "local":
+            raise ConfigError(
+                "--workers sets the local processes that score recorded rows; with"
+                f" --executor {executor} the cluster's CPUs do that (--concurrency tasks"
+                " at once): drop --workers"
+            )
         judges = JudgeRunOptions(
             model=judge,
             concurrency=judge_concurrency,
