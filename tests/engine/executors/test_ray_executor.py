@@ -298,11 +298,17 @@ def test_judged_metric_goes_through_the_cache(
 # -- failures -----------------------------------------------------------------------------
 
 
+class _Fatal(BaseException):
+    """Not an Exception: the agent guard lets it through, so the Ray task itself raises."""
+
+
 def _crash_on_boom(prompt: str) -> str:
     if prompt == "boom":
         os._exit(3)  # the worker process dies mid-task
     if prompt == "raise":
         raise ValueError("the agent broke")
+    if prompt == "fatal":
+        raise _Fatal("out of cards")
     return prompt.upper()
 
 
@@ -313,6 +319,7 @@ def test_a_dead_task_fails_its_case_not_the_run(tmp_path: Path) -> None:
         {"id": "fine", "prompt": "fine", "reference": "FINE"},
         {"id": "boom", "prompt": "boom", "reference": "BOOM"},
         {"id": "raise", "prompt": "raise", "reference": "RAISE"},
+        {"id": "fatal", "prompt": "fatal", "reference": "FATAL"},
         {"id": "also_fine", "prompt": "also fine", "reference": "ALSO FINE"},
     ]
     url = f"sqlite:///{tmp_path / 'ray.db'}"
@@ -330,6 +337,10 @@ def test_a_dead_task_fails_its_case_not_the_run(tmp_path: Path) -> None:
     assert dead.failure and dead.error_type == ErrorType.RUNTIME_FAILURE
     assert dead.error is not None and dead.error.startswith("the case run's task failed: ")
     assert "Worker" in dead.error or "died" in dead.error, dead.error
+    # a task that raises fails its own case, with what it raised
+    fatal = by_id["fatal"]
+    assert fatal.error == "the case run's task failed: _Fatal: out of cards", fatal.error
+    assert fatal.failure and fatal.status.value != "PASSED"
     # an agent exception is reported as a local run reports it
     assert by_id["raise"].error == "agent raised ValueError: the agent broke"
     with Store.open(url) as store:
