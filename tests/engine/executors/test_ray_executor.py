@@ -28,6 +28,8 @@ from assay.testing.standin_schema import instance_of
 
 ray = pytest.importorskip("ray")
 
+REPO = Path(__file__).resolve().parents[3]
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Ray's local cluster")
 
 
@@ -48,9 +50,14 @@ def cluster() -> Iterator[None]:
 
 def _stable(value: Any) -> Any:
     """A stored document without what legitimately differs between two runs: timings
-    (`latency_s`, the summary's `latency_in_seconds/mean`, ...)."""
+    (`latency_s`, the summary's `latency_in_seconds/mean`, ...) and the tool call ids
+    ADK draws at random for each call (`adk-<uuid4>`)."""
     if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if "latency" not in k}
+        return {
+            k: "adk-<random>" if k == "id" and str(v).startswith("adk-") else _stable(v)
+            for k, v in value.items()
+            if "latency" not in k
+        }
     if isinstance(value, list):
         return [_stable(v) for v in value]
     return value
@@ -71,13 +78,13 @@ def _stored(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return summary, [_stable(d) for d in docs]
 
 
-def _both(tmp_path: Path, **kwargs: Any) -> tuple[Any, Any]:
+def _both(tmp_path: Path, executor: Any = "ray", **kwargs: Any) -> tuple[Any, Any]:
     """The same evaluation with the local and the Ray executor, each in its own store;
     asserts the stored documents and summaries are the same and returns both results."""
     local_url = f"sqlite:///{tmp_path / 'local.db'}"
     ray_url = f"sqlite:///{tmp_path / 'ray.db'}"
     local = evaluate(**kwargs, store=local_url)
-    on_ray = evaluate(**kwargs, store=ray_url, executor="ray")
+    on_ray = evaluate(**kwargs, store=ray_url, executor=executor)
     local_summary, local_docs = _stored(local_url)
     ray_summary, ray_docs = _stored(ray_url)
     assert len(ray_docs) == len(local_docs) > 0
@@ -163,6 +170,28 @@ def test_python_callable_agent(tmp_path: Path) -> None:
     failed = next(c for c in on_ray.cases if c.case_id == "q3")
     assert failed.metrics["response_match_score"].score is not None
     assert failed.metrics["trajectory_exact_match"].score == 1.0
+
+
+def test_adk_agent_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A real google-adk agent loaded from its folder (which the loader put on this
+    process's path) runs on the workers; its offline stand-in model is chosen by an
+    environment variable the workers get through the executor's runtime_env."""
+    pytest.importorskip("google.adk")
+    from assay.engine.executors.ray import RayExecutor
+
+    env = {"ASSAY_EXAMPLE_MODEL": "scripted-weather"}
+    monkeypatch.setenv("ASSAY_EXAMPLE_MODEL", "scripted-weather")
+    _, on_ray = _both(
+        tmp_path,
+        executor=RayExecutor(runtime_env={"env_vars": env}),
+        dataset=str(REPO / "examples/adk_weather/weather.evalset.json"),
+        agent=str(REPO / "examples/adk_weather"),
+        metrics=["tool_trajectory_avg_score", "response_match_score"],
+    )
+    assert len(on_ray.cases) == 4
+    assert all(c.status.value == "PASSED" and c.error is None for c in on_ray.cases), [
+        (c.case_id, c.error) for c in on_ray.cases
+    ]
 
 
 def test_the_agent_runs_in_ray_workers() -> None:

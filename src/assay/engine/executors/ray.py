@@ -22,6 +22,7 @@ import importlib.util
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -68,8 +69,20 @@ def _check_reachable(address: str | None, label: str) -> None:
         ) from None
 
 
-def _run_batch(remote: Callable[[Sequence[Any]], Awaitable[list[Any]]], jobs: list[Any]) -> Any:
-    """The Ray task: one batch of jobs on the worker's own event loop."""
+def _run_batch(payload: bytes, paths: list[str], jobs: list[Any]) -> Any:
+    """The Ray task: one batch of jobs on the worker's own event loop.
+
+    The work arrives pickled, and is unpickled only after the driver's import paths that
+    exist here were added (appended: never shadowing the worker's own packages), so an
+    agent the driver imported from a folder it put on `sys.path` (an ADK agent folder,
+    `module:attr` run from a project folder) imports here too.
+    """
+    from ray import cloudpickle
+
+    for path in paths:
+        if path not in sys.path and os.path.isdir(path):
+            sys.path.append(path)
+    remote: Callable[[Sequence[Any]], Awaitable[list[Any]]] = cloudpickle.loads(payload)
 
     async def main() -> list[Any]:
         return await remote(jobs)
@@ -136,11 +149,12 @@ class RayExecutor:
         self.max_retries = max_retries
 
     @contextmanager
-    def _cluster(self) -> Iterator[None]:
+    def _cluster(self) -> Iterator[bool]:
+        """The cluster to run on; yields True when it is one the caller joined before."""
         import ray
 
         if ray.is_initialized():
-            yield
+            yield True
             return
         label = "--ray-address" if self.address else "RAY_ADDRESS"
         _check_reachable(self.address or os.environ.get("RAY_ADDRESS"), label)
@@ -178,7 +192,7 @@ class RayExecutor:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
         try:
-            yield
+            yield False
         finally:
             ray.shutdown()
 
@@ -197,8 +211,8 @@ class RayExecutor:
             if isinstance(work, StagedWork)
             else StagedWork(remote=_Whole(work), finish=_as_is, failed=_raise_lost)
         )
-        with self._cluster():
-            await self._run_staged(jobs, staged, done, workers)
+        with self._cluster() as joined:
+            await self._run_staged(jobs, staged, done, workers, joined=joined)
 
     async def _run_staged(
         self,
@@ -206,18 +220,27 @@ class RayExecutor:
         staged: StagedWork[JobT, MidT, ResultT],
         done: Callable[[int, ResultT], None],
         workers: int,
+        *,
+        joined: bool,
     ) -> None:
         import ray
+        from ray import cloudpickle
 
         try:
-            # Once into the object store: every task reads the same copy.
-            remote_ref = ray.put(staged.remote)
+            payload: bytes = cloudpickle.dumps(staged.remote)  # type: ignore[no-untyped-call]
         except Exception as exc:  # cloudpickle raises whatever the object's reducer raises
             raise ConfigError(
                 f"the run cannot be sent to Ray workers: {_reason(exc)} (the agent and the"
                 " metrics must pickle; give the agent as module:attribute)"
             ) from None
-        task = ray.remote(_run_batch).options(num_cpus=self.num_cpus, max_retries=self.max_retries)
+        # Once into the object store: every task reads the same copy.
+        payload_ref = ray.put(payload)
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
+        options: dict[str, Any] = {"num_cpus": self.num_cpus, "max_retries": self.max_retries}
+        if joined and self.runtime_env is not None:
+            # A cluster the caller joined has its own job runtime_env: add ours per task.
+            options["runtime_env"] = self.runtime_env
+        task = ray.remote(_run_batch).options(**options)
         size = max(1, staged.batch)
         batches = iter(
             (start, list(jobs[start : start + size])) for start in range(0, len(jobs), size)
@@ -225,7 +248,7 @@ class RayExecutor:
 
         async def slot() -> None:
             for start, batch in batches:
-                ref: ObjectRef[Any] = task.remote(remote_ref, batch)
+                ref: ObjectRef[Any] = task.remote(payload_ref, paths, batch)
                 try:
                     mids: list[MidT] = await ref
                 except asyncio.CancelledError:
