@@ -399,6 +399,20 @@ def test_an_agent_that_does_not_pickle_is_a_clear_error() -> None:
         )
 
 
+def test_cached_user_replies_are_for_the_local_executor() -> None:
+    from assay.errors import ConfigError
+
+    simulator = SimulatorOptions(model="openai:user-sim", cache_replies=True)
+    with pytest.raises(ConfigError, match="drop --cache-user-replies"):
+        evaluate(
+            EvalSet(id="s", cases=[EvalCase(id="c", scenario=Scenario(task="Book."))]),
+            metrics=["scenario_expectations"],
+            agent=lambda prompt: "ok",
+            simulator=simulator,
+            executor="ray",
+        )
+
+
 def test_evaluate_refuses_an_unknown_executor() -> None:
     from assay.errors import ConfigError
 
