@@ -49,6 +49,7 @@ CASES = [
     ("ces", "google.cloud.ces_v1beta", ["serve", "--no-auth", "--port", "0", "--grpc-port", "0"]),
     ("mlflow", "mlflow", ["eval", ROWS, "--no-store", "--mlflow", "file:./mlruns-never"]),
     ("postgres", "psycopg", ["eval", ROWS, "--store", "postgresql://u@127.0.0.1:9/none"]),
+    ("ray", "ray", ["eval", ROWS, "--no-store", "--executor", "ray"]),
 ]  # fmt: skip
 
 

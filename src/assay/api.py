@@ -24,6 +24,7 @@ from assay.api_inputs import (
     simulator_options,
 )
 from assay.engine import RunObserver, RunOptions
+from assay.engine.executors import Executor, named
 from assay.engine.judging import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.formats._common import gc_paused
@@ -90,8 +91,12 @@ async def aevaluate(
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
+    executor: str | Executor = "local",
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Async `evaluate` for code that already runs an event loop and wants to await."""
+    # A mistyped executor or a missing ray extra fails before the data is read.
+    runner = executor if not isinstance(executor, str) else named(executor, ray_address=ray_address)
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
     cfg = resolve_config(config, dataset)
     metric_objects = resolve_metrics(metrics, cfg, evalsets)
@@ -127,6 +132,7 @@ async def aevaluate(
         environment=_environment() if opened is not None else None,
         observers=observers,
         sinks=sinks,
+        executor=runner,
     )
     try:
         return await session.arun()
@@ -216,6 +222,8 @@ def evaluate(
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
+    executor: str | Executor = "local",
+    ray_address: str | None = None,
 ) -> EvalResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
@@ -256,6 +264,12 @@ def evaluate(
       folder of the module defining the agent as `root_agent`; or pass the agent
       folder, `adk_history="path/to/agent"`). `assay eval` does that by default; from
       Python it is asked for.
+    - `executor`: where the case runs execute: "local" (this process, default) or
+      "ray" (a Ray cluster: `ray_address`, else `RAY_ADDRESS`, else the cluster this
+      process already joined with `ray.init`, else a local one for this run; needs
+      `assay[ray]`, see docs/scale.md), or an `Executor` such as
+      `RayExecutor(address, runtime_env={...})`. Results and the store's content are
+      the same whichever runs them.
 
     Works inside a running event loop (Jupyter) too, where the result shows itself as
     a table (`_repr_html_`).
@@ -290,6 +304,8 @@ def evaluate(
                 mlflow=mlflow,
                 mlflow_experiment=mlflow_experiment,
                 adk_history=adk_history,
+                executor=executor,
+                ray_address=ray_address,
             )
         )
     return EvalTaskResult.from_result(result)

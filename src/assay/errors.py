@@ -177,6 +177,7 @@ OPTIONAL_IMPORTS: dict[str, tuple[str, str]] = {
     "pandas": ("pandas", "pandas"),
     "psycopg": ("psycopg[binary]", "postgres"),
     "pyarrow": ("pyarrow", "parquet"),
+    "ray": ("ray", "ray"),
 }
 
 

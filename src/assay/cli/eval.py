@@ -52,6 +52,7 @@ from assay.model.results import Status
 if TYPE_CHECKING:
     from assay.config import EvalConfig
     from assay.engine import RunOptions
+    from assay.engine.executors import Executor
     from assay.engine.judging import JudgeRunOptions
     from assay.formats.stream import RowFile
     from assay.interop.sinks import SinkOptions
@@ -96,6 +97,22 @@ def eval_command(
             "--workers",
             min=1,
             help="Processes scoring recorded rows (default: every core from 10,000 rows).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="Where case runs execute: local (this process) or ray (a Ray cluster;"
+            " needs assay[ray], see docs/scale.md).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="Ray cluster to join with --executor ray (default: RAY_ADDRESS, else a"
+            " local cluster for this run).",
         ),
     ] = None,
     timeout: Annotated[
@@ -209,12 +226,21 @@ def eval_command(
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
     with user_errors():
         from assay.engine import RunOptions
+        from assay.engine.executors import named
         from assay.engine.judging import JudgeRunOptions
         from assay.interop.sinks import SinkOptions, check_sinks
 
         # Checked here, so a mistyped flag is a usage error before any work starts.
         from assay.judges.stats import JudgeStats
 
+        # Checked first: an unknown executor or a missing ray extra is a usage error.
+        executor_obj = named(executor, ray_address=ray_address)
+        if workers is not None and executor.strip().lower() != "local":
+            raise ConfigError(
+                "--workers sets the local processes that score recorded rows; with"
+                f" --executor {executor} the cluster's CPUs do that (--concurrency tasks"
+                " at once): drop --workers"
+            )
         judges = JudgeRunOptions(
             model=judge,
             concurrency=judge_concurrency,
@@ -267,6 +293,7 @@ def eval_command(
             min_means=parse_min_means(min_mean),
             html=html,
             workers=workers,
+            executor=executor_obj,
         )
         check_sinks(
             request.sinks or SinkOptions()
@@ -300,6 +327,7 @@ class _Request:
     html: Path | None = None
     prices_file: str | None = None
     workers: int | None = None
+    executor: Executor | None = None  # None: the local one
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -428,6 +456,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         name=req.name,
         fresh=req.fresh,
         environment=run_environment(),
+        executor=req.executor,
         observers=observers,
         sinks=_sinks(req, evalsets, config_doc, agent_obj, out=out, junit=junit, csv_path=csv_path),
         say=lambda line: err.print(Text(line, style="dim")),
@@ -570,9 +599,15 @@ def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
     streamed run writes (store, `--out`, `--csv`, `--junit`); else None (the data is
     loaded whole, and when only an option stood in the way, one line says which).
     """
+    from assay.engine.executors import LocalExecutor
     from assay.formats.stream import row_file
 
-    if req.agent is not None or (req.config is None and not req.metric_flags):
+    if (
+        req.agent is not None
+        # another executor scores the rows in batches where it runs (a Ray cluster)
+        or not isinstance(req.executor or LocalExecutor(), LocalExecutor)
+        or (req.config is None and not req.metric_flags)
+    ):
         return None
     reason = _loading_reason(req)
     files = [row_file(p, req.from_format) for p in req.data]

@@ -17,34 +17,40 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from assay.agents.base import Agent, app_details_of
-from assay.agents.tools import ToolBehavior
 from assay.engine.aggregate import build_result
-from assay.engine.executors import Executor, LocalExecutor
-from assay.engine.infer import Inference, with_app_details
+from assay.engine.case_run import (
+    CaseJob,
+    CaseRunContext,
+    Inferred,
+    RemoteCaseRuns,
+    evaluate_case_run,
+    finish,
+    lost_case_run,
+    nothing_recorded,
+    simulated,
+)
+from assay.engine.executors import Executor, LocalExecutor, StagedWork
 from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges, run_registry
-from assay.engine.replay import RunMethod, replay
-from assay.engine.scenario_run import NO_AGENT, run_scenario, simulates, user_simulator
+from assay.engine.options import RunOptions
+from assay.engine.replay import RunMethod
+from assay.engine.scenario_run import simulates, user_simulator
 from assay.engine.scoring import (
     NO_RESPONSE_REASON,
     finish_case,
     no_score_results,
     score_case,
-    score_turns,
 )
-from assay.errors import ConfigError, InputError
+from assay.errors import InputError
 from assay.metrics.base import Metric
 from assay.model.core import EvalCase, EvalSet
-from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult
 from assay.models.registry import ModelRegistry, registry_in_context
 
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
-    from assay.simulation import SimulatorOptions, UserSimulator
 
 SCENARIO_RUNS = 5
 """CES's default run count of a scenario evaluation (goldens run once)."""
@@ -63,60 +69,17 @@ __all__ = [
 ]
 
 
-@dataclass
-class RunOptions:
-    """How to run the cases.
-
-    - `runs`: runs of every case; None: CES defaults (1 per golden or recorded case,
-      `SCENARIO_RUNS` per simulated scenario);
-    - `concurrency`: case runs at once; `timeout_s`: per case run with an agent;
-    - `tool_behavior`: REAL / FAKE / MIXED tool calls (`assay.agents.tools`);
-    - `run_method`: golden replay STABLE (fresh session per turn) or NAIVE; None: each
-      case's default (`replay.default_method`: STABLE for CES goldens, else NAIVE);
-    - `simulator`: the simulated user of scenario cases (None: they are NOT_SUPPORTED).
-    """
-
-    runs: int | None = None
-    concurrency: int = 4
-    timeout_s: float | None = 300.0
-    tool_behavior: ToolBehavior = ToolBehavior.REAL
-    run_method: RunMethod | None = None
-    simulator: SimulatorOptions | None = None
-
-    def __post_init__(self) -> None:
-        if self.runs is not None and self.runs < 1:
-            raise ConfigError(f"runs must be at least 1, got {self.runs}")
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.timeout_s is not None and self.timeout_s <= 0:
-            raise ConfigError(f"timeout must be positive, got {self.timeout_s}")
-        self.tool_behavior = ToolBehavior.parse(self.tool_behavior)
-        if self.run_method is not None:
-            self.run_method = RunMethod.parse(self.run_method)
-
-
 class RunObserver(Protocol):
     def on_start(self, total: int) -> None: ...
     def on_case_done(self, result: CaseResult) -> None: ...
     def on_finish(self, result: EvalResult) -> None: ...
 
 
-@dataclass(slots=True)
-class _Job:
-    evalset_id: str
-    case: EvalCase
-    run_index: int
-
-
-def _simulated(case: EvalCase, agent_given: bool) -> bool:
-    return agent_given and case.scenario is not None and case.reference is None
-
-
 def runs_for(case: EvalCase, options: RunOptions, *, agent_given: bool) -> int:
     """How many times `case` runs: `options.runs`, else the CES default for its kind."""
     if options.runs is not None:
         return options.runs
-    if _simulated(case, agent_given) and simulates(options.simulator):
+    if simulated(case, agent_given) and simulates(options.simulator):
         return SCENARIO_RUNS
     return 1
 
@@ -126,7 +89,7 @@ def _jobs(
     options: RunOptions,
     agent_given: bool,
     skip: set[tuple[str, str, int]],
-) -> Iterator[_Job]:
+) -> Iterator[CaseJob]:
     counts = {
         (e.id, c.id): runs_for(c, options, agent_given=agent_given)
         for e in evalsets
@@ -139,7 +102,7 @@ def _jobs(
                 if run_index < counts[(evalset.id, case.id)] and (
                     (evalset.id, case.id, run_index) not in skip
                 ):
-                    yield _Job(evalset.id, case, run_index)
+                    yield CaseJob(evalset.id, case, run_index)
 
 
 def count_case_runs(evalsets: Sequence[EvalSet], options: RunOptions, *, agent_given: bool) -> int:
@@ -147,72 +110,7 @@ def count_case_runs(evalsets: Sequence[EvalSet], options: RunOptions, *, agent_g
     return sum(runs_for(c, options, agent_given=agent_given) for e in evalsets for c in e.cases)
 
 
-@dataclass(slots=True)
-class _Context:
-    """What every job of one run shares."""
-
-    metrics: Sequence[Metric]
-    agent: Agent | None
-    options: RunOptions
-    simulator: UserSimulator | None
-    app_details: dict[str, Any] | None
-
-
-async def _infer(job: _Job, ctx: _Context) -> Inference | None:
-    """The turns to score (None: score the recorded ones) or why there are none."""
-    case, agent, options = job.case, ctx.agent, ctx.options
-    if agent is not None and _simulated(case, True):
-        return await run_scenario(
-            agent,
-            case,
-            behavior=options.tool_behavior,
-            simulator=ctx.simulator,
-            timeout_s=options.timeout_s,
-        )
-    if agent is not None and case.user_turns():
-        return await replay(
-            agent,
-            case,
-            behavior=options.tool_behavior,
-            method=options.run_method,
-            timeout_s=options.timeout_s,
-        )
-    if case.actual is not None:
-        return None
-    if agent is not None:
-        return Inference(None, error="the case has no user inputs to send to the agent")
-    return _nothing_recorded(case)
-
-
-def _nothing_recorded(case: EvalCase) -> Inference:
-    if case.scenario is not None:
-        return Inference(None, error=NO_AGENT, error_type=ErrorType.NOT_SUPPORTED)
-    return Inference(None, error=NO_RESPONSE_REASON)
-
-
-async def _evaluate_job(job: _Job, ctx: _Context) -> CaseResult:
-    inference = await _infer(job, ctx)
-    case = job.case
-    turns = inference.turns if inference is not None else case.actual
-    if ctx.agent is not None:
-        case = with_app_details(case, ctx.app_details)
-    if not turns:
-        reason = (inference.error if inference else None) or NO_RESPONSE_REASON
-        results = no_score_results(ctx.metrics, reason)
-    else:
-        results = await score_turns(case, turns, ctx.metrics)
-    return finish_case(
-        case,
-        turns or [],
-        ctx.metrics,
-        results,
-        eval_set_id=job.evalset_id,
-        run_index=job.run_index,
-        inference=inference,
-    )
-
-
-def _score_recorded(job: _Job, metrics: Sequence[Metric]) -> CaseResult:
+def _score_recorded(job: CaseJob, metrics: Sequence[Metric]) -> CaseResult:
     return score_recorded(job.case, metrics, eval_set_id=job.evalset_id, run_index=job.run_index)
 
 
@@ -221,7 +119,7 @@ def score_recorded(
 ) -> CaseResult:
     """Score a case's recorded turns (no agent); a case without any says why."""
     if case.actual is None:
-        inference = _nothing_recorded(case)
+        inference = nothing_recorded(case)
         return finish_case(
             case,
             [],
@@ -277,7 +175,7 @@ async def arun(
     options = options or RunOptions()
     _check_unique_sets(evalsets)
     jobs = list(_jobs(evalsets, options, agent is not None, skip or set()))
-    needs_simulator = agent is not None and any(_simulated(j.case, True) for j in jobs)
+    needs_simulator = agent is not None and any(simulated(j.case, True) for j in jobs)
     # One registry of model pacing per run: the judges, the simulated user and the
     # agents (which find it in the context) share each endpoint's limiter and retries.
     registry = run_registry(judges, options.concurrency)
@@ -292,7 +190,7 @@ async def arun(
             # Scoring recorded data waits only on the judges, whose own adaptive limit
             # bounds the calls in flight: keep enough cases going to fill it.
             workers = max(workers, 2 * pool.concurrency)
-        ctx = _Context(
+        ctx = CaseRunContext(
             metrics,
             agent,
             options,
@@ -315,8 +213,8 @@ async def arun(
 
 
 async def _run_jobs(
-    jobs: Sequence[_Job],
-    ctx: _Context,
+    jobs: Sequence[CaseJob],
+    ctx: CaseRunContext,
     observers: Sequence[RunObserver],
     workers: int,
     executor: Executor,
@@ -330,13 +228,37 @@ async def _run_jobs(
         for observer in observers:
             observer.on_case_done(result)
 
-    if ctx.agent is None and not any(m.is_async for m in ctx.metrics):
+    local = isinstance(executor, LocalExecutor)
+    if local and ctx.agent is None and not any(m.is_async for m in ctx.metrics):
         # Recorded data and synchronous metrics: no tasks, no awaits on the hot path.
         for i, job in enumerate(jobs):
             done(i, _score_recorded(job, ctx.metrics))
+    elif local:
+        await executor.run(jobs, lambda job: evaluate_case_run(job, ctx), done, workers=workers)
     else:
-        await executor.run(jobs, lambda job: _evaluate_job(job, ctx), done, workers=workers)
+        await executor.run(jobs, _staged(ctx, len(jobs), workers), done, workers=workers)
     return [r for r in results if r is not None]
+
+
+def _staged(
+    ctx: CaseRunContext, jobs: int, workers: int
+) -> StagedWork[CaseJob, Inferred, CaseResult]:
+    """The case runs as an executor of other processes runs them: agent and
+    deterministic scores where it likes, judges here (the run's pool: its cache and
+    rate limits). Recorded data travels in batches, about four per worker, so a worker
+    is never idle while the last big batch runs (at most 1,000 rows per batch)."""
+
+    async def finish_here(job: CaseJob, inferred: Inferred) -> CaseResult:
+        return await finish(job, ctx, inferred)
+
+    remote = RemoteCaseRuns(ctx.metrics, ctx.agent, ctx.options, ctx.app_details)
+    batch = 1 if ctx.agent is not None else max(1, min(1000, -(-jobs // (4 * workers))))
+    return StagedWork(
+        remote=remote,
+        finish=finish_here,
+        failed=lambda job, message: lost_case_run(job, ctx.metrics, message),
+        batch=batch,
+    )
 
 
 def run(

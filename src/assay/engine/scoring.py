@@ -64,23 +64,41 @@ async def safe_ascore(
         return _calculation_failure(metric, exc)
 
 
-async def score_turns(
+def score_deterministic(
     case: EvalCase, turns: Sequence[Turn], metrics: Sequence[Metric]
-) -> list[MetricResult]:
-    """Every metric on `turns`; the judged ones of one case wait on their judges together."""
+) -> list[MetricResult | None]:
+    """The synchronous metrics' results on `turns`, None in the slot of each judged
+    (async) one: the part of scoring that can run wherever the turns are."""
     expected = aligned_expected(case, turns)
     with case_scope():  # the trajectory metrics share their call-diff explanations
-        slots: list[MetricResult | None] = [
-            None if m.is_async else safe_score(m, case, turns, expected) for m in metrics
-        ]
+        return [None if m.is_async else safe_score(m, case, turns, expected) for m in metrics]
+
+
+async def score_judged(
+    case: EvalCase,
+    turns: Sequence[Turn],
+    metrics: Sequence[Metric],
+    slots: Sequence[MetricResult | None],
+) -> list[MetricResult]:
+    """`slots` (from `score_deterministic`) completed with the judged metrics' results;
+    the judged ones of one case wait on their judges together."""
+    filled = list(slots)
     pending = [i for i, m in enumerate(metrics) if m.is_async]
     if pending:
+        expected = aligned_expected(case, turns)
         scored = await asyncio.gather(
             *(safe_ascore(metrics[i], case, turns, expected) for i in pending)
         )
         for i, one in zip(pending, scored, strict=True):
-            slots[i] = one
-    return [r for r in slots if r is not None]
+            filled[i] = one
+    return [r for r in filled if r is not None]
+
+
+async def score_turns(
+    case: EvalCase, turns: Sequence[Turn], metrics: Sequence[Metric]
+) -> list[MetricResult]:
+    """Every metric on `turns`; the judged ones of one case wait on their judges together."""
+    return await score_judged(case, turns, metrics, score_deterministic(case, turns, metrics))
 
 
 def score_case(

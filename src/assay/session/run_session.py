@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from assay.engine import RunObserver, RunOptions, arun, count_case_runs
 from assay.engine.aggregate import build_result
 from assay.engine.judging import JudgeRunOptions
+from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import FinishedRun, RunSink
@@ -98,6 +99,12 @@ class _Collected:
         return None
 
 
+def _runs_here(executor: Executor | None) -> bool:
+    from assay.engine.executors import LocalExecutor
+
+    return executor is None or isinstance(executor, LocalExecutor)
+
+
 @dataclass
 class RunSession:
     """One run: plan, open (new or resumed), run with sinks, finish or interruption.
@@ -147,6 +154,15 @@ class RunSession:
     resumed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
+        sim = self.options.simulator
+        if sim is not None and sim.cache_replies and not _runs_here(self.executor):
+            # The reply cache is the store's table, which only this process opens; the
+            # simulated user of another executor runs where the store is out of reach.
+            raise ConfigError(
+                "--cache-user-replies keeps the simulated user's replies in the store,"
+                " which only this process opens; with another executor (--executor ray)"
+                " the user runs on the workers: drop --cache-user-replies"
+            )
         if self.identity is None:
             self.identity = RunIdentity(
                 eval_set_ids=[e.id for e in self.evalsets],

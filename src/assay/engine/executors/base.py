@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 JobT = TypeVar("JobT")
+MidT = TypeVar("MidT")
 ResultT = TypeVar("ResultT")
 
 Work = Callable[[JobT], Awaitable[ResultT]]
@@ -26,3 +28,29 @@ class Executor(Protocol):
         *,
         workers: int,
     ) -> None: ...
+
+
+@dataclass(frozen=True)
+class StagedWork(Generic[JobT, MidT, ResultT]):
+    """A job's work in two parts, for executors that run jobs in other processes.
+
+    - `remote(jobs)`: the part that may run anywhere (an agent conversation, the
+      deterministic scores); it and the jobs must pickle, and it must not need anything
+      of the driver's process (the store, the judge cache, the event loop). Takes a
+      batch of jobs (`batch` at most) so cheap jobs travel together.
+    - `finish(job, mid)`: the part that stays on the driver (the judged scores, through
+      the run's judge pool and cache); its result goes to `done`.
+    - `failed(job, message)`: the result of a job whose remote part raised or whose
+      process died, so one lost task fails its case run and not the run.
+
+    Called directly it runs both parts in this process, so every executor can run it.
+    """
+
+    remote: Callable[[Sequence[JobT]], Awaitable[list[MidT]]]
+    finish: Callable[[JobT, MidT], Awaitable[ResultT]]
+    failed: Callable[[JobT, str], ResultT]
+    batch: int = 1
+
+    async def __call__(self, job: JobT) -> ResultT:
+        (mid,) = await self.remote([job])
+        return await self.finish(job, mid)
