@@ -45,6 +45,7 @@ class ServeProcess:
         lease_s: float = 2.0,
         env: dict[str, str] | None = None,
         log: Path | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.port = free_port()
         environment = {
@@ -56,7 +57,7 @@ class ServeProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-c", SERVE, "--store", store_url, "--no-auth",
              "--port", str(self.port), "--agent", agent,
-             "--run-lease", str(lease_s), "--log-level", "warning"],
+             "--run-lease", str(lease_s), "--log-level", "warning", *extra],
             env=environment, stdout=out, stderr=out, cwd=folder,
         )  # fmt: skip
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)

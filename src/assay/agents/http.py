@@ -259,6 +259,11 @@ class HttpAgent:
                 raise AgentError(
                     f"HTTP agent {self.url} did not answer within {self.timeout_s:g}s"
                 ) from None
+            except httpx.RemoteProtocolError as exc:
+                # It was reached, then broke off (a crash mid-call): not an address problem.
+                raise AgentError(
+                    f"HTTP agent {self.url} dropped the connection before a complete reply: {exc}"
+                ) from None
             except httpx.HTTPError as exc:
                 limiter.release(permit, ok=False)
                 raise AgentError(f"HTTP agent {self.url} could not be reached: {exc}") from None

@@ -58,6 +58,13 @@ def serve_command(
             help="Seconds without a heartbeat after which another server takes over a run.",
         ),
     ] = 120.0,
+    case_timeout: Annotated[
+        float,
+        typer.Option(
+            "--case-timeout",
+            help="Seconds one case run of an evaluation run may take before it is an ERROR.",
+        ),
+    ] = 300.0,
     grpc_port: Annotated[
         int | None,
         typer.Option(
@@ -109,6 +116,10 @@ def serve_command(
             raise ConfigError(f"--max-body-bytes must be positive (got {max_body_bytes})")
         if not 1.0 <= run_lease <= 86_400.0:
             raise ConfigError(f"--run-lease must be from 1 to 86400 seconds (got {run_lease})")
+        if not 0.1 <= case_timeout <= 86_400.0:
+            raise ConfigError(
+                f"--case-timeout must be from 0.1 to 86400 seconds (got {case_timeout})"
+            )
         if rate_limit is not None and not 0 < rate_limit <= 1_000_000:
             raise ConfigError(f"--rate-limit must be above 0 requests/s (got {rate_limit})")
         if rate_burst is not None and (rate_limit is None or rate_burst < 1):
@@ -143,6 +154,7 @@ def serve_command(
                     agent=agent,
                     max_body_bytes=max_body_bytes,
                     run_lease_s=run_lease,
+                    case_timeout_s=case_timeout,
                     grpc_host=host,
                     grpc_port=grpc_port,
                     rate_limit=rate_limit,
@@ -156,6 +168,7 @@ def serve_command(
                     agent_spec=agent,
                     max_body_bytes=max_body_bytes,
                     run_lease_s=run_lease,
+                    case_timeout_s=case_timeout,
                     rate_limit=rate_limit,
                     rate_burst=rate_burst,
                 )

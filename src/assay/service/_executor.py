@@ -243,8 +243,9 @@ class RunExecutor:
             agent = self.ctx.agent
             if agent is None:
                 raise AssayError("no agent to run: start assay serve with --agent")
+            on_stored = functools.partial(self._on_stored, run.app)
             session = run_session(
-                store, run, settings, agent, functools.partial(self._on_stored, run.app)
+                store, run, settings, agent, on_stored, timeout_s=self.ctx.case_timeout_s
             )
             self._sessions[run_id] = session
             if run_id in self._lost:

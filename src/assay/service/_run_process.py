@@ -57,11 +57,13 @@ class RunProcesses:
         self,
         store: Store,
         agent_spec: str,
+        case_timeout_s: float,
         on_stored: Callable[[str, list[str]], None],
         is_lost: Callable[[str], bool],
     ) -> None:
         self.store = store
         self.agent_spec = agent_spec
+        self.case_timeout_s = case_timeout_s
         self._on_stored = on_stored
         self._is_lost = is_lost
         self._processes: dict[str, asyncio.subprocess.Process] = {}
@@ -70,7 +72,9 @@ class RunProcesses:
     def order_of(self, run_id: str) -> WorkerOrder:
         # Sent on the worker's stdin, not argv: the URL may hold a database password.
         url = self.store.engine.url.render_as_string(hide_password=False)
-        return WorkerOrder(store_url=url, run_id=run_id, agent=self.agent_spec)
+        return WorkerOrder(
+            store_url=url, run_id=run_id, agent=self.agent_spec, case_timeout_s=self.case_timeout_s
+        )
 
     def pid(self, run_id: str) -> int | None:
         """The process id of the worker executing `run_id` now, if any."""

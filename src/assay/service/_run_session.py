@@ -40,8 +40,11 @@ def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
     return evalset.cases[0]
 
 
-def run_plan(settings: ServiceRunSettings) -> tuple[list[EvalCase], RunOptions]:
-    """The cases and run options of a service run, from its stored settings."""
+def run_plan(
+    settings: ServiceRunSettings, timeout_s: float | None = None
+) -> tuple[list[EvalCase], RunOptions]:
+    """The cases and run options of a service run, from its stored settings; `timeout_s`:
+    per case run (the executing server's `--case-timeout`; None: the engine's default)."""
     cases = [evaluation_case(eid, body) for eid, body in settings.evaluations.items()]
     simulator = None
     if settings.user_model:
@@ -57,6 +60,8 @@ def run_plan(settings: ServiceRunSettings) -> tuple[list[EvalCase], RunOptions]:
         run_method=RunMethod.parse(settings.golden_run_method),
         simulator=simulator,
     )
+    if timeout_s is not None:
+        options.timeout_s = timeout_s
     return cases, options
 
 
@@ -106,9 +111,11 @@ def run_session(
     settings: ServiceRunSettings,
     agent: Agent,
     on_stored: Callable[[list[str]], None],
+    *,
+    timeout_s: float | None = None,
 ) -> RunSession:
     """The `RunSession` that executes (or resumes) the stored service run `run`."""
-    cases, options = run_plan(settings)
+    cases, options = run_plan(settings, timeout_s)
     total = total_runs(cases, options)
     return RunSession(
         [EvalSet(id=EVAL_SET_ID, cases=cases)],

@@ -37,6 +37,7 @@ def create_app(
     agent_spec: str | None = None,
     max_body_bytes: int = 4_000_000,
     run_lease_s: float = 120.0,
+    case_timeout_s: float = 300.0,
     on_close: Sequence[Callable[[], object]] = (),
     rate_limit: float | None = None,
     rate_burst: int | None = None,
@@ -49,7 +50,8 @@ def create_app(
 
     `auth=False` accepts requests without a key (callers must only allow that on a
     loopback address; `assay serve` does). A run whose server has not sent a heartbeat
-    for `run_lease_s` seconds is taken over and resumed by this one. `on_close` runs
+    for `run_lease_s` seconds is taken over and resumed by this one; a case run of a run
+    this server executes that takes longer than `case_timeout_s` ends in ERROR. `on_close` runs
     when the app shuts down, after its runs have stopped (last first). `rate_limit`:
     requests per second per API key (per client address without auth), in bursts of
     `rate_burst` (default: one second's worth); None: no limit.
@@ -60,6 +62,7 @@ def create_app(
         agent_spec=agent_spec if agent is not None else None,
         max_body_bytes=max_body_bytes,
         run_lease_s=run_lease_s,
+        case_timeout_s=case_timeout_s,
     )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 

@@ -33,6 +33,8 @@ class ServiceContext:
     max_body_bytes: int = 4_000_000
     # A run whose heartbeat is older than this is taken over by any server over the store.
     run_lease_s: float = 120.0
+    # Longest a case run (an agent conversation) of a run executed here may take.
+    case_timeout_s: float = 300.0
     parts: dict[str, object] = field(default_factory=dict)
 
 

@@ -45,6 +45,7 @@ class WorkerOrder(BaseModel):
     store_url: str
     run_id: str
     agent: str
+    case_timeout_s: float | None = None
 
 
 def _watch_lifeline(stdin: IO[bytes]) -> None:
@@ -72,7 +73,9 @@ async def _run(order: WorkerOrder, announce: IO[str]) -> None:
         try:
             settings = ServiceRunSettings.of_run(run)
             agent = load_agent(order.agent)
-            session = run_session(store, run, settings, agent, on_stored)
+            session = run_session(
+                store, run, settings, agent, on_stored, timeout_s=order.case_timeout_s
+            )
             await session.arun()
         except asyncio.CancelledError:
             if session is None or not session.opened:  # else the session marked it

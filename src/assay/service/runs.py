@@ -94,7 +94,7 @@ def attach(ctx: ServiceContext) -> RunsState:
         from assay.service._run_process import RunProcesses
 
         executor.worker = RunProcesses(
-            ctx.store, ctx.agent_spec, aggregator.touched, executor.is_lost
+            ctx.store, ctx.agent_spec, ctx.case_timeout_s, aggregator.touched, executor.is_lost
         )
     state = RunsState(executor, results, aggregator)
     ctx.parts[RUNS_PART] = state

@@ -31,6 +31,7 @@ class ServeSettings(BaseModel):
     agent: str | None = None
     max_body_bytes: int = Field(default=4_000_000, gt=0)
     run_lease_s: float = Field(default=120.0, ge=1.0, le=86_400.0)
+    case_timeout_s: float = Field(default=300.0, ge=0.1, le=86_400.0)
     grpc_host: str = "127.0.0.1"
     grpc_port: int | None = Field(default=None, ge=1, le=65_535)
     rate_limit: float | None = Field(default=None, gt=0)
@@ -61,6 +62,7 @@ def app_from_environment() -> FastAPI:
             agent_spec=settings.agent,
             max_body_bytes=settings.max_body_bytes,
             run_lease_s=settings.run_lease_s,
+            case_timeout_s=settings.case_timeout_s,
             on_close=closing,
             rate_limit=settings.rate_limit,
             rate_burst=settings.rate_burst,
