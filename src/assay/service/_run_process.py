@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from assay.errors import AssayError
 from assay.service._run_session import fail_run, interrupt_run
-from assay.service.run_worker import EXIT_ORPHANED, WorkerOrder
+from assay.service.run_worker import EXIT_ORPHANED, EXIT_STORE_UNAVAILABLE, WorkerOrder
+from assay.store.exceptions import StoreUnavailableError
 from assay.store.schema import RunStatus
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ logger = logging.getLogger("assay.service.runs")
 
 MAX_DEATHS = 5
 """Worker deaths after which a run is given up (ERROR) instead of resumed again."""
+STORE_POLL_S = (0.5, 5.0)
+"""First and longest wait between looks at a store that cannot be reached."""
 STOP_GRACE_S = 10.0
 """How long a stopping server lets a worker mark its run INTERRUPTED before killing it."""
 
@@ -47,6 +50,8 @@ def describe_exit(code: int) -> str:
             return f"killed by signal {-code}"
     if code == EXIT_ORPHANED:
         return "it lost its server"
+    if code == EXIT_STORE_UNAVAILABLE:
+        return "the store could not be reached"
     return f"exit status {code}"
 
 
@@ -97,9 +102,14 @@ class RunProcesses:
             code = await self._one_worker(app, run_id)
             if code == 0 or self._is_lost(run_id):
                 return
-            status = (await asyncio.to_thread(self.store.get_run, run_id)).status
-            if status != RunStatus.RUNNING.value:
+            status = await self._status_once_reachable(run_id)
+            if status != RunStatus.RUNNING.value or self._is_lost(run_id):
                 return  # it ended (or was cancelled) before the worker died
+            if code == EXIT_STORE_UNAVAILABLE:
+                # Not the run's fault: the store answers again, so carry on from what
+                # it holds (the worker left the run RUNNING; nothing is lost).
+                logger.warning("evaluation run %s: the store is back; resuming it", run_id)
+                continue
             deaths += 1
             how = describe_exit(code)
             if deaths >= MAX_DEATHS:
@@ -114,6 +124,19 @@ class RunProcesses:
                 "evaluation run %s: its worker process died (%s); resuming it", run_id, how
             )
             await asyncio.sleep(self.restart_delay_s * deaths)
+
+    async def _status_once_reachable(self, run_id: str) -> str:
+        """The run's stored status, waiting (with backoff) while the store is away."""
+        wait, longest = STORE_POLL_S
+        while True:
+            try:
+                run = await asyncio.to_thread(self.store.get_run, run_id)
+            except StoreUnavailableError as exc:
+                logger.warning("evaluation run %s waits for the store: %s", run_id, exc)
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, longest)
+                continue
+            return run.status
 
     async def _one_worker(self, app: str, run_id: str) -> int:
         process = await asyncio.create_subprocess_exec(

@@ -25,6 +25,7 @@ from assay.store.exceptions import (
     ResourceConflictError,
     ResourceNotFoundError,
     RunNotFoundError,
+    StoreUnavailableError,
 )
 
 logger = logging.getLogger("assay.service")
@@ -58,6 +59,8 @@ class ServiceError(Exception):
         sent = dict(headers or {})
         if self.http_status == 401:
             sent["WWW-Authenticate"] = "Bearer"
+        if self.http_status == 503:
+            sent.setdefault("Retry-After", str(Unavailable.retry_after_s))
         return JSONResponse(self.payload(), status_code=self.http_status, headers=sent or None)
 
 
@@ -109,6 +112,13 @@ class Internal(ServiceError):
     http_status, code = 500, "INTERNAL"
 
 
+class Unavailable(ServiceError):
+    """The store cannot be reached for now; the client retries (Retry-After)."""
+
+    http_status, code = 503, "UNAVAILABLE"
+    retry_after_s = 1
+
+
 def field_violation(field: str, description: str) -> dict[str, Any]:
     return {
         "@type": BAD_REQUEST_TYPE,
@@ -135,6 +145,11 @@ def from_exception(exc: Exception) -> ServiceError:
         return InvalidArgument(str(exc))
     if isinstance(exc, AgentError):
         return FailedPrecondition(str(exc))
+    if isinstance(exc, StoreUnavailableError):
+        logger.warning("store unavailable: %s", exc)
+        return Unavailable(
+            "the store is unavailable for now (its database cannot be reached); retry shortly"
+        )
     if isinstance(exc, StoreError):
         logger.error("store failure: %s", exc)
         return Internal("the store failed to answer; see the server log")

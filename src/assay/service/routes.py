@@ -64,6 +64,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "RESOURCE_EXHAUSTED: over the server's --rate-limit for this API key; "
         "the Retry-After header says when to retry",
     },
+    503: {
+        "model": ErrorBody,
+        "description": "UNAVAILABLE: the store's database cannot be reached for now (it "
+        "restarts, a connection dropped); nothing was written. Retry after Retry-After",
+    },
 }
 
 collection_router = APIRouter(prefix="/v1", responses=ERRORS, route_class=OffloadedRoute)

@@ -33,6 +33,14 @@ from pydantic import BaseModel, ConfigDict
 
 EXIT_ORPHANED = 70
 """Exit status when the parent went away (the lifeline pipe closed)."""
+EXIT_STORE_UNAVAILABLE = 75
+"""Exit status when the store could not be reached: the run is left as stored (RUNNING)
+for the parent to resume once the store answers again (EX_TEMPFAIL)."""
+
+
+class StoreWentAway(Exception):
+    """The run stopped because its store could not be reached (see EXIT_STORE_UNAVAILABLE)."""
+
 
 logger = logging.getLogger("assay.service.run_worker")
 
@@ -57,10 +65,23 @@ def _watch_lifeline(stdin: IO[bytes]) -> None:
 
 
 async def _run(order: WorkerOrder, announce: IO[str]) -> None:
+    from assay.store.exceptions import store_unavailable
+
+    try:
+        await _execute(order, announce)
+    except Exception as exc:
+        if store_unavailable(exc):
+            logger.warning("evaluation run %s paused: %s", order.run_id, exc)
+            raise StoreWentAway(str(exc)) from None
+        raise
+
+
+async def _execute(order: WorkerOrder, announce: IO[str]) -> None:
     from assay.agents.loader import load_agent
-    from assay.service._run_session import fail_run, run_session
+    from assay.service._run_session import fail_run, interrupt_run, run_session
     from assay.service.settings import ServiceRunSettings
     from assay.store import Store
+    from assay.store.exceptions import store_unavailable
 
     def on_stored(case_ids: list[str]) -> None:
         announce.write(json.dumps({"stored": case_ids}) + "\n")
@@ -79,10 +100,10 @@ async def _run(order: WorkerOrder, announce: IO[str]) -> None:
             await session.arun()
         except asyncio.CancelledError:
             if session is None or not session.opened:  # else the session marked it
-                from assay.service._run_session import interrupt_run
-
                 await asyncio.to_thread(interrupt_run, store, order.run_id)
         except Exception as exc:  # recorded on the run; the server keeps going
+            if store_unavailable(exc):
+                raise  # left RUNNING for the server to resume (see EXIT_STORE_UNAVAILABLE)
             logger.exception("evaluation run %s failed", order.run_id)
             if session is None or not session.opened:  # else the session marked it ERROR
                 await asyncio.to_thread(
@@ -92,12 +113,17 @@ async def _run(order: WorkerOrder, announce: IO[str]) -> None:
         await asyncio.to_thread(store.close)
 
 
-async def _main_async(order: WorkerOrder, announce: IO[str]) -> None:
+def _exit_status(task: asyncio.Future[None]) -> int:
+    return EXIT_STORE_UNAVAILABLE if isinstance(task.exception(), StoreWentAway) else 0
+
+
+async def _main_async(order: WorkerOrder, announce: IO[str]) -> int:
     task = asyncio.ensure_future(_run(order, announce))
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError, StoreWentAway):
         await task
+    return 0 if task.cancelled() else _exit_status(task)
 
 
 def main() -> None:
@@ -112,8 +138,13 @@ def main() -> None:
     threading.Thread(
         target=_watch_lifeline, args=(sys.stdin.buffer,), name="lifeline", daemon=True
     ).start()
-    asyncio.run(_main_async(order, announce))
+    status = asyncio.run(_main_async(order, announce))
     announce.close()
+    logging.shutdown()
+    # Not sys.exit: finalising the interpreter while the lifeline thread blocks reading
+    # stdin aborts it ("could not acquire lock for <stdin>"). Everything is written.
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":

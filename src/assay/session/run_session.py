@@ -25,6 +25,7 @@ from assay.engine.judging import JudgeRunOptions
 from assay.model.results import CaseResult, EvalResult
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import FinishedRun, RunSink
+from assay.store.exceptions import store_unavailable
 
 if TYPE_CHECKING:
     from assay.agents.base import Agent
@@ -289,6 +290,12 @@ class RunSession:
             await self._blocking(stop)
             raise
         except BaseException as exc:
+            if store_unavailable(exc):
+                # The store failed, not the run: leave the run as stored (unfinished,
+                # resumable once the store answers again). Marking it ERROR when the
+                # database came back a moment later would turn an outage into a failed run.
+                await self._blocking(self._close_abandoned)
+                raise
             message = f"{type(exc).__name__}: {exc}"
             await self._blocking(lambda: self._mark_error(message))
             raise

@@ -11,6 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from assay.errors import StoreError
 from assay.store.connect import WRITE
+from assay.store.exceptions import StoreUnavailableError, unavailable
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -38,6 +39,8 @@ def database_errors(
         except SQLAlchemyError as exc:
             orig = getattr(exc, "orig", None)
             reason = str(orig if orig is not None else exc).strip()
+            if unavailable(exc, self._engine.dialect.name):
+                raise StoreUnavailableError(f"store {self.url} is unavailable: {reason}") from exc
             raise StoreError(f"store {self.url}: {reason}") from exc
 
     return wrapper

@@ -23,6 +23,7 @@ from sqlalchemy.pool import StaticPool
 
 from assay.errors import StoreError
 from assay.store._json import loads
+from assay.store.exceptions import StoreUnavailableError, unavailable
 
 DEFAULT_DIR = ".assay"
 DEFAULT_FILE = "assay.db"
@@ -230,6 +231,10 @@ def migrate(engine: Engine, shown_url: str) -> None:
             "a newer version of assay, upgrade assay to use it"
         ) from exc
     except SQLAlchemyError as exc:
+        if unavailable(exc, engine.dialect.name):
+            raise StoreUnavailableError(
+                f"cannot open the store at {shown_url} now: {_reason(exc)}"
+            ) from exc
         raise StoreError(f"cannot open the store at {shown_url}: {_reason(exc)}") from exc
 
 
