@@ -237,3 +237,30 @@ def test_a_run_hogging_a_core_leaves_the_api_answering_and_cancel_kills_it(
     assert reply.status_code == 200, reply.text
     wait_for(lambda: process_gone(workers[0]), "the cancelled run's worker to be killed")
     assert server.http.get(f"/v1/{run_name}").json()["state"] == "CANCELLED"
+
+
+@pytest.mark.slow
+def test_a_stopped_server_hands_its_run_back_and_a_restarted_one_finishes_it(
+    servers: list[ServeProcess], folder: Path, tmp_path: Path
+) -> None:
+    store_url = f"sqlite:///{tmp_path / 'assay.db'}"
+    server = start(servers, store_url, folder, "slow")
+    run_name, texts = start_run(server, cases=8)
+    run_id = run_name.rsplit("/", 1)[-1]
+    with Store.open(store_url) as store:
+        wait_for(lambda: len(stored_results(store, run_id)) >= 1, "a stored result")
+        workers = server.run_workers()
+        # SIGTERM: uvicorn shuts down gracefully (then re-raises the signal, so the exit
+        # status is -15), stopping the run worker, which marks its run INTERRUPTED.
+        server.stop()
+        assert all(process_gone(pid) for pid in workers)
+        assert store.get_run(run_id).status == "INTERRUPTED"
+        before = {case for case, _ in stored_results(store, run_id)}
+        assert len(before) < len(texts), "the run finished before the stop"
+        restarted = start(servers, store_url, folder, "slow")
+        state = finished_state(restarted, run_name)
+        assert state["state"] == "COMPLETED", state
+        assert sorted(stored_results(store, run_id)) == sorted((case, 0) for case in texts)
+        made = [text for _pid, text in calls(folder)]
+        for case in before:
+            assert made.count(texts[case]) == 1, (texts[case], made)

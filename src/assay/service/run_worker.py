@@ -129,6 +129,9 @@ async def _main_async(order: WorkerOrder, announce: IO[str]) -> int:
 def main() -> None:
     """Entry point of `python -m assay.service.run_worker` (started by the server)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Ctrl-C in the server's terminal reaches this process too (same process group); the
+    # server decides how its runs stop (SIGTERM, see `_run_process`), not the keyboard.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     line = sys.stdin.buffer.readline()
     order = WorkerOrder.model_validate_json(line)
     # The announcements get a private copy of stdout; fd 1 becomes stderr, so whatever
