@@ -38,6 +38,7 @@ from assay.service._run_session import fail_run, interrupt_run, run_session
 from assay.service.settings import ServiceRunSettings
 from assay.session.run_session import RunSession
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
+from assay.store.exceptions import store_unavailable
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
 from assay.store.types import utcnow
@@ -259,6 +260,11 @@ class RunExecutor:
                 await asyncio.to_thread(interrupt_run, store, run_id)
             raise
         except Exception as exc:  # a broken run must not take the server down
+            if store_unavailable(exc):
+                # An outage, not the run's fault: leave it RUNNING; its heartbeat stops,
+                # so a server (this one included) resumes it within the lease.
+                logger.warning("evaluation run %s paused, the store is away: %s", run_id, exc)
+                return
             logger.exception("evaluation run %s failed", run_id)
             if session is None or not session.opened:  # else the session marked it ERROR
                 await asyncio.to_thread(fail_run, store, run_id, f"{type(exc).__name__}: {exc}")
