@@ -41,8 +41,11 @@ def start_server() -> Iterator[Callable[..., RunningServer]]:
         auth: bool = True,
         agent: Agent | None = None,
         max_body_bytes: int = 4_000_000,
+        files_root: Path | None = None,
     ) -> RunningServer:
-        running = serve(store, auth=auth, agent=agent, max_body_bytes=max_body_bytes)
+        running = serve(
+            store, auth=auth, agent=agent, max_body_bytes=max_body_bytes, files_root=files_root
+        )
         started.append(running)
         return running
 

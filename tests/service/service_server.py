@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import uvicorn
@@ -50,8 +51,11 @@ def serve(
     auth: bool = True,
     agent: Agent | None = None,
     max_body_bytes: int = 4_000_000,
+    files_root: Path | None = None,
 ) -> RunningServer:
-    app = create_app(store, auth=auth, agent=agent, max_body_bytes=max_body_bytes)
+    app = create_app(
+        store, auth=auth, agent=agent, max_body_bytes=max_body_bytes, files_root=files_root
+    )
     config = uvicorn.Config(
         app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on"
     )

@@ -81,6 +81,7 @@ def test_without_auth_the_client_address_is_limited(store: Store) -> None:
         (["--rate-limit", "-3"], "--rate-limit must be above 0"),
         (["--rate-burst", "5"], "--rate-burst needs --rate-limit"),
         (["--rate-limit", "5", "--rate-burst", "0"], "--rate-burst needs --rate-limit"),
+        (["--files-root", "/no/such/folder"], "--files-root /no/such/folder: no such folder"),
     ],
 )
 def test_bad_rate_settings_exit_2(args: list[str], message: str, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -90,6 +91,14 @@ def serve_command(
             "metrics), e.g. openai:gpt-4o-mini.",
         ),
     ] = None,
+    files_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--files-root",
+            help="Folder CES imports may read from and exports write into (file:// URIs "
+            "under it); default: none, the server touches no files for its clients.",
+        ),
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -136,6 +145,8 @@ def serve_command(
             from assay.models.resolve import parse_model
 
             parse_model(judge_model)  # a mistyped model is a usage error at start
+        if files_root is not None and not files_root.is_dir():
+            raise ConfigError(f"--files-root {files_root}: no such folder")
         if not 1 <= workers <= MAX_WORKERS:
             raise ConfigError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers})")
         if workers > 1 and grpc_port == 0:
@@ -172,6 +183,7 @@ def serve_command(
                     rate_limit=rate_limit,
                     rate_burst=rate_burst,
                     judge_model=judge_model,
+                    files_root=str(files_root.resolve()) if files_root is not None else None,
                 )
             else:
                 app = create_app(
@@ -185,6 +197,7 @@ def serve_command(
                     rate_limit=rate_limit,
                     rate_burst=rate_burst,
                     judge_model=judge_model,
+                    files_root=files_root,
                 )
                 grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import gc
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -43,6 +44,7 @@ def create_app(
     rate_limit: float | None = None,
     rate_burst: int | None = None,
     judge_model: str | None = None,
+    files_root: str | Path | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -58,6 +60,8 @@ def create_app(
     requests per second per API key (per client address without auth), in bursts of
     `rate_burst` (default: one second's worth); None: no limit. `judge_model` judges
     what the service itself is asked to judge (Vertex's pointwise and pairwise metrics).
+    `files_root`: the folder CES imports and exports may use (`file://` URIs under it);
+    None refuses them, so a client cannot make the server read or write its files.
     """
     ctx = ServiceContext(
         store=store,
@@ -67,6 +71,7 @@ def create_app(
         run_lease_s=run_lease_s,
         judge_model=judge_model,
         case_timeout_s=case_timeout_s,
+        files_root=Path(files_root).resolve() if files_root is not None else None,
     )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 

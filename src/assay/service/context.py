@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import Request
@@ -38,6 +39,9 @@ class ServiceContext:
     judge_model: str | None = None
     # Longest a case run (an agent conversation) of a run executed here may take.
     case_timeout_s: float = 300.0
+    # The one folder CES imports may read from and exports write into (`file://` URIs);
+    # None: the server touches no files for a client.
+    files_root: Path | None = None
     parts: dict[str, object] = field(default_factory=dict)
 
 

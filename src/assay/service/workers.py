@@ -37,6 +37,7 @@ class ServeSettings(BaseModel):
     rate_limit: float | None = Field(default=None, gt=0)
     rate_burst: int | None = Field(default=None, ge=1)
     judge_model: str | None = None
+    files_root: str | None = None
 
 
 def app_from_environment() -> FastAPI:
@@ -68,6 +69,7 @@ def app_from_environment() -> FastAPI:
             rate_limit=settings.rate_limit,
             rate_burst=settings.rate_burst,
             judge_model=settings.judge_model,
+            files_root=settings.files_root,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

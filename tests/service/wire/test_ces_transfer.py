@@ -4,15 +4,19 @@ gRPC, against a real `assay serve` (the `client` fixture of test_ces_walk)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from google.api_core import exceptions
 from google.cloud import ces_v1beta as ces
+from service_server import RunningServer, create_key
 from test_ces_generate import INVALID, _conversation, _run_once
-from test_ces_rest import PARENT, golden_evaluation, scenario_evaluation
+from test_ces_rest import PARENT, golden_evaluation, rest_client, scenario_evaluation
 from test_ces_walk import client, wire
+
+from assay.store import Store
 
 __all__ = ["client", "wire"]
 OTHER = "projects/acme/locations/us/apps/shop2"
@@ -241,3 +245,57 @@ def test_cloud_storage_and_bad_requests_are_refused_naming_the_field(
     answer = _import(client, f"file://{broken}")
     assert answer.import_failure_count == 1
     assert "evaluations[0]" in answer.error_messages[0] and "turns" in answer.error_messages[0]
+
+
+def test_files_stay_inside_the_servers_files_root(
+    client: ces.EvaluationServiceClient, tmp_path: Path
+) -> None:
+    golden = client.create_evaluation(
+        parent=PARENT, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+    )
+    # The root is the session's temporary folder: /etc is outside it, and so is a link
+    # inside it that leads out, or a `..` path climbing out of it.
+    (tmp_path / "escape").symlink_to("/etc", target_is_directory=True)
+    climbing = f"{tmp_path}/{'../' * len(tmp_path.parts)}etc/hostname"
+    for uri in ("file:///etc/hostname", str(tmp_path / "escape" / "hostname"), climbing):
+        with pytest.raises(INVALID, match=r"gcs_uri.*outside the server's files root"):
+            client.import_evaluations(
+                request=ces.ImportEvaluationsRequest(parent=PARENT, gcs_uri=uri)
+            )
+    with pytest.raises(INVALID, match=r"export_options\.gcs_uri.*outside"):
+        client.export_evaluations(
+            request=ces.ExportEvaluationsRequest(
+                parent=PARENT,
+                names=[golden.name],
+                include_evaluations=True,
+                export_options=ces.ExportOptions(gcs_uri=str(tmp_path / "escape" / "x")),
+            )
+        )
+    assert not Path("/etc/x").exists()
+
+
+def test_a_server_without_a_files_root_touches_no_files(
+    store: Store, start_server: Callable[..., RunningServer], tmp_path: Path
+) -> None:
+    served = start_server(store)  # as `assay serve` without --files-root
+    client = rest_client(served, create_key(served.store))
+    golden = client.create_evaluation(
+        parent=PARENT, evaluation=golden_evaluation("weather"), evaluation_id="weather"
+    )
+    folder = tmp_path / "export"
+    with pytest.raises(exceptions.BadRequest, match="--files-root"):  # 400 FAILED_PRECONDITION
+        client.export_evaluations(
+            request=ces.ExportEvaluationsRequest(
+                parent=PARENT,
+                names=[golden.name],
+                include_evaluations=True,
+                export_options=ces.ExportOptions(gcs_uri=f"file://{folder}"),
+            )
+        )
+    assert not folder.exists()
+    inline = client.export_evaluations(
+        request=ces.ExportEvaluationsRequest(
+            parent=PARENT, names=[golden.name], include_evaluations=True
+        )
+    ).result(timeout=30)
+    assert inline.evaluations_content  # inline exports need no files root

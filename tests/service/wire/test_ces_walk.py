@@ -56,10 +56,16 @@ def _request(rpc: Rpc) -> Any:
 
 @pytest.fixture(params=["rest", "grpc"])
 def wire(
-    request: pytest.FixtureRequest, store: Store, start_server: Callable[..., RunningServer]
+    request: pytest.FixtureRequest,
+    store: Store,
+    start_server: Callable[..., RunningServer],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ces.EvaluationServiceClient, ServiceContext]]:
-    """The CES client over REST or gRPC, and the served app's context."""
-    served = start_server(store, agent=CallableAgent(weather_agent))
+    """The CES client over REST or gRPC, and the served app's context (its files root:
+    the session's temporary folder, so a test's `tmp_path` is inside it)."""
+    served = start_server(
+        store, agent=CallableAgent(weather_agent), files_root=tmp_path_factory.getbasetemp()
+    )
     key = create_key(served.store)
     ctx: ServiceContext = served._server.config.app.state.ctx
     if request.param == "rest":

@@ -6,6 +6,10 @@ naming the field (assay has no Cloud Storage client or credentials), as is anyth
 relative or of another scheme. Exports write one file into the folder given
 (`evaluations.json`, `evaluationRuns.yaml`, ...); imports read such a file, or the
 folder an export wrote.
+
+Only under the server's files root (`assay serve --files-root DIR`), which plays the
+part of the bucket: a path outside it (after symlinks are resolved) is INVALID_ARGUMENT,
+and a server started without one touches no files for a client (FAILED_PRECONDITION).
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024
 SUFFIXES = {"JSON": "json", "YAML": "yaml"}
 
 
-def local_path(uri: str, field: str) -> Path:
-    """The local path a `file://` URI or absolute path names."""
+def local_path(uri: str, field: str, root: Path | None) -> Path:
+    """The local path a `file://` URI or absolute path names, inside `root`."""
     if uri.startswith("gs://"):
         raise InvalidArgument.field(
             field,
@@ -43,7 +47,17 @@ def local_path(uri: str, field: str) -> Path:
         raise InvalidArgument.field(
             field, f"{uri!r} is not a file:///path URI or an absolute path on the server"
         )
-    return path
+    if root is None:
+        raise FailedPrecondition(
+            f"{field}: this server reads and writes no files for its clients; start it with"
+            " `assay serve --files-root DIR` to allow file:// imports and exports under DIR"
+            " (or leave the field unset: exports then come back inline)"
+        )
+    # Resolved (symlinks and `..` followed) before the check, so neither leads out.
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root):
+        raise InvalidArgument.field(field, f"{uri!r} is outside the server's files root {root}")
+    return resolved
 
 
 def render(document: dict[str, Any], export_format: str) -> bytes:
@@ -53,9 +67,11 @@ def render(document: dict[str, Any], export_format: str) -> bytes:
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def write(uri: str, field: str, stem: str, content: bytes, export_format: str) -> str:
+def write(
+    uri: str, field: str, stem: str, content: bytes, export_format: str, root: Path | None
+) -> str:
     """Write `content` as `{stem}.{json|yaml}` into the folder `uri`; returns the URI."""
-    folder = local_path(uri, field)
+    folder = local_path(uri, field, root)
     if folder.exists() and not folder.is_dir():
         raise InvalidArgument.field(field, f"{uri!r} is a file; give the folder to write into")
     target = folder / f"{stem}.{SUFFIXES.get(export_format, 'json')}"
@@ -67,9 +83,9 @@ def write(uri: str, field: str, stem: str, content: bytes, export_format: str) -
     return uri
 
 
-def read(uri: str, field: str, stem: str) -> tuple[Path, Any]:
+def read(uri: str, field: str, stem: str, root: Path | None) -> tuple[Path, Any]:
     """The parsed JSON or YAML of the file `uri` (or of `{stem}.json|yaml` in a folder)."""
-    path = local_path(uri, field)
+    path = local_path(uri, field, root)
     if path.is_dir():
         found = [
             path / f"{stem}.{s}"

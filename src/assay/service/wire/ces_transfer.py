@@ -79,14 +79,18 @@ def _results_of(ctx: ServiceContext, where: Location, evaluation: str) -> Iterat
             return
 
 
-def _deliver(request: Any, stem: str, document: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _deliver(
+    ctx: ServiceContext, request: Any, stem: str, document: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
     """(response fields, content key) after writing `document` where the request says."""
     content = ces_files.render(document, _format(request))
     uri = request.export_options.gcs_uri
     if not uri:
         return {"content": content}, "content"
     return {
-        "uri": ces_files.write(uri, "export_options.gcs_uri", stem, content, _format(request))
+        "uri": ces_files.write(
+            uri, "export_options.gcs_uri", stem, content, _format(request), ctx.files_root
+        )
     }, "uri"
 
 
@@ -116,7 +120,7 @@ def export_evaluations(ctx: ServiceContext, request: Any) -> Message:
         document["evaluations"] = evaluations
     if request.include_evaluation_results:
         document["evaluationResults"] = results
-    delivered, key = _deliver(request, "evaluations", document)
+    delivered, key = _deliver(ctx, request, "evaluations", document)
     response = ces.ExportEvaluationsResponse.pb()(failed_evaluations=failed)
     if key == "content":
         response.evaluations_content = delivered["content"]
@@ -136,7 +140,7 @@ def export_evaluation_runs(ctx: ServiceContext, request: Any) -> Message:
         )
         for i, n in enumerate(_names(request))
     ]
-    delivered, key = _deliver(request, "evaluationRuns", {"evaluationRuns": found})
+    delivered, key = _deliver(ctx, request, "evaluationRuns", {"evaluationRuns": found})
     response = ces.ExportEvaluationRunsResponse.pb()()
     if key == "content":
         response.evaluation_runs_content = delivered["content"]
@@ -159,7 +163,7 @@ def export_evaluation_results(ctx: ServiceContext, request: Any) -> Message:
         )
         for i, n in enumerate(_names(request))
     ]
-    delivered, key = _deliver(request, "evaluationResults", {"evaluationResults": found})
+    delivered, key = _deliver(ctx, request, "evaluationResults", {"evaluationResults": found})
     response = ces.ExportEvaluationResultsResponse.pb()()
     if key == "content":
         response.evaluation_results_content = delivered["content"]
@@ -236,7 +240,7 @@ def _sources(
     """(label, thunk making (id, body)) per evaluation to import, and a status note."""
     source = request.WhichOneof("source")
     if source == "gcs_uri":
-        path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations")
+        path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations", ctx.files_root)
         items = _evaluations_in(document, "gcs_uri")
         results = document.get("evaluationResults") if isinstance(document, dict) else None
         skipped = len(results) if isinstance(results, list) else 0
