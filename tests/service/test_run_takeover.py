@@ -9,16 +9,13 @@ alive, and every server looks for orphans on every beat.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from serve_process import ServeProcess
 from service_samples import golden
 
 from assay.service._executor import owner_alive
@@ -43,71 +40,22 @@ async def agent(text: str) -> Turn:
     return Turn(steps=[Step(tool_call=call), Step(tool_response=reply)], final_response="Sunny.")
 """
 
-SERVE = (
-    "import typer; from assay.cli.serve import serve_command; "
-    "app = typer.Typer(); app.command()(serve_command); app()"
-)
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Server:
-    def __init__(self, store_url: str, folder: Path) -> None:
-        self.port = _free_port()
-        env = {
-            **os.environ,
-            "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", SERVE, "--store", store_url, "--no-auth",
-             "--port", str(self.port), "--agent", "takeover_agent:agent",
-             "--run-lease", str(LEASE_S), "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if self.http.get("/openapi.json").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.process.poll() is None, "the server exited at start-up"
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        self.http.close()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        self.http.close()
+def _serve(store_url: str, folder: Path) -> ServeProcess:
+    """`assay serve` of the takeover agent with the short lease, in a subprocess."""
+    return ServeProcess(store_url, folder, "takeover_agent:agent", lease_s=LEASE_S)
 
 
 @pytest.fixture
-def servers(store_url: str, tmp_path: Path) -> Iterator[list[Server]]:
+def servers(store_url: str, tmp_path: Path) -> Iterator[list[ServeProcess]]:
     (tmp_path / "takeover_agent.py").write_text(AGENT)
-    started: list[Server] = []
+    started: list[ServeProcess] = []
     yield started
     for server in started:
         server.stop()
 
 
-def _start_run(server: Server) -> str:
+def _start_run(server: ServeProcess) -> str:
     ids = []
     for i in range(CASES):
         reply = server.http.post(f"{APP}/evaluations", json=golden(f"Case {i}"))
@@ -128,9 +76,9 @@ def _stored(store: Store, run_id: str) -> list[tuple[str, int]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("pid_reused", [False, True], ids=["restart", "pid-reused"])
 def test_a_killed_servers_run_is_taken_over_and_finished_once(
-    servers: list[Server], store_url: str, tmp_path: Path, pid_reused: bool
+    servers: list[ServeProcess], store_url: str, tmp_path: Path, pid_reused: bool
 ) -> None:
-    first = Server(store_url, tmp_path)
+    first = _serve(store_url, tmp_path)
     servers.append(first)
     run_name = _start_run(first)
     run_id = run_name.rsplit("/", 1)[-1]
@@ -155,7 +103,7 @@ def test_a_killed_servers_run_is_taken_over_and_finished_once(
 
             with store.engine.begin() as conn:
                 conn.execute(update(runs).where(runs.c.id == run_id).values(config=config))
-        second = Server(store_url, tmp_path)
+        second = _serve(store_url, tmp_path)
         servers.append(second)
         deadline = time.monotonic() + DEADLINE_S
         while True:
