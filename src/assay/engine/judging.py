@@ -84,19 +84,10 @@ class JudgeRunOptions:
         """The run's judges; with `registry`, they pace and cache through it."""
         from assay.judges.client import JudgePool
 
-        if registry is not None:
-            return JudgePool(
-                registry=registry,
-                default_model=self.model,
-                default_base_url=self.base_url,
-                concurrency=self.concurrency,
-                use_cache=self.use_cache,
-                timeout_s=self.timeout_s,
-                max_retries=self.max_retries,
-                stats=self.stats,
-            )
         return JudgePool(
-            store=self.store,
+            # with a registry, the run's cache is the registry's: no store of its own
+            store=self.store if registry is None else None,
+            registry=registry,
             default_model=self.model,
             default_base_url=self.base_url,
             concurrency=self.concurrency,
