@@ -31,6 +31,8 @@ from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
+from assay.service._threads import shorten_thread_turns
+
 EXIT_ORPHANED = 70
 """Exit status when the parent went away (the lifeline pipe closed)."""
 EXIT_STORE_UNAVAILABLE = 75
@@ -132,6 +134,8 @@ def main() -> None:
     # Ctrl-C in the server's terminal reaches this process too (same process group); the
     # server decides how its runs stop (SIGTERM, see `_run_process`), not the keyboard.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Its store writer thread holds the write turn shared with the API workers.
+    shorten_thread_turns()
     line = sys.stdin.buffer.readline()
     order = WorkerOrder.model_validate_json(line)
     # The announcements get a private copy of stdout; fd 1 becomes stderr, so whatever

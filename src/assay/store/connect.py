@@ -18,11 +18,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.util.exc import CommandError
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url, text
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from assay.errors import StoreError
 from assay.store._json import loads
+from assay.store._write_queue import QueuedConnection, WriteQueue, attach, queue_for
 from assay.store.exceptions import StoreUnavailableError, unavailable
 
 DEFAULT_DIR = ".assay"
@@ -114,6 +115,7 @@ def _sqlite_engine(url: URL) -> Engine:
     database = url.database or ""
     in_memory = database in ("", ":memory:")
     kwargs: dict[str, Any] = {}
+    queue: WriteQueue | None = None
     if in_memory:
         # One shared connection: each new connection would be a new empty database.
         kwargs = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
@@ -124,8 +126,9 @@ def _sqlite_engine(url: URL) -> Engine:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the store folder {folder}: {exc}") from exc
+            queue = queue_for(str(Path(database).expanduser().resolve()), SQLITE_BUSY_TIMEOUT_S)
         kwargs = {
-            "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S},
+            "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S, "factory": QueuedConnection},
             "pool_size": POOL_SIZE,
             "max_overflow": POOL_OVERFLOW,
         }
@@ -136,6 +139,8 @@ def _sqlite_engine(url: URL) -> Engine:
         # Take transaction control from the sqlite3 module (which would not wrap DDL
         # and cannot take the write lock up front); `_on_begin` issues BEGIN instead.
         dbapi_connection.isolation_level = None
+        if queue is not None:
+            attach(dbapi_connection, queue)
         cursor = dbapi_connection.cursor()
         if not in_memory:
             # Only takes effect while the file is new. Result documents are a few KB:
@@ -160,8 +165,26 @@ def _sqlite_engine(url: URL) -> Engine:
     def _on_begin(conn: Connection) -> None:
         # A deferred transaction that later writes can fail at once with "database is
         # locked" instead of waiting; writers therefore lock when they begin.
+        # Writers to a file first take their turn in its write queue (`_write_queue`):
+        # SQLite's busy handler alone let some wait seconds under steady writes.
         immediate = conn.get_execution_options().get("assay_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if not immediate:
+            conn.exec_driver_sql("BEGIN")
+            return
+        raw = conn.connection.driver_connection
+        if isinstance(raw, QueuedConnection):
+            try:
+                raw.take_turn()
+            except sqlite3.OperationalError as exc:
+                # As SQLite's own "database is locked" would be: the store reports it as
+                # unavailable for now (503 with Retry-After in the service).
+                raise OperationalError("BEGIN IMMEDIATE", None, exc) from exc
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            if isinstance(raw, QueuedConnection):
+                raw.give_turn()
+            raise
 
     return engine
 

@@ -63,6 +63,7 @@ _REPLACE = (
         update_time=bindparam("new_update_time"),
     )
 )
+_REPLACE_RETURNING = _REPLACE.returning(*_COLUMNS)
 _BODIES = (
     select(resources.c.id, resources.c.body)
     .where(_SCOPE)
@@ -169,12 +170,23 @@ class ResourceRepository(Repository):
             "update_time": now,
         }
         key = {**_scope(app, kind), "k_id": resource_id}
+        new = {f"new_{name}": value for name, value in values.items()}
         try:
             with self._writer.begin() as conn:
+                if etag is not None:
+                    # The guarded update (every service update) is one statement: the
+                    # compare-and-set answers the new row, so the write turn is held
+                    # for one round trip instead of three (see `_write_queue`).
+                    row = conn.execute(
+                        _REPLACE_RETURNING, {**key, "read_etag": etag, **new}
+                    ).first()
+                    if row is None:
+                        if conn.execute(_ETAG, key).first() is None:
+                            raise _not_found(app, kind, resource_id)
+                        raise _stale(kind, resource_id)
+                    return _resource(row)
                 current = conn.execute(_ETAG, key).first()
                 if current is None:
-                    if etag is not None:
-                        raise _not_found(app, kind, resource_id)
                     ns = current_namespace()
                     ids = {
                         "project": ns.project,
@@ -186,18 +198,9 @@ class ResourceRepository(Repository):
                     }
                     conn.execute(insert(resources).values(**ids, **values))
                 else:
-                    if etag is not None and etag != current.etag:
-                        raise _stale(kind, resource_id)
                     # Compare-and-set on the etag read above: a concurrent writer
                     # between the read and this update makes it match no row.
-                    changed = conn.execute(
-                        _REPLACE,
-                        {
-                            **key,
-                            "read_etag": current.etag,
-                            **{f"new_{name}": value for name, value in values.items()},
-                        },
-                    )
+                    changed = conn.execute(_REPLACE, {**key, "read_etag": current.etag, **new})
                     if changed.rowcount != 1:
                         raise _stale(kind, resource_id)
                 row = conn.execute(_GET, key).one()
