@@ -254,7 +254,8 @@ async def _start_run(http: httpx.AsyncClient, names: list[str], run_count: int) 
 
 
 async def _probe(conn: Conn, names: list[str], count: int, server_pid: int) -> dict[str, float]:
-    """Server CPU ms per request, one at a time: GET of an evaluation, list of 20."""
+    """Server CPU ms per request, one at a time: GET of an evaluation, list of 20, and a
+    guarded update (PATCH with the etag the previous one answered)."""
     paths = {
         "get": [f"/v1/{names[i % len(names)]}" for i in range(count)],
         "list": ["/v1/apps/bench/evaluations?pageSize=20"] * count,
@@ -269,6 +270,21 @@ async def _probe(conn: Conn, names: list[str], count: int, server_pid: int) -> d
             if status != 200:
                 raise RuntimeError(f"{op} {path}: HTTP {status} {body[:200]!r}")
         cpu[op] = (_server_cpu_s(server_pid) - before) / count * 1000
+    # Guarded updates, each with the etag the previous one answered (no conflicts).
+    name = names[-1]
+    status, body = await conn.request("GET", f"/v1/{name}")
+    etag = json.loads(body)["etag"]
+    before = _server_cpu_s(server_pid)
+    for i in range(count):
+        status, body = await conn.request(
+            "PATCH",
+            f"/v1/{name}?updateMask=description",
+            {"description": f"probe {i}", "etag": etag},
+        )
+        if status != 200:
+            raise RuntimeError(f"update {name}: HTTP {status} {body[:200]!r}")
+        etag = json.loads(body)["etag"]
+    cpu["update"] = (_server_cpu_s(server_pid) - before) / count * 1000
     return cpu
 
 
@@ -385,7 +401,7 @@ def _serve_and_measure(
 def _report(label: str, workers: int, probe: dict[str, float], rows: list[dict[str, Any]]) -> None:
     print(
         f"{label:<14}{workers:>8}  one at a time: get {probe['get']:.2f} ms, "
-        f"list {probe['list']:.2f} ms of server CPU per request"
+        f"list {probe['list']:.2f} ms, update {probe['update']:.2f} ms of server CPU per request"
     )
     for row in rows:
         ops = "  ".join(
