@@ -184,10 +184,12 @@ class RunRepository(Repository):
             return
         now = utcnow()
         try:
+            increments = _increments(encoded)
             with self._writer.begin() as conn:
-                self._require_run(conn, run_id)
+                # The run's counters first: its UPDATE also says whether the run exists
+                # (one statement fewer while this holds the write turn, `_write_queue`).
+                self._update_run(conn, run_id, **increments, updated_at=now)
                 insert_encoded(conn, run_id, encoded, now)
-                self._update_run(conn, run_id, **_increments(encoded), updated_at=now)
         except IntegrityError as exc:
             keys = [(e[0], e[1], e[2]) for e in encoded]
             raise self._integrity_error(run_id, keys, exc) from exc
