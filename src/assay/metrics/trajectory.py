@@ -34,7 +34,7 @@ so the verdict does not depend on the order of the calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, cast
 
@@ -305,13 +305,24 @@ class TrajectoryMetric(Metric):
         try:
             want = expected_tool_calls(expected) if expected.expectations else expected.tool_calls()
             calls = actual.tool_calls()
-            value = self.score_calls(calls, want)
-            if value >= 1.0:
-                return Score(value)
-            # Below 1: say which calls differ (missing, extra, wrong argument, ...).
-            return Score(value, explain_turn(expected, actual, want, calls, self.matcher.matches))
+            matches = self.matcher.matches
+            return self.score_call_lists(
+                calls, want, lambda: explain_turn(expected, actual, want, calls, matches)
+            )
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
+
+    def score_call_lists(
+        self, calls: list[ToolCall], want: list[ToolCall], explain: Callable[[], str | None]
+    ) -> Score:
+        """The score of one invocation from its actual and expected calls; `explain()`
+        (called only below 1.0) says which calls differ. The lean row path
+        (`session.lean_rows`) scores through this too, so both say the same."""
+        value = self.score_calls(calls, want)
+        if value >= 1.0:
+            return Score(value)
+        # Below 1: say which calls differ (missing, extra, wrong argument, ...).
+        return Score(value, explain())
 
     def result_from_invocations(self, per: list[Score]) -> MetricResult:
         result = super().result_from_invocations(per)
@@ -412,6 +423,12 @@ class TrajectorySingleToolUse(TrajectoryMetric):
             return Score(self.score_calls(actual.tool_calls(), []))
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
+
+    def score_call_lists(
+        self, calls: list[ToolCall], want: list[ToolCall], explain: Callable[[], str | None]
+    ) -> Score:
+        # Needs no reference and explains nothing, as `score_invocation`.
+        return Score(self.score_calls(calls, []))
 
     def score_calls(self, actual: list[ToolCall], expected: list[ToolCall]) -> float:
         name = self.wanted.name

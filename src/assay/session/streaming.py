@@ -41,6 +41,7 @@ from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
     init_worker,
+    kept_case,
     score_batch,
     score_in_worker,
 )
@@ -167,7 +168,7 @@ class StreamingRun:
         try:
             for output in self._outputs(spec, total):
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
-                    self._write(output, tally, json_writer, spool, failing, seen)
+                    self._write(output, spec, tally, json_writer, spool, failing, seen)
                     if junit is not None:
                         set_id = Path(output.file).stem
                         for testcase in output.junit:
@@ -291,6 +292,7 @@ class StreamingRun:
     def _write(
         self,
         output: BatchOutput,
+        spec: BatchSpec,
         tally: Tally,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
@@ -317,7 +319,10 @@ class StreamingRun:
         if spool is not None:
             for shape, line in output.rows:
                 spool.add_encoded(shape, line)
-        failing.extend(output.kept)
+        for kept in output.kept:
+            if len(failing) >= spec.keep:
+                break  # enough to show: the rest are not rebuilt
+            failing.append(kept_case(spec, output.file, kept))
 
     def _write_previous(
         self,
