@@ -68,6 +68,29 @@ class Tally:
             if scores is not None and mr.score is not None:
                 scores.append(mr.score)
 
+    def add_row(self, status: Status, results: Iterable[MetricResult]) -> None:
+        """`add` of a case of one invocation from its status and its metrics' results
+        (each scored on that invocation), without a `CaseResult` (the lean row path)."""
+        self.rows += 1
+        self.statuses[status] += 1
+        values, metric_statuses = self.values, self.metric_statuses
+        thresholds, case_scores = self.thresholds, self.case_scores
+        for mr in results:
+            name = mr.name
+            bucket = values.get(name)
+            if bucket is None:
+                continue
+            value = mr.per_invocation[0].value
+            if value is not None:
+                bucket.append(value)
+            if mr.status is not None:
+                metric_statuses[name][mr.status] += 1
+            thresholds[name].add(mr.threshold)
+            if case_scores:
+                scores = case_scores.get(name)
+                if scores is not None and mr.score is not None:
+                    scores.append(mr.score)
+
     def merge(self, other: Tally) -> None:
         """Add `other`'s counts and values after this tally's own."""
         self.rows += other.rows

@@ -15,9 +15,11 @@ two cannot drift apart.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -87,39 +89,63 @@ class RowSpool:
 
     Also tracks the union of the rows' columns in first-seen order (for the CSV) at the
     cost of one tuple per row: rows of one run almost always share a handful of shapes.
+    With `csv`, rows may come with their CSV line already encoded (`csv_line`, by a
+    worker process); while every row has one and all share one shape, the CSV is those
+    lines under the header (`write_csv_from`), else it is made from the JSON lines.
     """
 
-    def __init__(self, beside: Path) -> None:
+    def __init__(self, beside: Path, *, csv: bool = False) -> None:
         self.path = _partial(beside, "rows")
         self.count = 0
         self._shapes: set[tuple[str, ...]] = set()
         self._columns: dict[str, None] = {}
+        self.csv_path = _partial(beside, "csvrows") if csv else None
+        self._csv: IO[bytes] | None = None
         try:
             beside.parent.mkdir(parents=True, exist_ok=True)
             self._file: IO[bytes] = self.path.open("wb")
+            if self.csv_path is not None:
+                self._csv = self.csv_path.open("wb")
         except OSError as exc:
-            raise AssayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise AssayError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
 
     @property
     def columns(self) -> list[str]:
         return list(self._columns)
 
-    def add(self, row: dict[str, Any]) -> None:
-        shape = tuple(row)
-        if shape not in self._shapes:
-            self._shapes.add(shape)
-            for key in shape:
-                self._columns.setdefault(key, None)
-        self._file.write(dumps(row) + b"\n")
-        self.count += 1
+    @property
+    def csv_lines(self) -> Path | None:
+        """The rows' CSV lines, when they make the CSV (see the class docstring)."""
+        if self._csv is None or self.csv_path is None or len(self._shapes) > 1:
+            return None
+        self._csv.flush()
+        return self.csv_path
 
-    def add_encoded(self, shape: tuple[str, ...], line: bytes) -> None:
-        """A row already encoded as one JSON line (by a worker process)."""
+    def _no_csv_lines(self) -> None:
+        if self._csv is not None:
+            self._csv.close()
+            self._csv = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.add_encoded(tuple(row), dumps(row) + b"\n")
+
+    def add_encoded(
+        self, shape: tuple[str, ...], line: bytes, csv_line: bytes | None = None
+    ) -> None:
+        """A row already encoded as one JSON line (by a worker process), and maybe as
+        its CSV line."""
         if shape not in self._shapes:
             self._shapes.add(shape)
             for key in shape:
                 self._columns.setdefault(key, None)
+            if len(self._shapes) > 1:
+                self._no_csv_lines()
         self._file.write(line)
+        if self._csv is not None:
+            if csv_line is None:
+                self._no_csv_lines()
+            else:
+                self._csv.write(csv_line)
         self.count += 1
 
     def lines(self) -> Iterator[bytes]:
@@ -131,6 +157,9 @@ class RowSpool:
     def close(self) -> None:
         self._file.close()
         self.path.unlink(missing_ok=True)
+        self._no_csv_lines()
+        if self.csv_path is not None:
+            self.csv_path.unlink(missing_ok=True)
 
 
 class JsonReportWriter:
@@ -229,12 +258,35 @@ def csv_cell(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def csv_fields(values: Sequence[Any]) -> str:
+    """`values` as CSV cells (`csv_cell`) joined as one line of the CSV report joins
+    them, without the line end: a row's line is its parts' fields joined by commas."""
+    buffer = io.StringIO()
+    # A first field, so that a single empty field is not quoted as a row of its own.
+    csv.writer(buffer).writerow(["-", *(csv_cell(v) for v in values)])
+    return buffer.getvalue()[2:-2]
+
+
+def csv_line(row: dict[str, Any]) -> bytes:
+    """The CSV report's line of `row` when the header is `row`'s own keys."""
+    return (csv_fields(list(row.values())) + "\r\n").encode("utf-8")
+
+
 def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     """The CSV report of the spooled rows, with the union of their columns."""
     columns = spool.columns
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        ready = spool.csv_lines
+        if ready is not None:
+            # The rows' own lines, under the header of their one shape.
+            with target.open("wb") as out, ready.open("rb") as lines:
+                header = io.StringIO()
+                csv.writer(header).writerow(columns)
+                out.write(header.getvalue().encode("utf-8"))
+                shutil.copyfileobj(lines, out, 1 << 20)
+            return target
         with target.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)

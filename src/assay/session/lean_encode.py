@@ -12,15 +12,12 @@ The tests in tests/session/test_lean_rows.py compare the two paths byte for byte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from assay.metrics.base import Metric
-from assay.report.json_report import _metric_entry, _overall_entry
-from assay.report.json_stream import dumps
+from assay.report.json_stream import csv_fields, dumps
 from assay.session.lean_rows import LeanCall, LeanRow
 from assay.store import EncodedCase
-from assay.store._document import FORMAT, metric_entry
+from assay.store._document import FORMAT
 from assay.store._json import dumps_bytes
 
 _COMPLETED = "COMPLETED"
@@ -50,7 +47,7 @@ def store_row(lean: LeanRow, eval_set_id: str) -> EncodedCase:
         "status": lean.status._value_,
     }
     if lean.metrics:
-        doc["metrics"] = [metric_entry(k, m) for k, m in lean.metrics.items()]
+        doc["metrics"] = [m.stored for m in lean.metrics]
     doc["invocations"] = [
         {
             "actual": _stored_turn(lean.prompt, lean.predicted, lean.response),
@@ -93,7 +90,7 @@ def report_case(
     lean: LeanRow, eval_set_id: str, run_id: str | None, eval_set_file: str | None
 ) -> bytes:
     """`case_to_adk` of the row's result, encoded as the report writes it."""
-    metrics = lean.metrics.values()
+    metrics = lean.metrics
     fallback = f"{lean.case_id}-1"
     doc: dict[str, Any] = {
         "eval_set_id": eval_set_id,
@@ -101,7 +98,7 @@ def report_case(
         "run_index": 0,
         "final_eval_status": lean.status.adk_code,
         "status": lean.status._value_,
-        "overall_eval_metric_results": [_overall_entry(m) for m in metrics],
+        "overall_eval_metric_results": [m.overall for m in metrics],
         "eval_metric_result_per_invocation": [
             {
                 "actual_invocation": _invocation(
@@ -110,10 +107,7 @@ def report_case(
                 "expected_invocation": _invocation(
                     fallback, lean.prompt, lean.reference_calls, lean.reference
                 ),
-                "eval_metric_results": [
-                    _metric_entry(m.name, m.per_invocation[0], m.threshold, m.status is None)
-                    for m in metrics
-                ],
+                "eval_metric_results": [m.invocation for m in metrics],
             }
         ],
         "session_id": f"{run_id or 'assay'}:{eval_set_id}:{lean.case_id}:0",
@@ -121,14 +115,16 @@ def report_case(
         "failure": False,
         "error": None,
         "error_type": None,
-        "explanations": {m.name: m.explanation for m in metrics if m.explanation is not None},
+        "explanations": {
+            m.result.name: m.result.explanation for m in metrics if m.result.explanation is not None
+        },
     }
     if eval_set_file is not None:
         doc["eval_set_file"] = eval_set_file
     return dumps(doc)
 
 
-def report_row(lean: LeanRow, eval_set_id: str, metrics: Sequence[Metric]) -> dict[str, Any]:
+def report_row(lean: LeanRow, eval_set_id: str) -> dict[str, Any]:
     """`case_rows` of the row's result: its one row."""
     row: dict[str, Any] = {
         "eval_set_id": eval_set_id,
@@ -140,9 +136,16 @@ def report_row(lean: LeanRow, eval_set_id: str, metrics: Sequence[Metric]) -> di
     }
     if lean.reference is not None:
         row["reference"] = lean.reference
-    results = lean.metrics
-    for metric in metrics:
-        mr = results.get(metric.name)
-        if mr is not None:
-            row.update(metric.row_columns(mr.per_invocation[0]))
+    for m in lean.metrics:
+        row.update(m.columns)
     return row
+
+
+def report_csv_line(lean: LeanRow, eval_set_id: str) -> bytes:
+    """The CSV line of `report_row` (under a header of that row's columns)."""
+    head = [eval_set_id, lean.case_id, 0, None, lean.prompt, lean.response]
+    if lean.reference is not None:
+        head.append(lean.reference)
+    parts = [csv_fields(head)]
+    parts.extend(m.csv for m in lean.metrics)
+    return (",".join(parts) + "\r\n").encode("utf-8")

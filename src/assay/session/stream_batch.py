@@ -23,9 +23,11 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import RawBatch, batch_cases
 from assay.model.results import CaseResult, Status
+from assay.report.json_stream import csv_line
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
-from assay.session.lean_encode import report_case, report_row, store_row
-from assay.session.lean_rows import LeanPlan, plain_row
+from assay.session.lean_encode import report_case, report_csv_line, report_row, store_row
+from assay.session.lean_rows import plain_row
+from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ class BatchSpec:
     store: bool = True
     cases_json: bool = True
     rows: bool = True
+    csv: bool = False
+    """Whether the rows are sent as CSV lines too (a `--csv` report)."""
     junit: bool = False
     eval_set_files: dict[str, str] = field(default_factory=dict)
     skip: frozenset[tuple[str, str, int]] = frozenset()
@@ -69,7 +73,8 @@ class BatchOutput:
     tally: Tally
     encoded: list[EncodedCase] = field(default_factory=list)
     cases_json: list[bytes] = field(default_factory=list)
-    rows: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)
+    rows: list[tuple[tuple[str, ...], bytes, bytes | None]] = field(default_factory=list)
+    """Per report row: its shape, its JSON line and (`BatchSpec.csv`) its CSV line."""
     junit: list[EncodedTestcase] = field(default_factory=list)
     kept: list[CaseResult | KeptRow] = field(default_factory=list)
     """The failing cases to show, whole or (a lean row) as the row to rebuild them from."""
@@ -170,21 +175,22 @@ def _add_lean(
             if spec.cases_json
             else None
         )
-        row_json = report_row(lean, set_id, spec.metrics) if spec.rows else None
+        row_json = report_row(lean, set_id) if spec.rows else None
         line = dumps(row_json) + b"\n" if row_json is not None else None
+        csv_bytes = report_csv_line(lean, set_id) if spec.csv else None
     except Exception:  # a metric or an encoder objects: the ordinary path decides
         return False
     if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
         out.kept.append((batch.start + offset, lineno, raw))
     out.case_ids.append(lean.case_id)
-    out.tally.add_scored(lean.status, lean.metrics, 1)
+    out.tally.add_row(lean.status, [m.result for m in lean.metrics])
     if encoded is not None:
         out.encoded.append(encoded)
     if case_json is not None:
         out.cases_json.append(case_json)
     if row_json is not None and line is not None:
         shape = tuple(row_json)
-        out.rows.append((out.shapes.setdefault(shape, shape), line))
+        out.rows.append((out.shapes.setdefault(shape, shape), line, csv_bytes))
     return True
 
 
@@ -214,11 +220,24 @@ def _add_cases(spec: BatchSpec, out: BatchOutput, cases: list[EvalCase]) -> None
             for row in case_rows(result, metrics, False):
                 # One tuple per distinct shape: pickled once per batch, not once per row.
                 shape = tuple(row)
-                out.rows.append((out.shapes.setdefault(shape, shape), dumps(row) + b"\n"))
+                line = dumps(row) + b"\n"
+                out.rows.append((out.shapes.setdefault(shape, shape), line, _csv(spec, line)))
         if spec.junit:
             out.junit.append(testcase_xml(result, set_id))
         if spec.keep_all or (len(out.kept) < spec.keep and result.status is not Status.PASSED):
             out.kept.append(result)
+
+
+def _csv(spec: BatchSpec, line: bytes) -> bytes | None:
+    """The CSV line of a row from its JSON line, as the report's CSV is made from the
+    JSON lines; None when it cannot be encoded (the CSV is then made at the end, which
+    reports it)."""
+    if not spec.csv:
+        return None
+    try:
+        return csv_line(orjson.loads(line))
+    except (ValueError, TypeError):
+        return None
 
 
 def kept_case(spec: BatchSpec, file: str, kept: CaseResult | KeptRow) -> CaseResult:

@@ -149,6 +149,7 @@ class StreamingRun:
             store=self.store is not None,
             cases_json=json_writer is not None,
             rows=spool is not None,
+            csv=self.csv_path is not None,
             junit=junit is not None,
             eval_set_files={f.eval_set_id: str(f.path) for f in self.files},
             skip=frozenset(skip),
@@ -277,7 +278,10 @@ class StreamingRun:
 
         spool = None
         if self.out is not None or self.csv_path is not None:
-            spool = RowSpool(self.out if self.out is not None else self.csv_path)  # type: ignore[arg-type]
+            spool = RowSpool(
+                self.out if self.out is not None else self.csv_path,  # type: ignore[arg-type]
+                csv=self.csv_path is not None,
+            )
         json_writer = None
         if self.out is not None:
             json_writer = JsonReportWriter(
@@ -317,8 +321,8 @@ class StreamingRun:
             for encoded in output.cases_json:
                 json_writer.add_encoded_case(encoded)
         if spool is not None:
-            for shape, line in output.rows:
-                spool.add_encoded(shape, line)
+            for shape, line, csv_line in output.rows:
+                spool.add_encoded(shape, line, csv_line)
         for kept in output.kept:
             if len(failing) >= spec.keep:
                 break  # enough to show: the rest are not rebuilt
