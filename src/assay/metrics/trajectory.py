@@ -283,6 +283,10 @@ class TrajectoryMetric(Metric):
     """
 
     score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
+    #: 1.0 whenever the actual calls match the expected ones pairwise, in order (true
+    #: of every match type and of precision and recall, under any matcher); a caller
+    #: that has checked that (`match_trajectory`, EXACT) may skip `score_calls`
+    perfect_when_exact: ClassVar[bool] = True
 
     options_model: ClassVar[type[MetricOptions]] = TrajectoryOptions
     needs: ClassVar[frozenset[str]] = frozenset({"reference"})
@@ -411,6 +415,7 @@ class TrajectorySingleToolUse(TrajectoryMetric):
     description = "1 iff some predicted call uses the given tool_name"
     options_model = SingleToolUseOptions
     needs = frozenset()
+    perfect_when_exact = False  # about one tool, not the reference
 
     def __init__(self, options: MetricOptions | None = None) -> None:
         super().__init__(options)

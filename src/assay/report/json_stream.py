@@ -19,8 +19,9 @@ import io
 import json
 import math
 import os
-import shutil
+import threading
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,6 +32,7 @@ from assay.errors import AssayError
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
 _ITEM_INDENT = b"    "
+_CSV_LINE_MAX = 100_000
 
 
 def finite(value: Any) -> Any:
@@ -89,15 +91,17 @@ class RowSpool:
 
     Also tracks the union of the rows' columns in first-seen order (for the CSV) at the
     cost of one tuple per row: rows of one run almost always share a handful of shapes.
-    With `csv`, rows may come with their CSV line already encoded (`csv_line`, by a
-    worker process); while every row has one and all share one shape, the CSV is those
-    lines under the header (`write_csv_from`), else it is made from the JSON lines.
+    With `csv`, rows may come with their CSV line already encoded against their own
+    columns (`csv_line`, by a worker process): while every row has one, the CSV report
+    is made from those lines, each put under the union of the columns by its shape
+    (`write_csv_from`); else it is made from the JSON lines.
     """
 
     def __init__(self, beside: Path, *, csv: bool = False) -> None:
         self.path = _partial(beside, "rows")
         self.count = 0
-        self._shapes: set[tuple[str, ...]] = set()
+        self._shapes: dict[tuple[str, ...], bytes] = {}
+        """Each row shape and its number as the CSV lines' first field."""
         self._columns: dict[str, None] = {}
         self.csv_path = _partial(beside, "csvrows") if csv else None
         self._csv: IO[bytes] | None = None
@@ -114,9 +118,14 @@ class RowSpool:
         return list(self._columns)
 
     @property
+    def shapes(self) -> list[tuple[str, ...]]:
+        """The row shapes, by their number."""
+        return list(self._shapes)
+
+    @property
     def csv_lines(self) -> Path | None:
-        """The rows' CSV lines, when they make the CSV (see the class docstring)."""
-        if self._csv is None or self.csv_path is None or len(self._shapes) > 1:
+        """The rows' CSV lines (`shape number,fields...`), when every row has one."""
+        if self._csv is None or self.csv_path is None:
             return None
         self._csv.flush()
         return self.csv_path
@@ -133,19 +142,20 @@ class RowSpool:
         self, shape: tuple[str, ...], line: bytes, csv_line: bytes | None = None
     ) -> None:
         """A row already encoded as one JSON line (by a worker process), and maybe as
-        its CSV line."""
-        if shape not in self._shapes:
-            self._shapes.add(shape)
+        its CSV line (`csv_line`)."""
+        number = self._shapes.get(shape)
+        if number is None:
+            number = self._shapes[shape] = b"%d," % len(self._shapes)
             for key in shape:
                 self._columns.setdefault(key, None)
-            if len(self._shapes) > 1:
-                self._no_csv_lines()
         self._file.write(line)
         if self._csv is not None:
-            if csv_line is None:
+            # Lines longer than any field `csv.reader` reads back by default (128 KiB)
+            # could not be; such a run's CSV is made from its JSON lines.
+            if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
                 self._no_csv_lines()
             else:
-                self._csv.write(csv_line)
+                self._csv.write(number + csv_line)
         self.count += 1
 
     def lines(self) -> Iterator[bytes]:
@@ -258,12 +268,27 @@ def csv_cell(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class _Fields(threading.local):
+    """A CSV writer on a buffer, per thread, reused for every `csv_fields` call there
+    (a writer per call costs more than the fields it writes)."""
+
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer)
+
+
+_FIELDS = _Fields()
+
+
 def csv_fields(values: Sequence[Any]) -> str:
     """`values` as CSV cells (`csv_cell`) joined as one line of the CSV report joins
     them, without the line end: a row's line is its parts' fields joined by commas."""
-    buffer = io.StringIO()
+    fields = _FIELDS
+    buffer = fields.buffer
+    buffer.seek(0)
+    buffer.truncate()
     # A first field, so that a single empty field is not quoted as a row of its own.
-    csv.writer(buffer).writerow(["-", *(csv_cell(v) for v in values)])
+    fields.writer.writerow(["-", *[csv_cell(v) for v in values]])
     return buffer.getvalue()[2:-2]
 
 
@@ -278,18 +303,13 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        ready = spool.csv_lines
-        if ready is not None:
-            # The rows' own lines, under the header of their one shape.
-            with target.open("wb") as out, ready.open("rb") as lines:
-                header = io.StringIO()
-                csv.writer(header).writerow(columns)
-                out.write(header.getvalue().encode("utf-8"))
-                shutil.copyfileobj(lines, out, 1 << 20)
-            return target
         with target.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)
+            ready = spool.csv_lines
+            if ready is not None and len(columns) > 1:
+                _write_csv_lines(writer, ready, spool.shapes, columns)
+                return target
             loads = orjson.loads
             for line in spool.lines():
                 row = loads(line)
@@ -298,3 +318,20 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     except OSError as exc:
         raise AssayError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
     return target
+
+
+def _write_csv_lines(
+    writer: Any, lines: Path, shapes: list[tuple[str, ...]], columns: list[str]
+) -> None:
+    """The spooled CSV lines under `columns`: each line's fields (read back as the
+    strings they were written from) picked by its shape, "" where it has no column."""
+    picks = []
+    for shape in shapes:
+        # Field 0 is the shape's number; one "" is appended after the row's fields.
+        where = {key: i + 1 for i, key in enumerate(shape)}
+        missing = len(shape) + 1
+        picks.append(itemgetter(*[where.get(c, missing) for c in columns]))
+    with lines.open(encoding="utf-8", newline="") as handle:
+        for fields in csv.reader(handle):
+            fields.append("")
+            writer.writerow(picks[int(fields[0])](fields))

@@ -12,7 +12,7 @@ sends the whole run the ordinary way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from assay.metrics.base import Metric
@@ -25,6 +25,7 @@ from assay.metrics.efficiency import (
 )
 from assay.metrics.lexical import ResponseMatchScore
 from assay.metrics.trajectory import (
+    MatchType,
     ToolTrajectoryAvgScore,
     TrajectoryAnyOrderMatch,
     TrajectoryExactMatch,
@@ -33,14 +34,15 @@ from assay.metrics.trajectory import (
     TrajectoryPrecision,
     TrajectoryRecall,
     TrajectorySingleToolUse,
+    match_trajectory,
 )
 from assay.model.core import EvalCase, Step, ToolCall, Turn
-from assay.model.results import MetricResult
+from assay.model.results import MetricResult, Score
 from assay.model.verdict import case_status
 from assay.session.lean_rows import EncodedMetric, LeanRow
 
 if TYPE_CHECKING:
-    from assay.model.results import Score
+    from collections.abc import Callable
 
 _TRAJECTORY = (
     TrajectoryExactMatch,
@@ -53,6 +55,9 @@ _TRAJECTORY = (
 )
 _BY_CALL_COUNT = (ToolCallCountV1, InferenceCallCountV1, TokenUsageV1, InvocationDurationV1)
 _MEMO_SIZE = 50_000
+# A trajectory metric's score when the calls match pairwise (`perfect_when_exact`):
+# only read, never changed (the encoded results are built from it once).
+_PERFECT = Score(1.0)
 
 
 def _probe(metric: Metric, calls: int) -> MetricResult:
@@ -86,6 +91,7 @@ class LeanPlan:
         predicted = cast(list[ToolCall], lean.predicted)  # read as ToolCalls: name, args
         expected = cast(list[ToolCall], lean.reference_calls)
         explained: dict[Callable[..., bool], str | None] = {}
+        exact: dict[Callable[..., bool], bool] = {}
         memo = self._memo
         if len(memo) > _MEMO_SIZE:
             memo.clear()  # bounded: scores of a run repeat, but floats need not
@@ -103,7 +109,18 @@ class LeanPlan:
                         explained[matches] = explain_calls(expected, predicted, matches)
                     return explained[matches]
 
-                score: Score = metric.score_call_lists(predicted, expected, explain)
+                if metric.perfect_when_exact:
+                    same = exact.get(matches)
+                    if same is None:
+                        same = exact[matches] = match_trajectory(
+                            predicted, expected, MatchType.EXACT, metric.matcher
+                        )
+                    if same:
+                        score: Score = _PERFECT
+                    else:
+                        score = metric.score_call_lists(predicted, expected, explain)
+                else:
+                    score = metric.score_call_lists(predicted, expected, explain)
             elif isinstance(metric, ResponseMatchScore):
                 score = metric.score_texts(lean.response, lean.reference, None)
             else:
