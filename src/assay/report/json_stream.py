@@ -138,25 +138,46 @@ class RowSpool:
     def add(self, row: dict[str, Any]) -> None:
         self.add_encoded(tuple(row), dumps(row) + b"\n")
 
-    def add_encoded(
-        self, shape: tuple[str, ...], line: bytes, csv_line: bytes | None = None
-    ) -> None:
-        """A row already encoded as one JSON line (by a worker process), and maybe as
-        its CSV line (`csv_line`)."""
+    def _number(self, shape: tuple[str, ...]) -> bytes:
+        """The shape's number as its CSV lines' first field (a new shape's columns join
+        the union)."""
         number = self._shapes.get(shape)
         if number is None:
             number = self._shapes[shape] = b"%d," % len(self._shapes)
             for key in shape:
                 self._columns.setdefault(key, None)
-        self._file.write(line)
+        return number
+
+    def add_encoded(
+        self, shape: tuple[str, ...], line: bytes, csv_line: bytes | None = None
+    ) -> None:
+        """A row already encoded as one JSON line (by a worker process), and maybe as
+        its CSV line (`csv_line`)."""
+        self.add_encoded_rows([(shape, line, csv_line)])
+
+    def add_encoded_rows(self, rows: Sequence[tuple[tuple[str, ...], bytes, bytes | None]]) -> None:
+        """`add_encoded` of each of `rows` (a worker's batch), written at once."""
+        number = self._number
+        json_lines = []
+        csv_lines: list[bytes] | None = [] if self._csv is not None else None
+        for shape, line, csv_line in rows:
+            json_lines.append(line)
+            if csv_lines is not None:
+                # Lines longer than any field `csv.reader` reads back by default
+                # (128 KiB) could not be; such a run's CSV is made from its JSON lines.
+                if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
+                    csv_lines = None
+                else:
+                    csv_lines += (number(shape), csv_line)
+                    continue
+            number(shape)
+        self._file.write(b"".join(json_lines))
         if self._csv is not None:
-            # Lines longer than any field `csv.reader` reads back by default (128 KiB)
-            # could not be; such a run's CSV is made from its JSON lines.
-            if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
+            if csv_lines is None:
                 self._no_csv_lines()
             else:
-                self._csv.write(number + csv_line)
-        self.count += 1
+                self._csv.write(b"".join(csv_lines))
+        self.count += len(rows)
 
     def lines(self) -> Iterator[bytes]:
         """The rows written so far, one JSON line each."""
@@ -217,6 +238,14 @@ class JsonReportWriter:
     def add_encoded_case(self, encoded: bytes) -> None:
         self._write((b"\n" if self._cases == 0 else b",\n") + _ITEM_INDENT + encoded)
         self._cases += 1
+
+    def add_encoded_cases(self, encoded: Sequence[bytes]) -> None:
+        """Cases already encoded (a worker's batch), written at once."""
+        if not encoded:
+            return
+        head = b"\n" if self._cases == 0 else b",\n"
+        self._write(head + _ITEM_INDENT + (b",\n" + _ITEM_INDENT).join(encoded))
+        self._cases += len(encoded)
 
     def finish(self, summary: dict[str, Any], repeated: dict[str, Any] | None = None) -> Path:
         """Append the rows and the summary; the report is complete at `target` after this."""

@@ -54,7 +54,8 @@ _TRAJECTORY = (
     ToolTrajectoryAvgScore,
 )
 _BY_CALL_COUNT = (ToolCallCountV1, InferenceCallCountV1, TokenUsageV1, InvocationDurationV1)
-_MEMO_SIZE = 50_000
+# Encoded results kept for reuse (a few KB each): a few tens of MB at most.
+_MEMO_SIZE = 20_000
 # A trajectory metric's score when the calls match pairwise (`perfect_when_exact`):
 # only read, never changed (the encoded results are built from it once).
 _PERFECT = Score(1.0)
@@ -73,7 +74,16 @@ class LeanPlan:
 
     def __init__(self, metrics: Sequence[Metric]) -> None:
         self.metrics = list(metrics)
-        self._memo: dict[tuple[int, float | None, bool | None], EncodedMetric] = {}
+        self._memo: dict[tuple[int, float | None, str | None], EncodedMetric] = {}
+        # Per metric: its kind (0 trajectory, 1 perfect when exact, 2 ROUGE, 3 by call
+        # count), so each row's loop does not ask isinstance of every metric.
+        self._kinds: list[tuple[int, Metric, int]] = []
+        for i, metric in enumerate(self.metrics):
+            if isinstance(metric, TrajectoryMetric):
+                kind = 1 if metric.perfect_when_exact else 0
+            else:
+                kind = 2 if isinstance(metric, ResponseMatchScore) else 3
+            self._kinds.append((i, metric, kind))
 
     @classmethod
     def of(cls, metrics: Sequence[Metric]) -> LeanPlan | None:
@@ -94,36 +104,12 @@ class LeanPlan:
         exact: dict[Callable[..., bool], bool] = {}
         memo = self._memo
         if len(memo) > _MEMO_SIZE:
-            memo.clear()  # bounded: scores of a run repeat, but floats need not
+            memo.clear()  # bounded: results of a run repeat, but floats and texts need not
         encoded = lean.metrics
         statuses = []
-        key: tuple[int, float | None, bool | None]
-        for i, metric in enumerate(self.metrics):
-            if isinstance(metric, TrajectoryMetric):
-                matches = metric.matcher.matches
-
-                def explain(matches: Callable[..., bool] = matches) -> str | None:
-                    # One call diff per matcher, shared by the row's metrics (as
-                    # `case_memo` shares it within a case).
-                    if matches not in explained:
-                        explained[matches] = explain_calls(expected, predicted, matches)
-                    return explained[matches]
-
-                if metric.perfect_when_exact:
-                    same = exact.get(matches)
-                    if same is None:
-                        same = exact[matches] = match_trajectory(
-                            predicted, expected, MatchType.EXACT, metric.matcher
-                        )
-                    if same:
-                        score: Score = _PERFECT
-                    else:
-                        score = metric.score_call_lists(predicted, expected, explain)
-                else:
-                    score = metric.score_call_lists(predicted, expected, explain)
-            elif isinstance(metric, ResponseMatchScore):
-                score = metric.score_texts(lean.response, lean.reference, None)
-            else:
+        key: tuple[int, float | None, str | None]
+        for i, metric, kind in self._kinds:
+            if kind == 3:
                 key = (i, len(predicted), None)
                 one = memo.get(key)
                 if one is None:
@@ -131,9 +117,37 @@ class LeanPlan:
                 encoded.append(one)
                 statuses.append(one.result.status)
                 continue
-            if score.explanation is None and not score.details:
-                # The result is the score's alone: encoded once per distinct value.
-                key = (i, score.value, True)
+            if kind == 2:
+                score = cast(ResponseMatchScore, metric).score_texts(
+                    lean.response, lean.reference, None
+                )
+            else:
+                trajectory = cast(TrajectoryMetric, metric)
+                matches = trajectory.matcher.matches
+                same = False
+                if kind == 1:
+                    found = exact.get(matches)
+                    if found is None:
+                        found = exact[matches] = match_trajectory(
+                            predicted, expected, MatchType.EXACT, trajectory.matcher
+                        )
+                    same = found
+                if same:
+                    score = _PERFECT
+                else:
+
+                    def explain(matches: Callable[..., bool] = matches) -> str | None:
+                        # One call diff per matcher, shared by the row's metrics (as
+                        # `case_memo` shares it within a case).
+                        if matches not in explained:
+                            explained[matches] = explain_calls(expected, predicted, matches)
+                        return explained[matches]
+
+                    score = trajectory.score_call_lists(predicted, expected, explain)
+            if not score.details:
+                # The result is the score's and its explanation's alone: encoded once per
+                # distinct pair (the same call differences recur across rows).
+                key = (i, score.value, score.explanation)
                 one = memo.get(key)
                 if one is None:
                     one = memo[key] = EncodedMetric(metric, metric.result_from_invocations([score]))

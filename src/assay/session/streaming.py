@@ -318,11 +318,9 @@ class StreamingRun:
         self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
-            for encoded in output.cases_json:
-                json_writer.add_encoded_case(encoded)
+            json_writer.add_encoded_cases(output.cases_json)
         if spool is not None:
-            for shape, line, csv_line in output.rows:
-                spool.add_encoded(shape, line, csv_line)
+            spool.add_encoded_rows(output.rows)
         for kept in output.kept:
             if len(failing) >= spec.keep:
                 break  # enough to show: the rest are not rebuilt
