@@ -181,9 +181,15 @@ class RowSpool:
 
     def lines(self) -> Iterator[bytes]:
         """The rows written so far, one JSON line each."""
+        for chunk in self.chunks():
+            yield from chunk
+
+    def chunks(self) -> Iterator[list[bytes]]:
+        """The rows written so far, as lists of JSON lines of about 1 MB."""
         self._file.flush()
         with self.path.open("rb") as handle:
-            yield from handle
+            while chunk := handle.readlines(1 << 20):
+                yield chunk
 
     def close(self) -> None:
         self._file.close()
@@ -252,8 +258,11 @@ class JsonReportWriter:
         self._write(b"\n  ],\n" if self._cases else b"],\n")
         self._write(b'  "rows": [')
         first = True
-        for line in self.rows.lines():
-            self._write((b"\n" if first else b",\n") + _ITEM_INDENT + line.rstrip(b"\n"))
+        between = b",\n" + _ITEM_INDENT
+        for chunk in self.rows.chunks():  # a megabyte of rows per write
+            lines = [line.rstrip(b"\n") for line in chunk]
+            head = b"\n" + _ITEM_INDENT if first else between
+            self._write(head + between.join(lines))
             first = False
         self._write(b"\n  ],\n" if not first else b"],\n")
         self._write(b'  "summary": ' + _pretty(summary))
