@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
@@ -33,6 +34,10 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
 _ITEM_INDENT = b"    "
 _CSV_LINE_MAX = 100_000
+# Characters that make the CSV writer quote a cell (the delimiter, the quote, line
+# ends), and NUL, which some Python versions treat specially: cells with any of them
+# are written by the csv module itself.
+_QUOTED = re.compile('[,"\r\n\x00]')
 
 
 def finite(value: Any) -> Any:
@@ -321,12 +326,15 @@ _FIELDS = _Fields()
 def csv_fields(values: Sequence[Any]) -> str:
     """`values` as CSV cells (`csv_cell`) joined as one line of the CSV report joins
     them, without the line end: a row's line is its parts' fields joined by commas."""
+    cells = [csv_cell(v) for v in values]
+    if not _QUOTED.search("".join(cells)):
+        return ",".join(cells)  # no cell the CSV writer would quote (the common case)
     fields = _FIELDS
     buffer = fields.buffer
     buffer.seek(0)
     buffer.truncate()
     # A first field, so that a single empty field is not quoted as a row of its own.
-    fields.writer.writerow(["-", *[csv_cell(v) for v in values]])
+    fields.writer.writerow(["-", *cells])
     return buffer.getvalue()[2:-2]
 
 
