@@ -264,3 +264,16 @@ def test_resume_and_a_bad_row_on_the_lean_path(tmp_path: Path) -> None:
     doc, whole_doc = json.loads((tmp_path / "r.json").read_bytes()), json.loads(whole["json"])
     assert doc["summary"] == whole_doc["summary"]
     assert [c["eval_id"] for c in doc["cases"]] == [c["eval_id"] for c in whole_doc["cases"]]
+
+
+def test_ci_gates_on_the_lean_path(tmp_path: Path) -> None:
+    """`--min-mean` averages the case scores the lean path tallies: the same verdict
+    and lines as the ordinary path, passing and failing."""
+    data = _write(tmp_path / "rows.jsonl", _plain_rows(1_200), odd=[])
+    for floor, code in (("0.3", 0), ("0.9", 1)):
+        gate = ("--min-mean", f"trajectory_exact_match={floor}", "--workers", "1")
+        lean = _run(tmp_path, data, f"lean-{floor}", *gate, lean=True)
+        ordinary = _run(tmp_path, data, f"ordinary-{floor}", *gate, lean=False)
+        assert lean["exit"] == ordinary["exit"] == code, lean["stdout"]
+        assert lean["stdout"] == ordinary["stdout"]
+        assert lean["stored"] == ordinary["stored"]
