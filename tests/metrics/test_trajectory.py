@@ -326,3 +326,37 @@ def test_real_adk_eval_set_with_partial_expected_args() -> None:
             assert exact.score_case(case, actual, reference).score < 1.0
             checked += 1
     assert checked >= 3
+
+
+@pytest.mark.parametrize("options", [{}, {"arg_match": "subset"}, {"arg_match": "superset"},
+                                     {"ignore_args": True}])  # fmt: skip
+def test_perfect_when_exact_holds_for_every_metric_that_claims_it(options: dict[str, Any]) -> None:
+    """`perfect_when_exact` (the lean row path skips the algorithms on it): whenever the
+    calls match pairwise in order, every metric that claims it scores 1.0."""
+    import random
+
+    from assay.metrics.trajectory import MatchType, TrajectoryMetric, match_trajectory
+
+    rng = random.Random(11)
+    names = ["tool_trajectory_avg_score", "trajectory_exact_match", "trajectory_in_order_match",
+             "trajectory_any_order_match", "trajectory_precision", "trajectory_recall"]  # fmt: skip
+    metrics = [build_metric(n, options) for n in names]
+    metrics += [build_metric("tool_trajectory_avg_score", {**options, "match_type": t})
+                for t in ("IN_ORDER", "ANY_ORDER")]  # fmt: skip
+    single = build_metric("trajectory_single_tool_use", {"tool_name": "a"})
+    assert isinstance(single, TrajectoryMetric) and not single.perfect_when_exact
+    exact_seen = 0
+    for _ in range(400):
+        expected = [
+            call(rng.choice("ab"), **{k: rng.randint(1, 2) for k in rng.sample("xy", 2)[: i % 3]})
+            for i in range(rng.randint(0, 3))
+        ]
+        actual = [call(c.name, **dict(c.args)) for c in expected]
+        if rng.random() < 0.5 and actual:
+            actual[0] = call(actual[0].name, **{**actual[0].args, "z": 1})
+        for metric in metrics:
+            assert isinstance(metric, TrajectoryMetric) and metric.perfect_when_exact
+            if match_trajectory(actual, expected, MatchType.EXACT, metric.matcher):
+                exact_seen += 1
+                assert metric.score_calls(actual, expected) == 1.0, (metric, actual, expected)
+    assert exact_seen > 100

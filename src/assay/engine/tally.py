@@ -11,11 +11,11 @@ and so the sums bit for bit the same.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from assay.metrics.base import Metric
-from assay.model.results import CaseResult, Status
+from assay.model.results import CaseResult, MetricResult, Status
 
 _STATUSES = tuple(Status)
 
@@ -44,11 +44,15 @@ class Tally:
 
     def add(self, case: CaseResult) -> None:
         """Count one case run (its rows: one per invocation, at least one)."""
-        n_inv = len(case.invocations)
+        self.add_scored(case.status, case.metrics, len(case.invocations))
+
+    def add_scored(self, status: Status, metrics: Mapping[str, MetricResult], n_inv: int) -> None:
+        """`add` from a case's parts: its status, its metrics' results and its number of
+        invocations (the lean row path has no `CaseResult`)."""
         self.rows += n_inv or 1
-        self.statuses[case.status] += 1
+        self.statuses[status] += 1
         values, metric_statuses = self.values, self.metric_statuses
-        for name, mr in case.metrics.items():
+        for name, mr in metrics.items():
             bucket = values.get(name)
             if bucket is None:
                 continue
@@ -63,6 +67,29 @@ class Tally:
             scores = self.case_scores.get(name)
             if scores is not None and mr.score is not None:
                 scores.append(mr.score)
+
+    def add_row(self, status: Status, results: Iterable[MetricResult]) -> None:
+        """`add` of a case of one invocation from its status and its metrics' results
+        (each scored on that invocation), without a `CaseResult` (the lean row path)."""
+        self.rows += 1
+        self.statuses[status] += 1
+        values, metric_statuses = self.values, self.metric_statuses
+        thresholds, case_scores = self.thresholds, self.case_scores
+        for mr in results:
+            name = mr.name
+            bucket = values.get(name)
+            if bucket is None:
+                continue
+            value = mr.per_invocation[0].value
+            if value is not None:
+                bucket.append(value)
+            if mr.status is not None:
+                metric_statuses[name][mr.status] += 1
+            thresholds[name].add(mr.threshold)
+            if case_scores:
+                scores = case_scores.get(name)
+                if scores is not None and mr.score is not None:
+                    scores.append(mr.score)
 
     def merge(self, other: Tally) -> None:
         """Add `other`'s counts and values after this tally's own."""

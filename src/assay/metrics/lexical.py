@@ -71,12 +71,16 @@ class ResponseMatchScore(Metric):
         self, actual: Turn, expected: Turn | None, case: EvalCase, *, single_turn: bool
     ) -> Score:
         reference = reference_text(expected, case, single_turn=single_turn)
+        return self.score_texts(actual.final_response, reference, actual.error)
+
+    def score_texts(self, response: str | None, reference: str | None, error: str | None) -> Score:
+        """One invocation's score from its texts (the lean row path scores through this)."""
         if reference is None:
             return Score(None, NO_REFERENCE)
-        if actual.final_response is None:
-            if actual.error:
-                return Score(None, f"the agent failed before responding: {actual.error}")
+        if response is None:
+            if error:
+                return Score(None, f"the agent failed before responding: {error}")
             # ADK scores a missing response as the empty text; say so rather than
             # leaving a bare 0.0 in the report.
             return Score(0.0, "the agent gave no final response")
-        return Score(rouge1(actual.final_response, reference).fmeasure)
+        return Score(rouge1(response, reference).fmeasure)

@@ -34,7 +34,7 @@ so the verdict does not depend on the order of the calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, cast
 
@@ -283,6 +283,10 @@ class TrajectoryMetric(Metric):
     """
 
     score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
+    #: 1.0 whenever the actual calls match the expected ones pairwise, in order (true
+    #: of every match type and of precision and recall, under any matcher); a caller
+    #: that has checked that (`match_trajectory`, EXACT) may skip `score_calls`
+    perfect_when_exact: ClassVar[bool] = True
 
     options_model: ClassVar[type[MetricOptions]] = TrajectoryOptions
     needs: ClassVar[frozenset[str]] = frozenset({"reference"})
@@ -305,13 +309,24 @@ class TrajectoryMetric(Metric):
         try:
             want = expected_tool_calls(expected) if expected.expectations else expected.tool_calls()
             calls = actual.tool_calls()
-            value = self.score_calls(calls, want)
-            if value >= 1.0:
-                return Score(value)
-            # Below 1: say which calls differ (missing, extra, wrong argument, ...).
-            return Score(value, explain_turn(expected, actual, want, calls, self.matcher.matches))
+            matches = self.matcher.matches
+            return self.score_call_lists(
+                calls, want, lambda: explain_turn(expected, actual, want, calls, matches)
+            )
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
+
+    def score_call_lists(
+        self, calls: list[ToolCall], want: list[ToolCall], explain: Callable[[], str | None]
+    ) -> Score:
+        """The score of one invocation from its actual and expected calls; `explain()`
+        (called only below 1.0) says which calls differ. The lean row path
+        (`session.lean_rows`) scores through this too, so both say the same."""
+        value = self.score_calls(calls, want)
+        if value >= 1.0:
+            return Score(value)
+        # Below 1: say which calls differ (missing, extra, wrong argument, ...).
+        return Score(value, explain())
 
     def result_from_invocations(self, per: list[Score]) -> MetricResult:
         result = super().result_from_invocations(per)
@@ -400,6 +415,7 @@ class TrajectorySingleToolUse(TrajectoryMetric):
     description = "1 iff some predicted call uses the given tool_name"
     options_model = SingleToolUseOptions
     needs = frozenset()
+    perfect_when_exact = False  # about one tool, not the reference
 
     def __init__(self, options: MetricOptions | None = None) -> None:
         super().__init__(options)
@@ -412,6 +428,12 @@ class TrajectorySingleToolUse(TrajectoryMetric):
             return Score(self.score_calls(actual.tool_calls(), []))
         except InputError as exc:
             raise exc.located(case_id=case.id) from None
+
+    def score_call_lists(
+        self, calls: list[ToolCall], want: list[ToolCall], explain: Callable[[], str | None]
+    ) -> Score:
+        # Needs no reference and explains nothing, as `score_invocation`.
+        return Score(self.score_calls(calls, []))
 
     def score_calls(self, actual: list[ToolCall], expected: list[ToolCall]) -> float:
         name = self.wanted.name

@@ -15,10 +15,14 @@ two cannot drift apart.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
+import re
+import threading
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +33,11 @@ from assay.errors import AssayError
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
 _ITEM_INDENT = b"    "
+_CSV_LINE_MAX = 100_000
+# Characters that make the CSV writer quote a cell (the delimiter, the quote, line
+# ends), and NUL, which some Python versions treat specially: cells with any of them
+# are written by the csv module itself.
+_QUOTED = re.compile('[,"\r\n\x00]')
 
 
 def finite(value: Any) -> Any:
@@ -87,50 +96,112 @@ class RowSpool:
 
     Also tracks the union of the rows' columns in first-seen order (for the CSV) at the
     cost of one tuple per row: rows of one run almost always share a handful of shapes.
+    With `csv`, rows may come with their CSV line already encoded against their own
+    columns (`csv_line`, by a worker process): while every row has one, the CSV report
+    is made from those lines, each put under the union of the columns by its shape
+    (`write_csv_from`); else it is made from the JSON lines.
     """
 
-    def __init__(self, beside: Path) -> None:
+    def __init__(self, beside: Path, *, csv: bool = False) -> None:
         self.path = _partial(beside, "rows")
         self.count = 0
-        self._shapes: set[tuple[str, ...]] = set()
+        self._shapes: dict[tuple[str, ...], bytes] = {}
+        """Each row shape and its number as the CSV lines' first field."""
         self._columns: dict[str, None] = {}
+        self.csv_path = _partial(beside, "csvrows") if csv else None
+        self._csv: IO[bytes] | None = None
         try:
             beside.parent.mkdir(parents=True, exist_ok=True)
             self._file: IO[bytes] = self.path.open("wb")
+            if self.csv_path is not None:
+                self._csv = self.csv_path.open("wb")
         except OSError as exc:
-            raise AssayError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise AssayError(f"cannot write {exc.filename}: {exc.strerror or exc}") from None
 
     @property
     def columns(self) -> list[str]:
         return list(self._columns)
 
-    def add(self, row: dict[str, Any]) -> None:
-        shape = tuple(row)
-        if shape not in self._shapes:
-            self._shapes.add(shape)
-            for key in shape:
-                self._columns.setdefault(key, None)
-        self._file.write(dumps(row) + b"\n")
-        self.count += 1
+    @property
+    def shapes(self) -> list[tuple[str, ...]]:
+        """The row shapes, by their number."""
+        return list(self._shapes)
 
-    def add_encoded(self, shape: tuple[str, ...], line: bytes) -> None:
-        """A row already encoded as one JSON line (by a worker process)."""
-        if shape not in self._shapes:
-            self._shapes.add(shape)
+    @property
+    def csv_lines(self) -> Path | None:
+        """The rows' CSV lines (`shape number,fields...`), when every row has one."""
+        if self._csv is None or self.csv_path is None:
+            return None
+        self._csv.flush()
+        return self.csv_path
+
+    def _no_csv_lines(self) -> None:
+        if self._csv is not None:
+            self._csv.close()
+            self._csv = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.add_encoded(tuple(row), dumps(row) + b"\n")
+
+    def _number(self, shape: tuple[str, ...]) -> bytes:
+        """The shape's number as its CSV lines' first field (a new shape's columns join
+        the union)."""
+        number = self._shapes.get(shape)
+        if number is None:
+            number = self._shapes[shape] = b"%d," % len(self._shapes)
             for key in shape:
                 self._columns.setdefault(key, None)
-        self._file.write(line)
-        self.count += 1
+        return number
+
+    def add_encoded(
+        self, shape: tuple[str, ...], line: bytes, csv_line: bytes | None = None
+    ) -> None:
+        """A row already encoded as one JSON line (by a worker process), and maybe as
+        its CSV line (`csv_line`)."""
+        self.add_encoded_rows([(shape, line, csv_line)])
+
+    def add_encoded_rows(self, rows: Sequence[tuple[tuple[str, ...], bytes, bytes | None]]) -> None:
+        """`add_encoded` of each of `rows` (a worker's batch), written at once."""
+        number = self._number
+        json_lines = []
+        csv_lines: list[bytes] | None = [] if self._csv is not None else None
+        for shape, line, csv_line in rows:
+            json_lines.append(line)
+            if csv_lines is not None:
+                # Lines longer than any field `csv.reader` reads back by default
+                # (128 KiB) could not be; such a run's CSV is made from its JSON lines.
+                if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
+                    csv_lines = None
+                else:
+                    csv_lines += (number(shape), csv_line)
+                    continue
+            number(shape)
+        self._file.write(b"".join(json_lines))
+        if self._csv is not None:
+            if csv_lines is None:
+                self._no_csv_lines()
+            else:
+                self._csv.write(b"".join(csv_lines))
+        self.count += len(rows)
 
     def lines(self) -> Iterator[bytes]:
         """The rows written so far, one JSON line each."""
+        for chunk in self.chunks():
+            yield from chunk
+
+    def chunks(self) -> Iterator[list[bytes]]:
+        """The rows written so far, as lists of JSON lines of about 1 MB."""
         self._file.flush()
         with self.path.open("rb") as handle:
-            yield from handle
+            while chunk := handle.readlines(1 << 20):
+                yield chunk
 
     def close(self) -> None:
         self._file.close()
         self.path.unlink(missing_ok=True)
+        self._no_csv_lines()
+        if self.csv_path is not None:
+            self.csv_path.unlink(missing_ok=True)
 
 
 class JsonReportWriter:
@@ -179,13 +250,24 @@ class JsonReportWriter:
         self._write((b"\n" if self._cases == 0 else b",\n") + _ITEM_INDENT + encoded)
         self._cases += 1
 
+    def add_encoded_cases(self, encoded: Sequence[bytes]) -> None:
+        """Cases already encoded (a worker's batch), written at once."""
+        if not encoded:
+            return
+        head = b"\n" if self._cases == 0 else b",\n"
+        self._write(head + _ITEM_INDENT + (b",\n" + _ITEM_INDENT).join(encoded))
+        self._cases += len(encoded)
+
     def finish(self, summary: dict[str, Any], repeated: dict[str, Any] | None = None) -> Path:
         """Append the rows and the summary; the report is complete at `target` after this."""
         self._write(b"\n  ],\n" if self._cases else b"],\n")
         self._write(b'  "rows": [')
         first = True
-        for line in self.rows.lines():
-            self._write((b"\n" if first else b",\n") + _ITEM_INDENT + line.rstrip(b"\n"))
+        between = b",\n" + _ITEM_INDENT
+        for chunk in self.rows.chunks():  # a megabyte of rows per write
+            lines = [line.rstrip(b"\n") for line in chunk]
+            head = b"\n" + _ITEM_INDENT if first else between
+            self._write(head + between.join(lines))
             first = False
         self._write(b"\n  ],\n" if not first else b"],\n")
         self._write(b'  "summary": ' + _pretty(summary))
@@ -229,6 +311,38 @@ def csv_cell(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+class _Fields(threading.local):
+    """A CSV writer on a buffer, per thread, reused for every `csv_fields` call there
+    (a writer per call costs more than the fields it writes)."""
+
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self.writer = csv.writer(self.buffer)
+
+
+_FIELDS = _Fields()
+
+
+def csv_fields(values: Sequence[Any]) -> str:
+    """`values` as CSV cells (`csv_cell`) joined as one line of the CSV report joins
+    them, without the line end: a row's line is its parts' fields joined by commas."""
+    cells = [csv_cell(v) for v in values]
+    if not _QUOTED.search("".join(cells)):
+        return ",".join(cells)  # no cell the CSV writer would quote (the common case)
+    fields = _FIELDS
+    buffer = fields.buffer
+    buffer.seek(0)
+    buffer.truncate()
+    # A first field, so that a single empty field is not quoted as a row of its own.
+    fields.writer.writerow(["-", *cells])
+    return buffer.getvalue()[2:-2]
+
+
+def csv_line(row: dict[str, Any]) -> bytes:
+    """The CSV report's line of `row` when the header is `row`'s own keys."""
+    return (csv_fields(list(row.values())) + "\r\n").encode("utf-8")
+
+
 def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     """The CSV report of the spooled rows, with the union of their columns."""
     columns = spool.columns
@@ -238,6 +352,10 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
         with target.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(columns)
+            ready = spool.csv_lines
+            if ready is not None and len(columns) > 1:
+                _write_csv_lines(writer, ready, spool.shapes, columns)
+                return target
             loads = orjson.loads
             for line in spool.lines():
                 row = loads(line)
@@ -246,3 +364,20 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     except OSError as exc:
         raise AssayError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
     return target
+
+
+def _write_csv_lines(
+    writer: Any, lines: Path, shapes: list[tuple[str, ...]], columns: list[str]
+) -> None:
+    """The spooled CSV lines under `columns`: each line's fields (read back as the
+    strings they were written from) picked by its shape, "" where it has no column."""
+    picks = []
+    for shape in shapes:
+        # Field 0 is the shape's number; one "" is appended after the row's fields.
+        where = {key: i + 1 for i, key in enumerate(shape)}
+        missing = len(shape) + 1
+        picks.append(itemgetter(*[where.get(c, missing) for c in columns]))
+    with lines.open(encoding="utf-8", newline="") as handle:
+        for fields in csv.reader(handle):
+            fields.append("")
+            writer.writerow(picks[int(fields[0])](fields))

@@ -13,7 +13,9 @@ import gc
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from assay.engine.runner import score_recorded
 from assay.engine.tally import Tally
@@ -21,11 +23,16 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import RawBatch, batch_cases
 from assay.model.results import CaseResult, Status
+from assay.report.json_stream import csv_line
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
+from assay.session.lean_encode import report_case, report_csv_line, report_row, store_row
+from assay.session.lean_rows import plain_row
+from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
+    from assay.model.core import EvalCase
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,8 @@ class BatchSpec:
     store: bool = True
     cases_json: bool = True
     rows: bool = True
+    csv: bool = False
+    """Whether the rows are sent as CSV lines too (a `--csv` report)."""
     junit: bool = False
     eval_set_files: dict[str, str] = field(default_factory=dict)
     skip: frozenset[tuple[str, str, int]] = frozenset()
@@ -46,6 +55,12 @@ class BatchSpec:
     """How many failing cases to send back whole (for the console)..."""
     keep_all: bool = False
     """... or every case (a run small enough to show a case table for)."""
+
+
+KeptRow = tuple[int, int, bytes]
+"""A failing lean row the console may show: its index, line number and text. Only the
+first few failing cases of a run are shown, so the process showing them rebuilds their
+`CaseResult` (`kept_case`) only while it still needs some."""
 
 
 @dataclass
@@ -58,9 +73,13 @@ class BatchOutput:
     tally: Tally
     encoded: list[EncodedCase] = field(default_factory=list)
     cases_json: list[bytes] = field(default_factory=list)
-    rows: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)
+    rows: list[tuple[tuple[str, ...], bytes, bytes | None]] = field(default_factory=list)
+    """Per report row: its shape, its JSON line and (`BatchSpec.csv`) its CSV line."""
     junit: list[EncodedTestcase] = field(default_factory=list)
-    kept: list[CaseResult] = field(default_factory=list)
+    kept: list[CaseResult | KeptRow] = field(default_factory=list)
+    """The failing cases to show, whole or (a lean row) as the row to rebuild them from."""
+    # The distinct row shapes, so each is one object (pickled once per batch).
+    shapes: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     # An InputError does not survive pickling with its location: sent as its parts.
     error: tuple[str, str | None, str | None, str | None, str | None] | None = None
 
@@ -79,21 +98,112 @@ def score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
 
 
 def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
-    from assay.engine.aggregate import case_rows
-    from assay.report.json_report import case_to_adk
-    from assay.report.json_stream import dumps
-
-    cases, error = batch_cases(batch, spec.mapping)
-    set_id = Path(batch.file).stem
     metrics = list(spec.metrics)
     out = BatchOutput(
         batch.file, batch.start, [], Tally((m.name for m in metrics), spec.case_score_metrics)
     )
-    if error is not None:
-        out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
+    plan = _lean_plan(spec, batch)
+    if plan is None:
+        cases, error = batch_cases(batch, spec.mapping)
+        _add_cases(spec, out, cases)
+        if error is not None:
+            out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
+        return out
+    # Row by row: a plain row takes the lean path, any other the ordinary one.
+    names: dict[str, str] = {}
+    set_id = Path(batch.file).stem
+    for offset, (lineno, raw) in enumerate(batch.rows):
+        if _add_lean(spec, plan, out, batch, set_id, offset, lineno, raw, names):
+            continue
+        one = RawBatch(batch.file, batch.kind, batch.start + offset, [(lineno, raw)])
+        cases, error = batch_cases(one, spec.mapping)
+        _add_cases(spec, out, cases)
+        if error is not None:
+            out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
+            break
+    return out
+
+
+def _lean_plan(spec: BatchSpec, batch: RawBatch) -> LeanPlan | None:
+    """The lean plan of the spec's metrics, when its batches can take the lean path:
+    JSON lines without a column mapping, and no JUnit or case table (they need the
+    case results whole)."""
+    if batch.kind != "jsonl" or spec.mapping or spec.junit or spec.keep_all:
+        return None
+    global _PLAN
+    if _PLAN is None or _PLAN[0] is not spec:
+        # One run's spec at a time (a worker serves one run; so does a process).
+        _PLAN = (spec, LeanPlan.of(spec.metrics))
+    return _PLAN[1]
+
+
+_PLAN: tuple[BatchSpec, LeanPlan | None] | None = None
+
+
+def _add_lean(
+    spec: BatchSpec,
+    plan: LeanPlan,
+    out: BatchOutput,
+    batch: RawBatch,
+    set_id: str,
+    offset: int,
+    lineno: int,
+    raw: bytes | dict[str, Any],
+    names: dict[str, str],
+) -> bool:
+    """Score and encode one row on the lean path; False when the row is not plain (or
+    anything about it is unusual: it then takes the ordinary path, which reports it)."""
+    from assay.report.json_stream import dumps
+
+    if type(raw) is not bytes:
+        return False
+    try:
+        row = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    lean = plain_row(row, batch.start + offset, names)
+    if lean is None:
+        return False
+    if spec.skip and (set_id, lean.case_id, 0) in spec.skip:
+        out.case_ids.append(lean.case_id)
+        return True  # done by the run being resumed
+    try:
+        plan.score(lean)
+        encoded = store_row(lean, set_id) if spec.store else None
+        case_json = (
+            report_case(lean, set_id, spec.run_id, spec.eval_set_files.get(set_id))
+            if spec.cases_json
+            else None
+        )
+        row_json = report_row(lean, set_id) if spec.rows else None
+        line = dumps(row_json) + b"\n" if row_json is not None else None
+        csv_bytes = report_csv_line(lean, set_id) if spec.csv else None
+    except Exception:  # a metric or an encoder objects: the ordinary path decides
+        return False
+    if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
+        out.kept.append((batch.start + offset, lineno, raw))
+    out.case_ids.append(lean.case_id)
+    out.tally.add_row(lean.status, [m.result for m in lean.metrics])
+    if encoded is not None:
+        out.encoded.append(encoded)
+    if case_json is not None:
+        out.cases_json.append(case_json)
+    if row_json is not None and line is not None:
+        shape = tuple(row_json)
+        out.rows.append((out.shapes.setdefault(shape, shape), line, csv_bytes))
+    return True
+
+
+def _add_cases(spec: BatchSpec, out: BatchOutput, cases: list[EvalCase]) -> None:
+    """Score and encode `cases` the ordinary way (built `CaseResult`s)."""
+    from assay.engine.aggregate import case_rows
+    from assay.report.json_report import case_to_adk
+    from assay.report.json_stream import dumps
+
+    set_id = Path(out.file).stem
+    metrics = list(spec.metrics)
     encode = encode_case if spec.store else None
     set_file = spec.eval_set_files.get(set_id)
-    shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
     for case in cases:
         out.case_ids.append(case.id)
         if spec.skip and (set_id, case.id, 0) in spec.skip:
@@ -110,12 +220,35 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
             for row in case_rows(result, metrics, False):
                 # One tuple per distinct shape: pickled once per batch, not once per row.
                 shape = tuple(row)
-                out.rows.append((shapes.setdefault(shape, shape), dumps(row) + b"\n"))
+                line = dumps(row) + b"\n"
+                out.rows.append((out.shapes.setdefault(shape, shape), line, _csv(spec, line)))
         if spec.junit:
             out.junit.append(testcase_xml(result, set_id))
         if spec.keep_all or (len(out.kept) < spec.keep and result.status is not Status.PASSED):
             out.kept.append(result)
-    return out
+
+
+def _csv(spec: BatchSpec, line: bytes) -> bytes | None:
+    """The CSV line of a row from its JSON line, as the report's CSV is made from the
+    JSON lines; None when it cannot be encoded (the CSV is then made at the end, which
+    reports it)."""
+    if not spec.csv:
+        return None
+    try:
+        return csv_line(orjson.loads(line))
+    except (ValueError, TypeError):
+        return None
+
+
+def kept_case(spec: BatchSpec, file: str, kept: CaseResult | KeptRow) -> CaseResult:
+    """The case result of a kept failing case (rebuilt the ordinary way from its row)."""
+    if isinstance(kept, CaseResult):
+        return kept
+    index, lineno, raw = kept
+    cases, error = batch_cases(RawBatch(file, "jsonl", index, [(lineno, raw)]), spec.mapping)
+    if error is not None:  # the row was read once already: it cannot fail now
+        raise error
+    return score_recorded(cases[0], list(spec.metrics), eval_set_id=Path(file).stem)
 
 
 # -- in a worker process -------------------------------------------------------------

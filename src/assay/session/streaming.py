@@ -41,6 +41,7 @@ from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
     init_worker,
+    kept_case,
     score_batch,
     score_in_worker,
 )
@@ -148,6 +149,7 @@ class StreamingRun:
             store=self.store is not None,
             cases_json=json_writer is not None,
             rows=spool is not None,
+            csv=self.csv_path is not None,
             junit=junit is not None,
             eval_set_files={f.eval_set_id: str(f.path) for f in self.files},
             skip=frozenset(skip),
@@ -167,7 +169,7 @@ class StreamingRun:
         try:
             for output in self._outputs(spec, total):
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
-                    self._write(output, tally, json_writer, spool, failing, seen)
+                    self._write(output, spec, tally, json_writer, spool, failing, seen)
                     if junit is not None:
                         set_id = Path(output.file).stem
                         for testcase in output.junit:
@@ -276,7 +278,10 @@ class StreamingRun:
 
         spool = None
         if self.out is not None or self.csv_path is not None:
-            spool = RowSpool(self.out if self.out is not None else self.csv_path)  # type: ignore[arg-type]
+            spool = RowSpool(
+                self.out if self.out is not None else self.csv_path,  # type: ignore[arg-type]
+                csv=self.csv_path is not None,
+            )
         json_writer = None
         if self.out is not None:
             json_writer = JsonReportWriter(
@@ -291,6 +296,7 @@ class StreamingRun:
     def _write(
         self,
         output: BatchOutput,
+        spec: BatchSpec,
         tally: Tally,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
@@ -312,12 +318,13 @@ class StreamingRun:
         self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
-            for encoded in output.cases_json:
-                json_writer.add_encoded_case(encoded)
+            json_writer.add_encoded_cases(output.cases_json)
         if spool is not None:
-            for shape, line in output.rows:
-                spool.add_encoded(shape, line)
-        failing.extend(output.kept)
+            spool.add_encoded_rows(output.rows)
+        for kept in output.kept:
+            if len(failing) >= spec.keep:
+                break  # enough to show: the rest are not rebuilt
+            failing.append(kept_case(spec, output.file, kept))
 
     def _write_previous(
         self,

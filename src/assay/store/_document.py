@@ -36,7 +36,7 @@ from typing import Any
 
 from assay.errors import StoreError
 from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, Score
+from assay.model.results import CaseResult, MetricResult, Score
 from assay.store._json import dumps_bytes
 
 FORMAT = 2
@@ -62,6 +62,48 @@ def _score(score: Score) -> Any:
     return {"value": value, "explanation": score.explanation, "details": details}
 
 
+def metric_entry(key: str, metric: MetricResult) -> list[Any]:
+    """One metric of a result as format 2 stores it (see the module docstring); the
+    lean row path (`session.lean_encode`) writes its metrics through this too."""
+    per = metric.per_invocation
+    scores: list[Any] = []
+    for score in per:
+        value: Any = score.value
+        details = score.details
+        # `_score` inlined for the common case: a bare value.
+        if (
+            score.explanation is None
+            and type(details) is dict
+            and not details
+            and type(value) is not dict
+        ):
+            scores.append(value)
+        else:
+            scores.append(_score(score))
+    status = metric.status
+    entry: list[Any] = [
+        metric.name,
+        metric.score,
+        metric.threshold,
+        # `_value_`: Enum.value is a Python-level property (and orjson reads it too).
+        None if status is None else status._value_,
+        scores,
+    ]
+    metric_details = metric.details
+    failed = metric.error_type
+    if (
+        metric.explanation is not None
+        or type(metric_details) is not dict
+        or metric_details
+        or key != metric.name
+        or failed is not None
+    ):
+        entry += (metric.explanation, metric_details, key)
+        if failed is not None:
+            entry.append(ErrorType(failed)._value_)
+    return entry
+
+
 def compact_document(result: CaseResult) -> dict[str, Any]:
     """`result` in document format 2, as plain values (Turns left as pydantic models)."""
     invocations = result.invocations
@@ -71,45 +113,9 @@ def compact_document(result: CaseResult) -> dict[str, Any]:
     # scores), and their per_invocation lists.
     derived: list[str] = []
     derived_scores: list[list[Score]] = []
-    # One loop building a record per metric: cheaper than a comprehension per column.
     for key, metric in result.metrics.items():
         per = metric.per_invocation
-        scores: list[Any] = []
-        for score in per:
-            value: Any = score.value
-            details = score.details
-            # `_score` inlined for the common case: a bare value.
-            if (
-                score.explanation is None
-                and type(details) is dict
-                and not details
-                and type(value) is not dict
-            ):
-                scores.append(value)
-            else:
-                scores.append(_score(score))
-        status = metric.status
-        entry: list[Any] = [
-            metric.name,
-            metric.score,
-            metric.threshold,
-            # `_value_`: Enum.value is a Python-level property (and orjson reads it too).
-            None if status is None else status._value_,
-            scores,
-        ]
-        metric_details = metric.details
-        failed = metric.error_type
-        if (
-            metric.explanation is not None
-            or type(metric_details) is not dict
-            or metric_details
-            or key != metric.name
-            or failed is not None
-        ):
-            entry += (metric.explanation, metric_details, key)
-            if failed is not None:
-                entry.append(ErrorType(failed)._value_)
-        metrics.append(entry)
+        metrics.append(metric_entry(key, metric))
         if count and len(per) == count:
             derived.append(key)
             derived_scores.append(per)

@@ -1,0 +1,64 @@
+"""The CSV report from rows' pre-encoded CSV lines (`RowSpool(csv=True)`): the same
+bytes as the CSV made from the JSON rows, whatever the rows' shapes and cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.report.json_stream import RowSpool, csv_line, dumps, write_csv_from
+
+ROWS: list[dict[str, Any]] = [
+    {"eval_set_id": "s", "case_id": "a", "run": 0, "invocation_id": None, "m/score": 1.0},
+    {"eval_set_id": "s", "case_id": "b,c", "run": 0, "invocation_id": None, "m/score": 0.5,
+     "m/explanation": 'missing call f(x="1, 2")'},
+    {"eval_set_id": "s", "case_id": "ü 東京", "run": 0, "invocation_id": "i\r\n2",
+     "reference": "", "m/score": None, "m/explanation": "line one\nline two"},
+    {"eval_set_id": "s", "case_id": " lead", "run": 1, "invocation_id": None,
+     "m/score": float("nan"), "n/score": 2.0, "n/total": [1, {"k": None}], "flag": True},
+    {"eval_set_id": "s", "case_id": "d", "run": 0, "invocation_id": None, "m/score": 1.0},
+]  # fmt: skip
+
+
+def _csv(tmp_path: Path, rows: list[dict[str, Any]], *, lines: bool, tag: str) -> bytes:
+    spool = RowSpool(tmp_path / f"{tag}.json", csv=lines)
+    for row in rows:
+        line = dumps(row) + b"\n"
+        spool.add_encoded(tuple(row), line, csv_line(row) if lines else None)
+    target = write_csv_from(spool, tmp_path / f"{tag}.csv")
+    spool.close()
+    return target.read_bytes()
+
+
+def test_csv_lines_make_the_csv_the_json_rows_make(tmp_path: Path) -> None:
+    made = _csv(tmp_path, ROWS, lines=True, tag="lines")
+    assert made == _csv(tmp_path, ROWS, lines=False, tag="json")
+    header = made.split(b"\r\n")[0].decode()
+    # The union of the columns, first seen first.
+    assert header.split(",")[-3:] == ["n/score", "n/total", "flag"]
+    assert not list(tmp_path.glob(".*partial"))  # the spool's files are gone
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # A row without a CSV line (a resumed run's earlier rows) ...
+        "missing",
+        # ... or with a field too long to read back: the CSV comes from the JSON rows.
+        "long",
+    ],
+)
+def test_the_json_rows_make_the_csv_when_lines_cannot(tmp_path: Path, rows: str) -> None:
+    data = [dict(r) for r in ROWS]
+    spool = RowSpool(tmp_path / "r.json", csv=True)
+    if rows == "long":
+        data[1]["m/explanation"] = "x" * 200_000
+    for i, row in enumerate(data):
+        given = None if rows == "missing" and i == 2 else csv_line(row)
+        spool.add_encoded(tuple(row), dumps(row) + b"\n", given)
+    assert spool.csv_lines is None
+    made = write_csv_from(spool, tmp_path / "r.csv").read_bytes()
+    spool.close()
+    assert made == _csv(tmp_path, data, lines=False, tag="json")
