@@ -11,6 +11,7 @@ the same data would give.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -102,6 +103,10 @@ def run_agent_streamed(
                 )
             )
         return None
+    # What is alive now (modules, the agent, the metrics) lives until the process ends:
+    # out of the collector's passes, which otherwise re-walk it while millions of
+    # short-lived objects come and go (about a third of the collector's time, measured).
+    gc.freeze()
     return AgentStreamingRun(
         files,
         metrics,

@@ -197,6 +197,7 @@ class AgentStreamingRun:
         )
         self._done = 0
         self._error: InputError | None = None
+        self._reading = False
 
     @property
     def window(self) -> int:
@@ -246,54 +247,60 @@ class AgentStreamingRun:
     # -- the window ------------------------------------------------------------------
 
     async def _drive(self, window: deque[_Slot], writers: _Writers) -> None:
-        """Keep `concurrency` case runs going over a window of `self.window` read-ahead
-        rows; write the finished ones at the window's head, in file order."""
+        """`concurrency` slots, each taking the next row while the window has room;
+        the slot that finishes the window's head writes it and what finished behind it,
+        in file order. A slot goes straight on to its next row (no task or wake-up per
+        case run: the loaded path's `LocalExecutor` runs its slots the same way)."""
         registry = run_registry(self.judges, self.options.concurrency)
         ctx = CaseRunContext(
             self.metrics, self.agent, self.options, None, app_details_of(self.agent)
         )
         jobs = self._jobs()
-        running: set[asyncio.Task[None]] = set()
-        slots = max(1, self.options.concurrency)
-        reading = True
+        room = asyncio.Condition()
+        size = self.window
+
+        def next_job() -> CaseJob | None:
+            if self._reading:
+                try:
+                    return next(jobs)
+                except StopIteration:
+                    self._reading = False
+                except InputError as exc:  # the case runs before it still finish
+                    self._error, self._reading = exc, False
+            return None
+
+        async def slot() -> None:
+            while True:
+                if len(window) >= size:
+                    async with room:
+                        await room.wait_for(lambda: len(window) < size)
+                job = next_job()
+                if job is None:
+                    return
+                entry = _Slot(job)
+                window.append(entry)
+                entry.result = await evaluate_case_run(job, ctx)
+                # Stored before this slot takes new work: a kill re-runs only the case
+                # runs in flight (a fast agent's results are written in batches, as a
+                # loaded run's are).
+                self._session.record(entry.result)
+                if window[0] is entry:
+                    while window and window[0].result is not None:
+                        self._write(window.popleft(), writers)
+                    async with room:
+                        room.notify_all()
+
         main = asyncio.current_task()
         assert main is not None
+        self._reading = True
         # The agent's models find their pacing in the registry.
         with registry_in_context(registry), _sigterm_cancels(main):
             try:
-                while True:
-                    while window and window[0].result is not None:
-                        self._write(window.popleft(), writers)
-                    while reading and len(running) < slots and len(window) < self.window:
-                        try:
-                            job = next(jobs)
-                        except StopIteration:
-                            reading = False
-                            break
-                        except InputError as exc:  # the rows before it still finish
-                            self._error, reading = exc, False
-                            break
-                        slot = _Slot(job)
-                        window.append(slot)
-                        running.add(asyncio.create_task(self._run_one(slot, ctx)))
-                    if not running:  # nothing left to read, every case run written
-                        return
-                    finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:
-                        running.discard(task)
-                        task.result()  # a store that refuses a result stops the run
-            finally:
-                for task in running:
-                    task.cancel()
-                await asyncio.gather(*running, return_exceptions=True)
-
-    async def _run_one(self, slot: _Slot, ctx: CaseRunContext) -> None:
-        slot.result = await evaluate_case_run(slot.job, ctx)
-        # Stored before this slot takes new work: a kill re-runs only the case runs in
-        # flight (a fast agent's results are written in batches, as a loaded run's are).
-        # An interrupt during the write leaves the result with the recorder, which
-        # writes it when the run is marked INTERRUPTED: it is reported either way.
-        self._session.record(slot.result)
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(max(1, self.options.concurrency)):
+                        group.create_task(slot())
+            except BaseExceptionGroup as grouped:  # a store that refuses a result
+                raise grouped.exceptions[0] from None
 
     def _write(self, slot: _Slot, writers: _Writers) -> None:
         assert slot.result is not None
