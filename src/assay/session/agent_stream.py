@@ -1,7 +1,8 @@
 """A streamed agent run: Vertex rows read lazily, each sent to the agent, in bounded memory.
 
-`assay eval rows.jsonl --agent ...` takes this path when every input is a row file and
-nothing needs every case at once (`cli.eval_stream`). The agent's slots are kept full:
+`assay eval rows.jsonl --agent ...` (`cli.eval_stream`) and `assay.evaluate(rows_path,
+agent=...)` (`api_stream`) take this path when every input is a row file and nothing
+needs every case at once. The agent's slots are kept full:
 rows are read ahead as slots free, at most `read_ahead` case runs at a time (the
 window, `READ_AHEAD` × concurrency by default) — never in batches whose slowest case
 idles the other slots. Each finished case run is scored and stored through the run's
