@@ -75,14 +75,19 @@ class AgentTally:
 
 @contextmanager
 def _sigterm_cancels(task: asyncio.Task[None]) -> Iterator[None]:
-    """SIGTERM cancels the run at its next await, as asyncio.run does for Ctrl-C. The
-    CLI's own handler raises KeyboardInterrupt wherever the main thread is, which can
-    be inside a result's store write: written, yet taken back and written again."""
+    """When the caller made SIGTERM an interrupt (the CLI does), it cancels the run at
+    its next await instead, as asyncio.run does for Ctrl-C: the CLI's handler raises
+    KeyboardInterrupt wherever the main thread is, which can be inside a result's store
+    write (written, yet taken back and written again). A process that left SIGTERM
+    alone is still ended by it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
     previous = signal.getsignal(signal.SIGTERM)
+    if not callable(previous):
+        yield
+        return
     try:
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
     except (NotImplementedError, RuntimeError):  # no loop signal handlers (Windows)
@@ -92,8 +97,7 @@ def _sigterm_cancels(task: asyncio.Task[None]) -> Iterator[None]:
         yield
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
-        if previous is not None:  # None: a handler not set from Python, left as it was
-            signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
