@@ -34,6 +34,8 @@ FLOORS: list[set[str]] = [
     {"view", "interop"},
     # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.
     {"api_inputs", "service", "adk"},
+    # `evaluate`'s streamed agent runs over row files, from its resolved inputs.
+    {"api_stream"},
     {"api"},
     # assay.mlflow.scorers run `assay.evaluate` per row.
     {"mlflow"},

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from assay.agents.tools import ToolBehavior
 from assay.api_inputs import (
     Dataset,
+    environment,
     load_dataset,
+    open_store,
     resolve_agent,
     resolve_config,
     resolve_metrics,
@@ -39,16 +41,6 @@ if TYPE_CHECKING:
     from assay.simulation import SimulatorOptions
 
 _T = TypeVar("_T")
-
-
-def _open_store(store: Any) -> Any:
-    if store is None or store is False:
-        return None
-    from assay.store import Store
-
-    if isinstance(store, Store):
-        return store
-    return Store.open(None if store is True else str(store))
 
 
 def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
@@ -116,7 +108,7 @@ async def aevaluate(
         mlflow=mlflow, mlflow_experiment=mlflow_experiment, adk_history=adk_history,
         judge=judge, runs=runs,
     )  # fmt: skip
-    opened = _open_store(store)
+    opened = open_store(store)
     session = RunSession(
         evalsets,
         metric_objects,
@@ -129,7 +121,7 @@ async def aevaluate(
         persona_source=_persona_source(personas),
         name=run_name,
         fresh=fresh,
-        environment=_environment() if opened is not None else None,
+        environment=environment() if opened is not None else None,
         observers=observers,
         sinks=sinks,
         executor=runner,
@@ -179,12 +171,6 @@ def _interop_sinks(
         options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
         params=params,
     )  # fmt: skip
-
-
-def _environment() -> dict[str, Any]:
-    from assay.report.html import run_environment
-
-    return run_environment()
 
 
 def _persona_source(
@@ -274,6 +260,20 @@ def evaluate(
     Works inside a running event loop (Jupyter) too, where the result shows itself as
     a table (`_repr_html_`).
     """
+    # An agent over row files is streamed, unless an option needs the loaded eval sets.
+    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
+    if agent is not None and executor == "local" and not needs_sets:
+        from assay.api_stream import evaluate_streamed
+
+        streamed = evaluate_streamed(
+            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
+            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
+            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
+            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
+            simulator=simulator, fresh=fresh,
+        )  # fmt: skip
+        if streamed is not None:
+            return EvalTaskResult.from_result(streamed)
     # Scoring recorded data (no agent) makes no reference cycles, only millions of
     # short-lived objects whose collector passes cost ~40 % of the run: paused, as
     # `assay eval` does. Only here, where the caller waits for the whole run; an

@@ -198,3 +198,21 @@ def simulator_options(
             found = {p.id: p for p in personas}
         options.personas = {**options.personas, **found}
     return options
+
+
+def open_store(store: Any) -> Any:
+    """`evaluate`'s `store` argument as a `Store` (None: no store)."""
+    if store is None or store is False:
+        return None
+    from assay.store import Store
+
+    if isinstance(store, Store):
+        return store
+    return Store.open(None if store is True else str(store))
+
+
+def environment() -> dict[str, Any]:
+    """Where a run is made (git commit, assay version), stored with a new run."""
+    from assay.report.html import run_environment
+
+    return run_environment()

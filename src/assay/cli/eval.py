@@ -401,7 +401,8 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     err = stderr_console()
     if req.from_format is not None:
         check_format(req.from_format, eval_set=True)
-    # Recorded row files are scored streamed, in memory bounded whatever their size.
+    # Row files are scored (or run through the agent) streamed, in memory bounded
+    # whatever their size.
     files = _streamable(req, err)
     if files is not None:
         code = _run_streamed(req, files, out=out, csv_path=csv_path, junit=junit)
@@ -594,18 +595,18 @@ def _loading_reason(req: _Request) -> str | None:
 
 
 def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
-    """The inputs as row files when this run can be streamed (`session.streaming`):
-    recorded rows, no agent, one run each, explicit metrics, and only the outputs a
-    streamed run writes (store, `--out`, `--csv`, `--junit`); else None (the data is
-    loaded whole, and when only an option stood in the way, one line says which).
+    """The inputs as row files when this run can be streamed (`session.streaming`,
+    `session.agent_stream` with an agent): one run each, explicit metrics, and only the
+    outputs a streamed run writes (store, `--out`, `--csv`, `--junit`); else None (the
+    data is loaded whole, and when only an option stood in the way, one line says which).
     """
     from assay.engine.executors import LocalExecutor
     from assay.formats.stream import row_file
 
     if (
-        req.agent is not None
-        # another executor scores the rows in batches where it runs (a Ray cluster)
-        or not isinstance(req.executor or LocalExecutor(), LocalExecutor)
+        # another executor runs the cases, or scores the rows in batches, where it runs
+        # (a Ray cluster)
+        not isinstance(req.executor or LocalExecutor(), LocalExecutor)
         or (req.config is None and not req.metric_flags)
     ):
         return None
@@ -629,21 +630,20 @@ def _run_streamed(
     csv_path: Path | None,
     junit: Path | None,
 ) -> int | None:
-    """Score `files` streamed; None when a metric needs the loaded path (a judge)."""
-    from assay.engine.aggregate import build_result
-    from assay.report import render_results, summary_text
+    """Score `files` streamed (through `req.agent` when given); None when the run needs
+    the loaded path (a judged metric, an ADK agent's eval history)."""
+    from assay.cli.eval_stream import judged_notice, report_streamed, run_agent_streamed
     from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
-    from assay.report.console_stream import render_streamed, tally_summary_text
-    from assay.report.gates import failed_gates_of, report_gates
     from assay.report.html import run_environment
     from assay.session.run_session import run_options_doc
     from assay.session.streaming import StreamingRun
     from assay.store import Store
 
     metrics, config_doc = _metrics_for(req, [])
-    if any(m.is_async for m in metrics):
-        return None
     err = stderr_console()
+    if any(m.is_async for m in metrics):
+        judged_notice(req, metrics, err)
+        return None
     check_distinct_set_ids([f.eval_set_id for f in files], req.data)
     names = [m.name for m in metrics]
     unknown = [n for n in req.min_means if n not in names]
@@ -666,30 +666,38 @@ def _run_streamed(
                 {"prices_file": req.prices_file} if req.prices_file is not None else None,
             ),
         },
-        "agent": None,
+        "agent": req.agent,
     }
     progress = _progress_for(req, err)
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     try:
-        outcome = StreamingRun(
-            files,
-            metrics,
-            identity,
-            store=db,
-            mapping=req.mapping,
-            out=out,
-            csv_path=csv_path,
-            junit_path=junit,
-            workers=req.workers,
-            fresh=req.fresh,
-            name=req.name,
-            case_score_metrics=tuple(req.min_means),
-            keep_failing=MAX_FAILING_ROWS,
-            keep_all_up_to=MAX_CASE_ROWS,
-            progress=progress,
-            notify=lambda line: err.print(Text(line, style="yellow")),
-            environment=run_environment(),
-        ).run()
+        if req.agent is not None:
+            outcome = run_agent_streamed(
+                req, files, metrics, identity, db=db, progress=progress, out=out,
+                csv_path=csv_path, junit=junit,
+            )  # fmt: skip
+            if outcome is None:
+                return None
+        else:
+            outcome = StreamingRun(
+                files,
+                metrics,
+                identity,
+                store=db,
+                mapping=req.mapping,
+                out=out,
+                csv_path=csv_path,
+                junit_path=junit,
+                workers=req.workers,
+                fresh=req.fresh,
+                name=req.name,
+                case_score_metrics=tuple(req.min_means),
+                keep_failing=MAX_FAILING_ROWS,
+                keep_all_up_to=MAX_CASE_ROWS,
+                progress=progress,
+                notify=lambda line: err.print(Text(line, style="yellow")),
+                environment=run_environment(),
+            ).run()
         if req.html is not None and db is not None and outcome.run_id is not None:
             # The page embeds every case: built from the store once the run is over.
             outcome.written.append(_html_from_store(db, outcome.run_id, req.html))
@@ -698,59 +706,7 @@ def _run_streamed(
             progress.close()
         if db is not None:
             db.close()
-    console = stdout_console()
-    result = None
-    if outcome.kept_all:  # a small run: shown and gated as a loaded one
-        result = build_result(outcome.kept, metrics, agent_run=False)
-        result.run_id = outcome.run_id
-    if result is not None:
-        if req.quiet:
-            console.print(summary_text(result))
-        else:
-            render_results(result, console)
-    elif req.quiet:
-        console.print(tally_summary_text(outcome.tally))
-    else:
-        render_streamed(outcome.tally, outcome.summary, outcome.kept, console)
-    for path in outcome.written:
-        err.print(Text(f"wrote {path}", style="dim"))
-    done = outcome.tally.cases
-    if outcome.error is not None:
-        where = "stored and reported" if outcome.run_id is not None else "reported"
-        err.print(
-            Text(
-                f"{done} rows before the malformed one were scored and {where}; fix the row"
-                " and run the same command again"
-                + (" to resume after them" if outcome.run_id is not None else ""),
-                style="bold yellow",
-            )
-        )
-        raise outcome.error
-    if outcome.interrupted:
-        err.print(
-            Text(
-                f"interrupted: {done} of {outcome.total} case runs completed; run the same"
-                " command again to resume",
-                style="bold yellow",
-            )
-        )
-        return EXIT_INTERRUPTED
-    if outcome.run_id is not None and not req.quiet:
-        err.print(Text(f"run {outcome.run_id} stored", style="dim"))
-    if req.min_pass_rate is not None or req.min_means:
-        if result is not None:
-            return _gate(req, result, err)
-        tally = outcome.tally
-        failures = failed_gates_of(
-            tally.statuses[Status.PASSED],
-            done,
-            tally.case_scores,
-            sorted(names),
-            min_pass_rate=req.min_pass_rate,
-            min_means=req.min_means,
-        )
-        return report_gates(failures, err)
-    return 0 if done and outcome.tally.statuses[Status.PASSED] == done else 1
+    return report_streamed(req, outcome, metrics)
 
 
 def _html_from_store(db: Store, run_id: str, path: Path) -> Path:

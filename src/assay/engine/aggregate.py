@@ -65,11 +65,12 @@ def case_rows(
     return rows
 
 
-def _row_count(case: CaseResult) -> int:
+def row_count(case: CaseResult) -> int:
+    """The rows a case run reports: one per invocation, at least one."""
     return len(case.invocations) or 1
 
 
-def _case_latencies(case: CaseResult) -> list[float]:
+def case_latencies(case: CaseResult) -> list[float]:
     """Latency per row of the case, as `case_rows` reports it (missing ones left out)."""
     if not case.invocations:
         return [case.latency_s] if case.latency_s is not None else []
@@ -81,6 +82,16 @@ def _case_latencies(case: CaseResult) -> list[float]:
         elif pos == 0 and case.latency_s is not None:
             values.append(case.latency_s)
     return values
+
+
+def agent_columns(latencies: Sequence[float], failures: Sequence[float]) -> dict[str, Any]:
+    """An agent run's summary columns from its rows' latencies and failures (0 or 1)."""
+    return {
+        "latency_in_seconds/mean": mean(latencies),
+        "latency_in_seconds/std": _std(latencies),
+        "failure/mean": mean(failures),
+        "failure/std": _std(failures),
+    }
 
 
 def summarize(
@@ -104,12 +115,9 @@ def summarize(
         tally.add(case)
     summary = tally.summary(metrics)
     if agent_run:
-        latencies = [v for c in cases for v in _case_latencies(c)]
-        failures = [float(c.failure) for c in cases for _ in range(_row_count(c))]
-        summary["latency_in_seconds/mean"] = mean(latencies)
-        summary["latency_in_seconds/std"] = _std(latencies)
-        summary["failure/mean"] = mean(failures)
-        summary["failure/std"] = _std(failures)
+        latencies = [v for c in cases for v in case_latencies(c)]
+        failures = [float(c.failure) for c in cases for _ in range(row_count(c))]
+        summary.update(agent_columns(latencies, failures))
     summary.update(tally.status_columns())
     by_case: dict[tuple[str | None, str], list[CaseResult]] = defaultdict(list)
     for case in cases:

@@ -11,9 +11,11 @@ sinks in order (report files, MLflow, ADK eval history: `sinks.RunSink`);
 `finish_interrupted` hands an interrupted run's partial result (earlier sessions'
 results included) to the sinks that take partial results.
 
-A streamed run of row files (`session.streaming.StreamingRun`) has the same life but
-its own executor: it opens the session, stores each scored batch through
-`record_encoded` and ends with `mark_completed` / `mark_interrupted` / `mark_error`.
+A streamed run of row files (`session.streaming.StreamingRun`, and
+`session.agent_stream.AgentStreamingRun` with an agent) has the same life but its own
+executor: it opens the session, stores each scored batch through `record_encoded` (each
+agent case run through `record`) and ends with `mark_completed` / `mark_interrupted` /
+`mark_error`.
 """
 
 from __future__ import annotations
@@ -351,6 +353,17 @@ class RunSession:
         """Store finished case runs a worker already encoded; durable on return."""
         if self._recorder is not None and encoded:
             self._recorder.add_encoded(encoded)
+
+    def start_recording(self, total: int) -> None:
+        """Before `record`: the run's case runs still to do (the recorder's writer starts)."""
+        if self._recorder is not None:
+            self._recorder.on_start(total)
+
+    def record(self, result: CaseResult) -> None:
+        """Store one finished case run as `arun` does: a slow one (an agent's) is durable
+        on return, fast ones are written in batches by the recorder's thread."""
+        if self._recorder is not None:
+            self._recorder.on_case_done(result)
 
     def mark_completed(self, summary: dict[str, Any]) -> None:
         """Mark the run COMPLETED with `summary` (once; `arun` does it itself)."""

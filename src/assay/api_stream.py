@@ -1,0 +1,149 @@
+"""`assay.evaluate(rows_path, agent=...)` streamed: the rows read as the agent's slots
+free, never loaded whole (`session.agent_stream`), as `assay eval` runs them.
+
+The returned `EvalResult` holds every case result — that is what the caller asked for —
+but not the rows' cases, which are dropped once run; each result is stored as it
+finishes (durable before its slot takes new work when the agent is slow). Used when the
+dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
+given, the metrics are named (or come from a config) and none is judged, each case runs
+once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
+eval history, personas); otherwise `evaluate_streamed` returns None and `evaluate` loads
+the data as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.agents.tools import ToolBehavior
+from assay.engine import RunOptions
+from assay.engine.replay import RunMethod
+from assay.model.results import EvalResult
+
+if TYPE_CHECKING:
+    from assay.formats.stream import RowFile
+    from assay.simulation import SimulatorOptions
+
+
+def row_files(dataset: Any, format: str | None) -> list[RowFile] | None:
+    """The dataset as row files when it is one or more paths to them; else None."""
+    from assay.formats.stream import row_file
+
+    items = [dataset] if isinstance(dataset, str | Path) else dataset
+    if not isinstance(items, Sequence) or isinstance(items, bytes) or not items:
+        return None
+    if not all(isinstance(item, str | Path) for item in items):
+        return None
+    files = [row_file(Path(item), format) for item in items]
+    if any(f is None for f in files):
+        return None
+    found = [f for f in files if f is not None]
+    if len({f.eval_set_id for f in found}) != len(found):
+        return None  # the loaded path names the clash
+    return found
+
+
+def evaluate_streamed(
+    dataset: Any,
+    metrics: Any,
+    agent: Any,
+    config: Any,
+    *,
+    runs: int | None,
+    concurrency: int,
+    timeout_s: float | None,
+    store: Any,
+    format: str | None,
+    mapping: Mapping[str, str] | None,
+    run_name: str | None,
+    judge: str | None,
+    judge_concurrency: int,
+    use_cache: bool,
+    tool_behavior: ToolBehavior | str,
+    run_method: RunMethod | str | None,
+    simulator: SimulatorOptions | None,
+    fresh: bool,
+) -> EvalResult | None:
+    """`evaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
+    the data must be loaded (see the module docstring). The caller checked the options
+    that need the loaded eval sets (executor, MLflow, ADK history, personas)."""
+    from assay.api_inputs import (
+        environment,
+        open_store,
+        resolve_agent,
+        resolve_config,
+        resolve_metrics,
+    )
+    from assay.engine.aggregate import build_result
+    from assay.engine.judging import JudgeRunOptions
+    from assay.session.agent_stream import AgentStreamingRun
+    from assay.session.run_session import RunSession
+
+    if agent is None or (runs or 1) != 1:
+        return None
+    files = row_files(dataset, format)
+    if files is None:
+        return None
+    cfg = resolve_config(config, dataset)
+    if metrics is None and cfg is None:
+        return None  # the default criteria depend on what the data holds
+    metric_objects = resolve_metrics(metrics, cfg, [])
+    if any(m.is_async for m in metric_objects):
+        return None  # judged: through the loaded run's judge pool
+    options = RunOptions(
+        runs=runs,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        tool_behavior=ToolBehavior.parse(tool_behavior),
+        run_method=RunMethod.parse(run_method) if run_method is not None else None,
+        simulator=simulator,
+    )
+    adapter = resolve_agent(agent)
+    assert adapter is not None
+    label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
+    # The loaded run's identity, so either resumes the other's interrupted run.
+    planned = RunSession(
+        (),
+        metric_objects,
+        agent=adapter,
+        options=options,
+        config=cfg.dump() if cfg is not None else {},
+        agent_label=label,
+    )
+    assert planned.identity is not None
+    identity = planned.identity.as_kwargs()
+    identity["eval_set_ids"] = [f.eval_set_id for f in files]
+    opened = open_store(store)
+    try:
+        outcome = AgentStreamingRun(
+            files,
+            metric_objects,
+            adapter,
+            identity,
+            options=options,
+            judges=JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache),
+            store=opened,
+            mapping=dict(mapping) if mapping is not None else None,
+            fresh=fresh,
+            name=run_name,
+            keep_all_up_to=sys.maxsize,  # the caller gets every case result
+            environment=environment() if opened is not None else None,
+        ).run()
+    finally:
+        if opened is not None and opened is not store:  # a Store given stays open
+            opened.close()
+    if outcome.error is not None:
+        raise outcome.error
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    result = build_result(
+        outcome.kept,
+        metric_objects,
+        agent_run=True,
+        eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
+    )
+    result.run_id = outcome.run_id
+    return result

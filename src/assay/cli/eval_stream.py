@@ -1,0 +1,193 @@
+"""`assay eval` over row files, streamed: the agent's runs, and what every streamed run
+prints and exits with.
+
+`cli.eval` decides whether a run of row files streams (`_streamable`) and runs recorded
+rows itself (`session.streaming`); an agent's runs over them go through
+`run_agent_streamed` (`session.agent_stream`). Both end in `report_streamed`: the case
+table of a small run or the per-metric summary and first failing cases of a big one,
+the lines saying what was written, and the exit code (gates included) a loaded run of
+the same data would give.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console
+from rich.text import Text
+
+from assay.cli.common import EXIT_INTERRUPTED, stderr_console, stdout_console
+from assay.model.results import Status
+
+if TYPE_CHECKING:
+    from assay.engine import RunOptions
+    from assay.engine.judging import JudgeRunOptions
+    from assay.formats.stream import RowFile
+    from assay.interop.sinks import SinkOptions
+    from assay.metrics.base import Metric
+    from assay.session.streaming import StreamOutcome
+    from assay.store import Store
+
+
+class StreamedRequest(Protocol):
+    """What a streamed run reads of an `assay eval` invocation (`cli.eval._Request`)."""
+
+    @property
+    def agent(self) -> str | None: ...
+    @property
+    def options(self) -> RunOptions: ...
+    @property
+    def judges(self) -> JudgeRunOptions: ...
+    @property
+    def mapping(self) -> dict[str, str] | None: ...
+    @property
+    def fresh(self) -> bool: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def quiet(self) -> bool: ...
+    @property
+    def sinks(self) -> SinkOptions | None: ...
+    @property
+    def min_pass_rate(self) -> float | None: ...
+    @property
+    def min_means(self) -> dict[str, float]: ...
+
+
+def judged_notice(req: StreamedRequest, metrics: Sequence[Metric], err: Console) -> None:
+    """The one line an agent run of row files prints when a judged metric loads it."""
+    if req.agent is not None and not req.quiet:
+        judged = next(m.name for m in metrics if m.is_async)
+        err.print(
+            Text(
+                f"rows loaded whole, not streamed: {judged} is judged, through the loaded"
+                " run's judge pool (docs/scale.md)",
+                style="dim",
+            )
+        )
+
+
+def run_agent_streamed(
+    req: StreamedRequest,
+    files: list[RowFile],
+    metrics: list[Metric],
+    identity: dict[str, Any],
+    *,
+    db: Store | None,
+    progress: Any,
+    out: Path | None,
+    csv_path: Path | None,
+    junit: Path | None,
+) -> StreamOutcome | None:
+    """Run `req.agent` over `files` streamed; None when its run must load the rows (an
+    ADK agent whose completed run goes to ADK's eval history, which holds every case)."""
+    from assay.agents import load_agent
+    from assay.agents.adk import AdkAgent
+    from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
+    from assay.report.html import run_environment
+    from assay.session.agent_stream import AgentStreamingRun
+
+    assert req.agent is not None
+    err = stderr_console()
+    agent = load_agent(req.agent)
+    if isinstance(agent, AdkAgent) and (req.sinks is None or req.sinks.adk_history):
+        if not req.quiet:
+            err.print(
+                Text(
+                    "rows loaded whole, not streamed: ADK's eval history of the run holds"
+                    " every case (--no-adk-history streams) (docs/scale.md)",
+                    style="dim",
+                )
+            )
+        return None
+    # What is alive now (modules, the agent, the metrics) lives until the process ends:
+    # out of the collector's passes, which otherwise re-walk it while millions of
+    # short-lived objects come and go (about a third of the collector's time, measured).
+    gc.freeze()
+    return AgentStreamingRun(
+        files,
+        metrics,
+        agent,
+        identity,
+        options=req.options,
+        judges=req.judges,
+        store=db,
+        mapping=req.mapping,
+        out=out,
+        csv_path=csv_path,
+        junit_path=junit,
+        fresh=req.fresh,
+        name=req.name,
+        case_score_metrics=tuple(req.min_means),
+        keep_failing=MAX_FAILING_ROWS,
+        keep_all_up_to=MAX_CASE_ROWS,
+        progress=progress,
+        notify=lambda line: err.print(Text(line, style="yellow")),
+        environment=run_environment(),
+    ).run()
+
+
+def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Sequence[Metric]) -> int:
+    """Print a streamed run's results and return its exit code (see the module docstring)."""
+    from assay.engine.aggregate import build_result
+    from assay.report import render_results, summary_text
+    from assay.report.console_stream import render_streamed, tally_summary_text
+    from assay.report.gates import failed_gates_of, gate_exit_code, report_gates
+
+    err = stderr_console()
+    console = stdout_console()
+    result = None
+    if outcome.kept_all:  # a small run: shown and gated as a loaded one
+        result = build_result(outcome.kept, metrics, agent_run=req.agent is not None)
+        result.run_id = outcome.run_id
+    if result is not None:
+        if req.quiet:
+            console.print(summary_text(result))
+        else:
+            render_results(result, console)
+    elif req.quiet:
+        console.print(tally_summary_text(outcome.tally))
+    else:
+        render_streamed(outcome.tally, outcome.summary, outcome.kept, console)
+    for path in outcome.written:
+        err.print(Text(f"wrote {path}", style="dim"))
+    done = outcome.tally.cases
+    if outcome.error is not None:
+        where = "stored and reported" if outcome.run_id is not None else "reported"
+        err.print(
+            Text(
+                f"{done} rows before the malformed one were scored and {where}; fix the row"
+                " and run the same command again"
+                + (" to resume after them" if outcome.run_id is not None else ""),
+                style="bold yellow",
+            )
+        )
+        raise outcome.error
+    if outcome.interrupted:
+        err.print(
+            Text(
+                f"interrupted: {done} of {outcome.total} case runs completed; run the same"
+                " command again to resume",
+                style="bold yellow",
+            )
+        )
+        return EXIT_INTERRUPTED
+    if outcome.run_id is not None and not req.quiet:
+        err.print(Text(f"run {outcome.run_id} stored", style="dim"))
+    if req.min_pass_rate is not None or req.min_means:
+        if result is not None:
+            return gate_exit_code(result, req.min_pass_rate, req.min_means, err)
+        tally = outcome.tally
+        failures = failed_gates_of(
+            tally.statuses[Status.PASSED],
+            done,
+            tally.case_scores,
+            sorted(m.name for m in metrics),
+            min_pass_rate=req.min_pass_rate,
+            min_means=req.min_means,
+        )
+        return report_gates(failures, err)
+    return 0 if done and outcome.tally.statuses[Status.PASSED] == done else 1
