@@ -10,23 +10,59 @@ handed back as a finished `Response`, which FastAPI sends as is: no second pass 
 validates the dict against `dict[str, Any]` and serialises it again on the loop.
 Signatures are unchanged (FastAPI reads the wrapped function's parameters and return
 annotation), so routes, OpenAPI and errors stay as they are.
+
+These routes only wait on the store, and they run on threads of their own: at most
+`READ_THREADS` reads (GET) and `WRITE_THREADS` writes at a time per process, the rest
+queued in arrival order, instead of Starlette's shared pool of 40. Forty request
+threads on two cores fought over the GIL: the thread holding the store's write turn
+(`assay.store._write_queue`) waited behind dozens of others after each SQLite call,
+and every writer queued behind it. Measured with `bench/service_load.py` (32 clients,
+2 workers, quiet machine): p99 over all requests 114 ms with the shared pool, 94 ms
+with 8 + 8 threads, 70-74 ms with 4 + 4, worse again with fewer write threads. Reads
+and writes have separate limits so that writers waiting for the write turn never hold
+the slots reads need. `ASSAY_READ_THREADS` / `ASSAY_WRITE_THREADS` override them
+(docs/service.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 import orjson
+from anyio import CapacityLimiter
 from fastapi.routing import APIRoute
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+READ_THREADS = int(os.environ.get("ASSAY_READ_THREADS", "4"))
+WRITE_THREADS = int(os.environ.get("ASSAY_WRITE_THREADS", "4"))
 
-def in_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """`endpoint` as a coroutine function that runs it in the thread pool."""
+# One pair of limiters per event loop (a test suite runs apps on many loops in turn).
+_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, CapacityLimiter]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _limiter(write: bool) -> CapacityLimiter:
+    loop = asyncio.get_running_loop()
+    pair = _LIMITERS.get(loop)
+    if pair is None:
+        pair = _LIMITERS[loop] = {
+            False: CapacityLimiter(READ_THREADS),
+            True: CapacityLimiter(WRITE_THREADS),
+        }
+    return pair[write]
+
+
+def in_thread(endpoint: Callable[..., Any], *, write: bool = True) -> Callable[..., Any]:
+    """`endpoint` as a coroutine function that runs it in a thread, at most
+    `WRITE_THREADS` (or `READ_THREADS` with `write=False`) at a time per event loop."""
 
     def answer(*args: Any, **kwargs: Any) -> Any:
         result = endpoint(*args, **kwargs)
@@ -39,7 +75,8 @@ def in_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(endpoint)
     async def offloaded(*args: Any, **kwargs: Any) -> Any:
-        return await run_in_threadpool(answer, *args, **kwargs)
+        call = functools.partial(answer, *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=_limiter(write))
 
     return offloaded
 
@@ -49,5 +86,6 @@ class OffloadedRoute(APIRoute):
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         if not inspect.iscoroutinefunction(endpoint):
-            endpoint = in_thread(endpoint)
+            methods = {m.upper() for m in kwargs.get("methods") or ()}
+            endpoint = in_thread(endpoint, write=not methods <= {"GET", "HEAD"})
         super().__init__(path, endpoint, **kwargs)
