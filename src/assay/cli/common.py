@@ -258,12 +258,22 @@ def show_assay_warnings() -> None:
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (`kill`, a CI job cancelled, a container stopped) stops like Ctrl-C: the
-    command's KeyboardInterrupt handling marks the run INTERRUPTED, resumable."""
+    command's KeyboardInterrupt handling marks the run INTERRUPTED, resumable. While
+    asyncio runs, it goes to asyncio's SIGINT handler (cancel at the next await)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread
         return
 
     def interrupt(signum: int, frame: object) -> None:
+        # Inside `asyncio.run` SIGINT's handler is asyncio's: it cancels the run at its
+        # next await, and `asyncio.run` then raises KeyboardInterrupt. SIGTERM is
+        # handed to it, as Ctrl-C would be: raised wherever the main thread was, the
+        # interrupt could land in the middle of a store write or be swallowed by code
+        # that catches it (a run stopped this way was seen to finish with exit 0).
+        on_sigint = signal.getsignal(signal.SIGINT)
+        if callable(on_sigint) and on_sigint is not signal.default_int_handler:
+            on_sigint(signal.SIGINT, frame)  # type: ignore[arg-type]
+            return
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
