@@ -12,12 +12,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from logging_agent import call_log, eval_command
+from logging_agent import call_log, eval_command, killed_midway, stop_midway
 from typer.testing import CliRunner
 
 from assay.cli import app
@@ -204,30 +203,11 @@ def test_a_malformed_row_stops_after_the_case_runs_before_it(
 # -- a real process, stopped midway --------------------------------------------------
 
 
-def _wait_for_ends(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while sum(event == "end" for event, _ in call_log(tmp_path)) < count:
-        assert proc.poll() is None, "the run ended before it could be stopped"
-        assert time.monotonic() < deadline, "the agent was not called in time"
-        time.sleep(0.02)
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigkill_midway_reruns_only_the_case_runs_in_flight(tmp_path: Path) -> None:
     command, env, db = eval_command(tmp_path, cases=48, concurrency=4, delay=0.2)
     command += ["--out", str(tmp_path / "r.json")]
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        _wait_for_ends(tmp_path, 8, proc)
-        time.sleep(0.3)  # storing a finished case run takes milliseconds
-        finished = {case for event, case in call_log(tmp_path) if event == "end"}
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+    finished = killed_midway(command, env, tmp_path, after_ends=8)
     with Store.open(f"sqlite:///{db}") as store:
         (run,) = store.list_runs()
         stored = {doc["case_id"] for doc in store.case_results(run.id)}
@@ -252,17 +232,8 @@ def test_sigkill_midway_reruns_only_the_case_runs_in_flight(tmp_path: Path) -> N
 def test_ctrl_c_or_sigterm_leaves_the_run_interrupted(tmp_path: Path, sig: int) -> None:
     command, env, db = eval_command(tmp_path, cases=40, concurrency=4, delay=0.2)
     command += ["--out", str(tmp_path / "r.json")]
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        _wait_for_ends(tmp_path, 4, proc)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+    code, stderr, _ = stop_midway(command, env, tmp_path, after_ends=4, sig=sig)
+    assert code == 130, stderr
     assert "Traceback" not in stderr
     assert "run the same command again to resume" in stderr.replace("\n", " ")
     with Store.open(f"sqlite:///{db}") as store:

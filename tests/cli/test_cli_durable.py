@@ -1,18 +1,20 @@
 """Runs that lose nothing: a real `assay eval` process with an agent at --concurrency 2,
 killed with SIGKILL (finished case runs are already stored, the re-run calls the agent
-only for the rest) or stopped with SIGTERM (the run is marked INTERRUPTED)."""
+only for the rest) or stopped with SIGTERM (the run is marked INTERRUPTED).
+
+The rows are one JSON array, so the run takes the loaded path; the streamed agent
+run over JSON lines is stopped the same ways in `test_cli_agent_stream.py`."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from logging_agent import call_log, eval_command
+from logging_agent import call_log, eval_command, killed_midway, stop_midway
 
 from assay.store import Store
 
@@ -22,37 +24,18 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def _setup(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
-    return eval_command(tmp_path, cases=CASES, concurrency=2, delay=0.2)
+    return eval_command(tmp_path, cases=CASES, concurrency=2, delay=0.2, whole_file=True)
 
 
 def _log(tmp_path: Path) -> list[tuple[str, str]]:
     return call_log(tmp_path)
 
 
-def _wait_for_ends(tmp_path: Path, count: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while sum(event == "end" for event, _ in _log(tmp_path)) < count:
-        assert proc.poll() is None, "the run ended before it could be stopped"
-        assert time.monotonic() < deadline, "the agent was not called in time"
-        time.sleep(0.02)
-
-
 def test_sigkill_reruns_only_the_case_runs_in_flight(tmp_path: Path) -> None:
     command, env, db = _setup(tmp_path)
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        _wait_for_ends(tmp_path, 4, proc)
-        # Scoring and storing a finished case takes milliseconds; the results used to
-        # wait up to a second for the next batch write.
-        time.sleep(0.3)
-        finished = {case for event, case in _log(tmp_path) if event == "end"}
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+    # Scoring and storing a finished case takes milliseconds; the results used to wait
+    # up to a second for the next batch write.
+    finished = killed_midway(command, env, tmp_path, after_ends=4)
     with Store.open(f"sqlite:///{db}") as store:
         (run,) = store.list_runs()
         stored = {doc["case_id"] for doc in store.case_results(run.id)}
@@ -74,17 +57,8 @@ def test_sigkill_reruns_only_the_case_runs_in_flight(tmp_path: Path) -> None:
 
 def test_sigterm_stops_cleanly_with_the_run_interrupted(tmp_path: Path) -> None:
     command, env, db = _setup(tmp_path)
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        _wait_for_ends(tmp_path, 2, proc)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+    code, stderr, _ = stop_midway(command, env, tmp_path, after_ends=2, sig=signal.SIGTERM)
+    assert code == 130, stderr
     assert "Traceback" not in stderr
     assert "run the same command again to resume" in stderr.replace("\n", " ")
     with Store.open(f"sqlite:///{db}") as store:

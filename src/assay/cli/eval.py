@@ -632,9 +632,12 @@ def _run_streamed(
 ) -> int | None:
     """Score `files` streamed (through `req.agent` when given); None when the run needs
     the loaded path (a judged metric, an ADK agent's eval history)."""
-    from assay.cli.eval_stream import judged_notice, report_streamed, run_agent_streamed
-    from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
-    from assay.report.html import run_environment
+    from assay.cli.eval_stream import (
+        judged_notice,
+        report_streamed,
+        run_agent_streamed,
+        stream_settings,
+    )
     from assay.session.run_session import run_options_doc
     from assay.session.streaming import StreamingRun
     from assay.store import Store
@@ -683,21 +686,10 @@ def _run_streamed(
                 files,
                 metrics,
                 identity,
-                store=db,
-                mapping=req.mapping,
-                out=out,
-                csv_path=csv_path,
-                junit_path=junit,
                 workers=req.workers,
-                fresh=req.fresh,
-                name=req.name,
-                case_score_metrics=tuple(req.min_means),
-                keep_failing=MAX_FAILING_ROWS,
-                keep_all_up_to=MAX_CASE_ROWS,
-                progress=progress,
-                notify=lambda line: err.print(Text(line, style="yellow")),
-                environment=run_environment(),
-            ).run()
+                **stream_settings(req, db=db, progress=progress, out=out, csv_path=csv_path,
+                                  junit=junit),
+            ).run()  # fmt: skip
         if req.html is not None and db is not None and outcome.run_id is not None:
             # The page embeds every case: built from the store once the run is over.
             outcome.written.append(_html_from_store(db, outcome.run_id, req.html))

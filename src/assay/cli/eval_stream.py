@@ -86,8 +86,6 @@ def run_agent_streamed(
     ADK agent whose completed run goes to ADK's eval history, which holds every case)."""
     from assay.agents import load_agent
     from assay.agents.adk import AdkAgent
-    from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
-    from assay.report.html import run_environment
     from assay.session.agent_stream import AgentStreamingRun
 
     assert req.agent is not None
@@ -114,20 +112,40 @@ def run_agent_streamed(
         identity,
         options=req.options,
         judges=req.judges,
-        store=db,
-        mapping=req.mapping,
-        out=out,
-        csv_path=csv_path,
-        junit_path=junit,
-        fresh=req.fresh,
-        name=req.name,
-        case_score_metrics=tuple(req.min_means),
-        keep_failing=MAX_FAILING_ROWS,
-        keep_all_up_to=MAX_CASE_ROWS,
-        progress=progress,
-        notify=lambda line: err.print(Text(line, style="yellow")),
-        environment=run_environment(),
+        **stream_settings(req, db=db, progress=progress, out=out, csv_path=csv_path, junit=junit),
     ).run()
+
+
+def stream_settings(
+    req: StreamedRequest,
+    *,
+    db: Store | None,
+    progress: Any,
+    out: Path | None,
+    csv_path: Path | None,
+    junit: Path | None,
+) -> dict[str, Any]:
+    """The `session.streaming.StreamSettings` of an `assay eval` invocation, shared by its
+    streamed runs of recorded rows and of an agent."""
+    from assay.report.console import MAX_CASE_ROWS, MAX_FAILING_ROWS
+    from assay.report.html import run_environment
+
+    err = stderr_console()
+    return {
+        "store": db,
+        "mapping": req.mapping,
+        "out": out,
+        "csv_path": csv_path,
+        "junit_path": junit,
+        "fresh": req.fresh,
+        "name": req.name,
+        "case_score_metrics": tuple(req.min_means),
+        "keep_failing": MAX_FAILING_ROWS,
+        "keep_all_up_to": MAX_CASE_ROWS,
+        "progress": progress,
+        "notify": lambda line: err.print(Text(line, style="yellow")),
+        "environment": run_environment(),
+    }
 
 
 def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Sequence[Metric]) -> int:

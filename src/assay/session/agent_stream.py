@@ -26,10 +26,9 @@ import signal
 import threading
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.base import Agent, app_details_of
@@ -42,14 +41,12 @@ from assay.errors import InputError
 from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
-from assay.session.run_session import RunIdentity, RunSession
-from assay.session.streaming import BATCH_ROWS, Progress, StreamOutcome
+from assay.session.streaming import BATCH_ROWS, StreamOutcome, StreamSettings
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.report.json_stream import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
-    from assay.store import Store
 
 READ_AHEAD = 4
 """Case runs read ahead per slot: enough that a slot never waits for reading, few
@@ -160,13 +157,13 @@ class _Writers:
 
 
 @dataclass
-class AgentStreamingRun:
+class AgentStreamingRun(StreamSettings):
     """One streamed agent run of `files` (see the module docstring).
 
     `identity` is the run's identity in the store, as the loaded path computes it;
     `options` the run options (`concurrency`, `timeout_s`, tool behaviour, run method;
     one run per case); `judges` only paces the models the agent calls through assay's
-    model registry (no judged metric streams). `store` None records nothing.
+    model registry (no judged metric streams).
     """
 
     files: Sequence[RowFile]
@@ -175,31 +172,10 @@ class AgentStreamingRun:
     identity: dict[str, Any]
     options: RunOptions = field(default_factory=RunOptions)
     judges: JudgeRunOptions | None = None
-    store: Store | None = None
-    mapping: dict[str, str] | None = None
-    out: Path | None = None
-    csv_path: Path | None = None
-    junit_path: Path | None = None
-    fresh: bool = False
-    name: str | None = None
-    case_score_metrics: tuple[str, ...] = ()
-    keep_failing: int = 0
-    keep_all_up_to: int = 0
     read_ahead: int | None = None
-    progress: Progress | None = None
-    notify: Callable[[str], None] | None = None
-    environment: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        self._session = RunSession(
-            (),
-            self.metrics,
-            store=self.store,
-            identity=RunIdentity(**self.identity),
-            fresh=self.fresh,
-            name=self.name,
-            environment=self.environment,
-        )
+        self._session = self.open_session(self.metrics, self.identity)
         self._done = 0
         self._error: InputError | None = None
         self._reading = False

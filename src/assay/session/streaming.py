@@ -88,25 +88,19 @@ class StreamOutcome:
     written: list[Path] = field(default_factory=list)
 
 
-@dataclass
-class StreamingRun:
-    """One streamed run of `files` (see the module docstring).
+@dataclass(kw_only=True)
+class StreamSettings:
+    """What every streamed run of row files shares: where it is recorded (`store`
+    None records nothing) and written, how its rows are mapped, what the console keeps
+    (`keep_failing` failing cases, every case up to `keep_all_up_to`), and how it shows
+    progress. `environment`: where the run is made (git commit, assay version), stored
+    with a new run's config outside its identity (as `RunSession.environment`)."""
 
-    `store` None runs without recording; `identity` is the run's identity in the store
-    (`eval_set_ids`, `metrics`, `config`, `agent`), as the loaded path computes it.
-    `workers` None picks `default_workers`.
-    """
-
-    files: Sequence[RowFile]
-    metrics: Sequence[Metric]
-    identity: dict[str, Any]
     store: Store | None = None
     mapping: dict[str, str] | None = None
     out: Path | None = None
     csv_path: Path | None = None
     junit_path: Path | None = None
-    workers: int | None = None
-    batch_rows: int = BATCH_ROWS
     fresh: bool = False
     name: str | None = None
     case_score_metrics: tuple[str, ...] = ()
@@ -114,22 +108,38 @@ class StreamingRun:
     keep_all_up_to: int = 0
     progress: Progress | None = None
     notify: Callable[[str], None] | None = None
-    #: where the run is made (git commit, assay version): stored with a new run's
-    #: config under "environment", outside its identity (as `RunSession.environment`)
     environment: dict[str, Any] | None = None
 
-    def __post_init__(self) -> None:
+    def open_session(self, metrics: Sequence[Metric], identity: dict[str, Any]) -> RunSession:
         # The run's life — plan, resume, record, finish, interruption — is RunSession's,
-        # as for every other run; this class is its executor for row files.
-        self._session = RunSession(
+        # as for every other run; a streamed run is its executor for row files.
+        return RunSession(
             (),
-            self.metrics,
+            metrics,
             store=self.store,
-            identity=RunIdentity(**self.identity),
+            identity=RunIdentity(**identity),
             fresh=self.fresh,
             name=self.name,
             environment=self.environment,
         )
+
+
+@dataclass
+class StreamingRun(StreamSettings):
+    """One streamed run of recorded rows in `files` (see the module docstring).
+
+    `identity` is the run's identity in the store (`eval_set_ids`, `metrics`, `config`,
+    `agent`), as the loaded path computes it. `workers` None picks `default_workers`.
+    """
+
+    files: Sequence[RowFile]
+    metrics: Sequence[Metric]
+    identity: dict[str, Any]
+    workers: int | None = None
+    batch_rows: int = BATCH_ROWS
+
+    def __post_init__(self) -> None:
+        self._session = self.open_session(self.metrics, self.identity)
 
     def run(self) -> StreamOutcome:
         total = sum(f.count_rows() for f in self.files)
