@@ -317,23 +317,8 @@ class AgentStreamingRun(StreamSettings):
     # -- the reports and the run's end -------------------------------------------------
 
     def _writers(self, run_id: str | None, keep: int, keep_all: bool) -> _Writers:
-        from assay.report.json_stream import JsonReportWriter, RowSpool
-        from assay.report.junit_stream import JUnitStreamWriter
-
-        spool = None
-        beside = self.out if self.out is not None else self.csv_path
-        if beside is not None:
-            spool = RowSpool(beside)
-        json_writer = None
-        if self.out is not None:
-            json_writer = JsonReportWriter(
-                self.out,
-                run_id=run_id,
-                eval_set_ids=self.identity["eval_set_ids"],
-                metrics=[m.name for m in self.metrics],
-                rows=spool,
-            )
-        junit = JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
+        json_writer, spool = self.open_reports(run_id, self.identity, self.metrics, csv_lines=False)
+        junit = self.open_junit()
         return _Writers(
             metrics=self.metrics,
             run_id=run_id,

@@ -123,6 +123,37 @@ class StreamSettings:
             environment=self.environment,
         )
 
+    def open_reports(
+        self,
+        run_id: str | None,
+        identity: dict[str, Any],
+        metrics: Sequence[Metric],
+        *,
+        csv_lines: bool,
+    ) -> tuple[JsonReportWriter | None, RowSpool | None]:
+        """The JSON report's writer (`out`) and the spool of report rows it and the CSV
+        report (`csv_path`) are made from; `csv_lines`: rows may bring their CSV line
+        already encoded (`RowSpool`)."""
+        from assay.report.json_stream import JsonReportWriter, RowSpool
+
+        beside = self.out if self.out is not None else self.csv_path
+        spool = RowSpool(beside, csv=csv_lines) if beside is not None else None
+        json_writer = None
+        if self.out is not None:
+            json_writer = JsonReportWriter(
+                self.out,
+                run_id=run_id,
+                eval_set_ids=identity["eval_set_ids"],
+                metrics=[m.name for m in metrics],
+                rows=spool,
+            )
+        return json_writer, spool
+
+    def open_junit(self) -> JUnitStreamWriter | None:
+        from assay.report.junit_stream import JUnitStreamWriter
+
+        return JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
+
 
 @dataclass
 class StreamingRun(StreamSettings):
@@ -150,8 +181,10 @@ class StreamingRun(StreamSettings):
         # A small run keeps its cases, so it is shown as a loaded one is (a case table).
         keep_all = total <= self.keep_all_up_to
         keep = total if keep_all else self.keep_failing
-        json_writer, spool = self._writers(run_id)
-        junit = self._junit_writer()
+        json_writer, spool = self.open_reports(
+            run_id, self.identity, self.metrics, csv_lines=self.csv_path is not None
+        )
+        junit = self.open_junit()
         spec = BatchSpec(
             metrics=tuple(self.metrics),
             mapping=self.mapping,
@@ -277,31 +310,6 @@ class StreamingRun(StreamSettings):
             pool.shutdown(wait=True, cancel_futures=True)
 
     # -- writing ------------------------------------------------------------------------
-
-    def _junit_writer(self) -> JUnitStreamWriter | None:
-        from assay.report.junit_stream import JUnitStreamWriter
-
-        return JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
-
-    def _writers(self, run_id: str | None) -> tuple[JsonReportWriter | None, RowSpool | None]:
-        from assay.report.json_stream import JsonReportWriter, RowSpool
-
-        spool = None
-        if self.out is not None or self.csv_path is not None:
-            spool = RowSpool(
-                self.out if self.out is not None else self.csv_path,  # type: ignore[arg-type]
-                csv=self.csv_path is not None,
-            )
-        json_writer = None
-        if self.out is not None:
-            json_writer = JsonReportWriter(
-                self.out,
-                run_id=run_id,
-                eval_set_ids=self.identity["eval_set_ids"],
-                metrics=[m.name for m in self.metrics],
-                rows=spool,
-            )
-        return json_writer, spool
 
     def _write(
         self,
