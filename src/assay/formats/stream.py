@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,13 +137,26 @@ def row_file(path: Path, fmt: str | None) -> RowFile | None:
         return None  # the whole-file load reports it, as it always has
 
 
+# A run of 19 or more digits: maybe an integer beyond 64 bits, which orjson would read
+# as a float without a word (10**20 -> 1e+20). Such a line is read by `json.loads`,
+# which keeps the integer exactly, as `formats.load` does (the store then refuses it,
+# naming the case, on both paths). Digits inside a string only cost the slower parse.
+_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+
+
+def may_hold_big_int(raw: bytes) -> bool:
+    """Whether a JSON line may hold an integer beyond 64 bits (orjson must not read it)."""
+    return _LONG_DIGITS.search(raw) is not None
+
+
 def _parse(batch: RawBatch, lineno: int, raw: bytes | dict[str, Any]) -> Any:
     if isinstance(raw, dict):
         return raw
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
+    if not may_hold_big_int(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
     # What orjson refuses and `formats.load` accepts (a byte-order mark, NaN literals),
     # or a real error, worded as `formats.load` words it.
     try:

@@ -21,7 +21,7 @@ from assay.engine.runner import score_recorded
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
-from assay.formats.stream import RawBatch, batch_cases
+from assay.formats.stream import RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
 from assay.report.json_stream import csv_line
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
@@ -155,7 +155,7 @@ def _add_lean(
     anything about it is unusual: it then takes the ordinary path, which reports it)."""
     from assay.report.json_stream import dumps
 
-    if type(raw) is not bytes:
+    if type(raw) is not bytes or may_hold_big_int(raw):
         return False
     try:
         row = orjson.loads(raw)
