@@ -101,7 +101,9 @@ ODD_LINES = [
     '{"id": "nan", "prompt": "p", "response": "r", "reference": "r", '
     '"predicted_trajectory": [{"tool_name": "a", "tool_input": {"v": NaN}}]}',
     '{"id": "big", "prompt": "p", "response": "r", "reference": "r", '
-    '"predicted_trajectory": [{"tool_name": "a", "tool_input": {"v": 123456789012345678901234}}]}',
+    # Digits that could be an integer beyond 64 bits send the line to `json` and the
+    # ordinary path (tests/session/test_big_ints.py); here they are only a string.
+    '"predicted_trajectory": [{"tool_name": "a", "tool_input": {"v": "1234567890123456789012"}}]}',
 ]
 
 
@@ -171,11 +173,11 @@ def test_lean_rows_write_what_the_ordinary_path_writes(tmp_path: Path, workers: 
     assert lean["csv"] == ordinary["csv"]
     assert lean["stored"] == ordinary["stored"]
     assert lean["stdout"] == ordinary["stdout"]
-    if workers == "1":  # in this process: only the rows beyond the plain shape
-        assert sum(counted) == len(EDGE_ROWS) - 6 + 1
-    # ... and the run loaded whole (not streamed) writes the same. (Without the integer
-    # beyond 64 bits: the loader keeps it an integer, which the store refuses.)
-    data = _write(tmp_path / "rows.jsonl", rows, odd=ODD_LINES[:1])
+    if workers == "1":  # in this process: only the rows beyond the plain shape, and the
+        # two odd lines (NaN; digits that could be an integer beyond 64 bits)
+        assert sum(counted) == len(EDGE_ROWS) - 6 + 2
+    # ... and the run loaded whole (not streamed) writes the same.
+    data = _write(tmp_path / "rows.jsonl", rows)
     lean = _run(tmp_path, data, "lean-b", "--workers", workers, lean=True)
     whole = _run(tmp_path, data, "loaded", lean=False, loaded=True)
     assert whole["exit"] == lean["exit"] == 1
