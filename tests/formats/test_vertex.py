@@ -453,7 +453,9 @@ def test_large_load_leaves_the_collector_as_it_was(tmp_path: Path) -> None:
     frozen = gc.get_freeze_count()
     assert len(load(path).cases) == 12_000
     assert gc.isenabled()
-    assert gc.get_freeze_count() == frozen
+    # Nothing newly frozen. (The count may drop: objects an earlier in-process `assay
+    # eval` froze can be freed meanwhile, which takes them out of the frozen set.)
+    assert gc.get_freeze_count() <= frozen
 
 
 # ----------------------------------------------------------------------------- real files
