@@ -23,9 +23,10 @@ from assay.api_inputs import (
     resolve_agent,
     resolve_config,
     resolve_metrics,
+    run_options,
     simulator_options,
 )
-from assay.engine import RunObserver, RunOptions
+from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judging import JudgeRunOptions
 from assay.engine.replay import RunMethod
@@ -93,12 +94,12 @@ async def aevaluate(
     cfg = resolve_config(config, dataset)
     metric_objects = resolve_metrics(metrics, cfg, evalsets)
     adapter = resolve_agent(agent)
-    options = RunOptions(
+    options = run_options(
         runs=runs,
         concurrency=concurrency,
         timeout_s=timeout_s,
-        tool_behavior=ToolBehavior.parse(tool_behavior),
-        run_method=RunMethod.parse(run_method) if run_method is not None else None,
+        tool_behavior=tool_behavior,
+        run_method=run_method,
         simulator=simulator_options(user_model, simulator, personas),
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)

@@ -27,6 +27,9 @@ from assay.metrics.custom import CustomMetric
 from assay.model.core import EvalSet, Persona
 
 if TYPE_CHECKING:
+    from assay.agents.tools import ToolBehavior
+    from assay.engine.options import RunOptions
+    from assay.engine.replay import RunMethod
     from assay.simulation import SimulatorOptions
 
 Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
@@ -169,6 +172,30 @@ def resolve_agent(agent: Any) -> Agent | None:
     if isinstance(agent, str):
         return load_agent(agent)
     return as_agent(agent)
+
+
+def run_options(
+    *,
+    runs: int | None,
+    concurrency: int,
+    timeout_s: float | None,
+    tool_behavior: ToolBehavior | str,
+    run_method: RunMethod | str | None,
+    simulator: SimulatorOptions | None,
+) -> RunOptions:
+    """The engine's run options from `evaluate`'s loose arguments (names or enums)."""
+    from assay.agents.tools import ToolBehavior
+    from assay.engine.options import RunOptions
+    from assay.engine.replay import RunMethod
+
+    return RunOptions(
+        runs=runs,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        tool_behavior=ToolBehavior.parse(tool_behavior),
+        run_method=RunMethod.parse(run_method) if run_method is not None else None,
+        simulator=simulator,
+    )
 
 
 def simulator_options(

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
-from assay.engine import RunOptions
 from assay.engine.replay import RunMethod
 from assay.model.results import EvalResult
 
@@ -76,6 +75,7 @@ def evaluate_streamed(
         resolve_agent,
         resolve_config,
         resolve_metrics,
+        run_options,
     )
     from assay.engine.aggregate import build_result
     from assay.engine.judging import JudgeRunOptions
@@ -93,12 +93,12 @@ def evaluate_streamed(
     metric_objects = resolve_metrics(metrics, cfg, [])
     if any(m.is_async for m in metric_objects):
         return None  # judged: through the loaded run's judge pool
-    options = RunOptions(
+    options = run_options(
         runs=runs,
         concurrency=concurrency,
         timeout_s=timeout_s,
-        tool_behavior=ToolBehavior.parse(tool_behavior),
-        run_method=RunMethod.parse(run_method) if run_method is not None else None,
+        tool_behavior=tool_behavior,
+        run_method=run_method,
         simulator=simulator,
     )
     adapter = resolve_agent(agent)
