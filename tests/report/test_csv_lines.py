@@ -62,3 +62,46 @@ def test_the_json_rows_make_the_csv_when_lines_cannot(tmp_path: Path, rows: str)
     made = write_csv_from(spool, tmp_path / "r.csv").read_bytes()
     spool.close()
     assert made == _csv(tmp_path, data, lines=False, tag="json")
+
+
+_WIDE = {"eval_set_id": "s", "case_id": "a", "run": 0, "invocation_id": None,
+         "reference": "r", "m/score": 1.0, "m/explanation": None}  # fmt: skip
+_ODD_CELLS = ["plain", 'say "hi", then\r\nleave', "ü 東京\n", "", " lead"]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        # One shape, the usual run: its lines are spooled and copied as they are.
+        "one shape",
+        # The first shape has every column; a narrower one comes later, then the first
+        # again: the first rows are copied, the rest put under the columns.
+        "wide first",
+        # A narrower shape first: its lines cannot be copied under the union.
+        "narrow first",
+    ],
+)
+def test_rows_of_one_shape_are_copied_as_the_json_rows_make_them(
+    tmp_path: Path, order: str
+) -> None:
+    wide = [
+        {**_WIDE, "case_id": f"c{i}", "m/explanation": cell} for i, cell in enumerate(_ODD_CELLS)
+    ]
+    narrow = {k: v for k, v in _WIDE.items() if k != "reference"}
+    rows = {
+        "one shape": wide,
+        "wide first": [*wide[:3], narrow, *wide[3:]],
+        "narrow first": [narrow, *wide],
+    }[order]
+    spool = RowSpool(tmp_path / "plain.json", csv=True)
+    for row in rows:
+        spool.add_encoded(tuple(row), dumps(row) + b"\n", csv_line(row))
+    copied = {"one shape": sum(len(csv_line(r)) for r in wide), "wide first": None,
+              "narrow first": len(csv_line(narrow))}[order]  # fmt: skip
+    if copied is None:
+        copied = sum(len(csv_line(r)) for r in wide[:3])
+    assert spool.plain_csv_bytes == copied
+    made = write_csv_from(spool, tmp_path / "plain.csv").read_bytes()
+    spool.close()
+    assert made == _csv(tmp_path, rows, lines=False, tag="json")
+    assert made.count(b'"say ""hi"", then\r\nleave"') == 1

@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.formats.stream import RowFile, batch_cases
+from assay.formats.stream import RowFile, batch_cases, may_hold_big_int
 
 runner = CliRunner()
 BIG = 10**20
@@ -80,3 +81,21 @@ def test_the_store_refuses_it_on_both_paths_naming_the_case(tmp_path: Path) -> N
         )  # fmt: skip
         assert result.exit_code == 2, result.output
         assert "row-150" in result.output and "64-bit" in result.output
+
+
+@pytest.mark.parametrize(
+    ("line", "may"),
+    [
+        (b'{"n": 1234567890123456789}', True),  # 19 digits: maybe beyond 64 bits
+        (b'{"n": -99999999999999999999}', True),
+        (b"12345678901234567890", True),  # at both ends of the line
+        (b'{"n": 123456789012345678}', False),  # 18 digits fit in 64 bits
+        (b'{"n": 1.5e300, "m": 123456789.0123456789}', False),
+        (b'{"id": "x12345678901234567890y"}', True),  # in a string: only the slower parse
+        (b"", False),
+    ],
+)
+def test_which_lines_may_hold_an_integer_beyond_64_bits(line: bytes, may: bool) -> None:
+    assert may_hold_big_int(line) is may
+    if may and line.isdigit():
+        assert json.loads(line) >= 2**63  # the case the check is for

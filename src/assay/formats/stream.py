@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,12 +140,15 @@ def row_file(path: Path, fmt: str | None) -> RowFile | None:
 # as a float without a word (10**20 -> 1e+20). Such a line is read by `json.loads`,
 # which keeps the integer exactly, as `formats.load` does (the store then refuses it,
 # naming the case, on both paths). Digits inside a string only cost the slower parse.
-_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+# Found by mapping every digit to "0" and everything else to " " (`bytes.translate`) and
+# looking for nineteen "0"s (a substring search): both in C, ~10x a regex's scan.
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_NINETEEN_DIGITS = b"0" * 19
 
 
 def may_hold_big_int(raw: bytes) -> bool:
     """Whether a JSON line may hold an integer beyond 64 bits (orjson must not read it)."""
-    return _LONG_DIGITS.search(raw) is not None
+    return _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def _parse(batch: RawBatch, lineno: int, raw: bytes | dict[str, Any]) -> Any:

@@ -99,7 +99,10 @@ class RowSpool:
     With `csv`, rows may come with their CSV line already encoded against their own
     columns (`csv_line`, by a worker process): while every row has one, the CSV report
     is made from those lines, each put under the union of the columns by its shape
-    (`write_csv_from`); else it is made from the JSON lines.
+    (`write_csv_from`); else it is made from the JSON lines. While the rows have one
+    shape, which is usual, their CSV lines are spooled as they are (the first
+    `plain_csv_bytes`): under that shape's columns they are the report's lines, copied
+    at the end without being read back.
     """
 
     def __init__(self, beside: Path, *, csv: bool = False) -> None:
@@ -110,6 +113,10 @@ class RowSpool:
         self._columns: dict[str, None] = {}
         self.csv_path = _partial(beside, "csvrows") if csv else None
         self._csv: IO[bytes] | None = None
+        self._plain_csv = 0
+        """The bytes of CSV lines spooled without their shape's number: rows of the
+        first shape, until another shape comes (`_mixed`)."""
+        self._mixed = False
         try:
             beside.parent.mkdir(parents=True, exist_ok=True)
             self._file: IO[bytes] = self.path.open("wb")
@@ -129,11 +136,17 @@ class RowSpool:
 
     @property
     def csv_lines(self) -> Path | None:
-        """The rows' CSV lines (`shape number,fields...`), when every row has one."""
+        """The rows' CSV lines, when every row has one: the first `plain_csv_bytes`
+        are lines of the first shape as they are, the rest `shape number,fields...`."""
         if self._csv is None or self.csv_path is None:
             return None
         self._csv.flush()
         return self.csv_path
+
+    @property
+    def plain_csv_bytes(self) -> int:
+        """How many bytes of `csv_lines` are the first shape's lines as they are."""
+        return self._plain_csv
 
     def _no_csv_lines(self) -> None:
         if self._csv is not None:
@@ -172,9 +185,17 @@ class RowSpool:
                 # (128 KiB) could not be; such a run's CSV is made from its JSON lines.
                 if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
                     csv_lines = None
-                else:
-                    csv_lines += (number(shape), csv_line)
+                    number(shape)
                     continue
+                shape_number = number(shape)
+                if not self._mixed:
+                    if shape_number == b"0,":
+                        self._plain_csv += len(csv_line)
+                        csv_lines.append(csv_line)
+                        continue
+                    self._mixed = True  # from here on, each line says its shape
+                csv_lines += (shape_number, csv_line)
+                continue
             number(shape)
         self._file.write(b"".join(json_lines))
         if self._csv is not None:
@@ -354,7 +375,7 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
             writer.writerow(columns)
             ready = spool.csv_lines
             if ready is not None and len(columns) > 1:
-                _write_csv_lines(writer, ready, spool.shapes, columns)
+                _write_csv_lines(handle, writer, ready, spool, columns)
                 return target
             loads = orjson.loads
             for line in spool.lines():
@@ -367,17 +388,44 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
 
 
 def _write_csv_lines(
-    writer: Any, lines: Path, shapes: list[tuple[str, ...]], columns: list[str]
+    out: IO[str], writer: Any, lines: Path, spool: RowSpool, columns: list[str]
 ) -> None:
-    """The spooled CSV lines under `columns`: each line's fields (read back as the
-    strings they were written from) picked by its shape, "" where it has no column."""
+    """The spooled CSV lines under `columns`. The first shape's lines, spooled as they
+    are, are copied when that shape's columns are all the columns (one shape, the usual
+    case); every other line is read back as the strings it was written from, its fields
+    picked by its shape, "" where it has no column."""
+    shapes = spool.shapes
+    plain = spool.plain_csv_bytes
     picks = []
     for shape in shapes:
         # Field 0 is the shape's number; one "" is appended after the row's fields.
         where = {key: i + 1 for i, key in enumerate(shape)}
         missing = len(shape) + 1
         picks.append(itemgetter(*[where.get(c, missing) for c in columns]))
-    with lines.open(encoding="utf-8", newline="") as handle:
-        for fields in csv.reader(handle):
+    with lines.open("rb") as raw:
+        if plain and list(shapes[0]) == columns:
+            out.flush()
+            binary: IO[bytes] = out.buffer  # type: ignore[attr-defined]
+            while plain > 0:  # a megabyte at a time: memory stays flat
+                chunk = raw.read(min(plain, 1 << 20))
+                binary.write(chunk)
+                plain -= len(chunk)
+            binary.flush()
+        elif plain:
+            for fields in csv.reader(_lines(raw, plain)):
+                fields.insert(0, "0")
+                fields.append("")
+                writer.writerow(picks[0](fields))
+        for fields in csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline="")):
             fields.append("")
             writer.writerow(picks[int(fields[0])](fields))
+
+
+def _lines(raw: IO[bytes], size: int) -> Iterator[str]:
+    """The next `size` bytes of `raw` (whole lines), line by line."""
+    while size > 0:
+        line = raw.readline()
+        if not line:
+            return
+        size -= len(line)
+        yield line.decode("utf-8")
