@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
-from assay.formats.stream import RawBatch, RowFile
+from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
@@ -279,9 +279,9 @@ class StreamingRun(StreamSettings):
 
     # -- batches ------------------------------------------------------------------------
 
-    def _batches(self) -> Iterator[RawBatch]:
+    def _batches(self) -> Iterator[RawBatch | LineChunk]:
         for row_file in self.files:
-            yield from row_file.batches(self.batch_rows)
+            yield from row_file.chunks(self.batch_rows)
 
     def _outputs(self, spec: BatchSpec, total: int) -> Iterator[BatchOutput]:
         workers = self.workers if self.workers is not None else default_workers(total)
