@@ -66,7 +66,8 @@ def test_the_json_rows_make_the_csv_when_lines_cannot(tmp_path: Path, rows: str)
 
 _WIDE = {"eval_set_id": "s", "case_id": "a", "run": 0, "invocation_id": None,
          "reference": "r", "m/score": 1.0, "m/explanation": None}  # fmt: skip
-_ODD_CELLS = ["plain", 'say "hi", then\r\nleave', "ü 東京\n", "", " lead"]
+_ODD_CELLS = ["plain", 'say "hi", then\r\nleave', "ü 東京\n", "", " lead", "nul\x00here",
+              'half " quote', "comma, only", "cr\ronly"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -105,3 +106,22 @@ def test_rows_of_one_shape_are_copied_as_the_json_rows_make_them(
     spool.close()
     assert made == _csv(tmp_path, rows, lines=False, tag="json")
     assert made.count(b'"say ""hi"", then\r\nleave"') == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cells_and_shapes_make_the_csv_the_json_rows_make(tmp_path: Path, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    alphabet = ['"', ",", "\r", "\n", " ", "a", "é", "\x00", '""', ",,"]
+    keys = ["eval_set_id", "case_id", "m/score", "m/explanation", "n/score", "n/explanation"]
+    rows = []
+    for i in range(60):
+        shape = [k for k in keys if k in keys[:3] or rng.random() < 0.5]
+        rows.append({
+            k: "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+            if k.endswith(("explanation", "case_id")) else (i if k == "m/score" else "s")
+            for k in shape
+        })  # fmt: skip
+    made = _csv(tmp_path, rows, lines=True, tag=f"lines{seed}")
+    assert made == _csv(tmp_path, rows, lines=False, tag=f"json{seed}")

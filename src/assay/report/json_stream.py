@@ -375,7 +375,7 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
             writer.writerow(columns)
             ready = spool.csv_lines
             if ready is not None and len(columns) > 1:
-                _write_csv_lines(handle, writer, ready, spool, columns)
+                _write_csv_lines(handle, ready, spool, columns)
                 return target
             loads = orjson.loads
             for line in spool.lines():
@@ -387,45 +387,80 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     return target
 
 
-def _write_csv_lines(
-    out: IO[str], writer: Any, lines: Path, spool: RowSpool, columns: list[str]
-) -> None:
-    """The spooled CSV lines under `columns`. The first shape's lines, spooled as they
-    are, are copied when that shape's columns are all the columns (one shape, the usual
-    case); every other line is read back as the strings it was written from, its fields
-    picked by its shape, "" where it has no column."""
+def _write_csv_lines(out: IO[str], lines: Path, spool: RowSpool, columns: list[str]) -> None:
+    """The spooled CSV lines under `columns`, each line's fields picked by its shape
+    ("" where it has no column). The first shape's lines, spooled as they are, are
+    copied when that shape's columns are all the columns (one shape). Each other line
+    is split into its fields as written (quoted where the csv module quoted them) and
+    joined again, as bytes: a field's encoding depends on its value alone, so the bytes
+    are the ones `write_csv_from` writes from the JSON rows."""
     shapes = spool.shapes
-    plain = spool.plain_csv_bytes
     picks = []
     for shape in shapes:
-        # Field 0 is the shape's number; one "" is appended after the row's fields.
-        where = {key: i + 1 for i, key in enumerate(shape)}
-        missing = len(shape) + 1
-        picks.append(itemgetter(*[where.get(c, missing) for c in columns]))
+        # One "" is appended after the row's fields, for the columns it does not have.
+        where = {key: i for i, key in enumerate(shape)}
+        picks.append(itemgetter(*[where.get(c, len(shape)) for c in columns]))
+    plain = spool.plain_csv_bytes
+    out.flush()
+    binary: IO[bytes] = out.buffer  # type: ignore[attr-defined]
     with lines.open("rb") as raw:
         if plain and list(shapes[0]) == columns:
-            out.flush()
-            binary: IO[bytes] = out.buffer  # type: ignore[attr-defined]
             while plain > 0:  # a megabyte at a time: memory stays flat
                 chunk = raw.read(min(plain, 1 << 20))
                 binary.write(chunk)
                 plain -= len(chunk)
-            binary.flush()
-        elif plain:
-            for fields in csv.reader(_lines(raw, plain)):
-                fields.insert(0, "0")
-                fields.append("")
-                writer.writerow(picks[0](fields))
-        for fields in csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline="")):
-            fields.append("")
-            writer.writerow(picks[int(fields[0])](fields))
+        parts: list[bytes] = []
+        size = 0
+        for number, record in _csv_records(raw, plain):
+            fields = record[:-2].split(b",")  # the line without its "\r\n", at its commas
+            if b'"' in record:
+                fields = _quoted_fields(fields)
+            fields.append(b"")
+            line = b",".join(picks[number](fields)) + b"\r\n"
+            parts.append(line)
+            size += len(line)
+            if size >= 1 << 20:
+                binary.write(b"".join(parts))
+                parts, size = [], 0
+        binary.write(b"".join(parts))
+    binary.flush()
 
 
-def _lines(raw: IO[bytes], size: int) -> Iterator[str]:
-    """The next `size` bytes of `raw` (whole lines), line by line."""
-    while size > 0:
-        line = raw.readline()
-        if not line:
-            return
-        size -= len(line)
-        yield line.decode("utf-8")
+def _csv_records(raw: IO[bytes], plain: int) -> Iterator[tuple[int, bytes]]:
+    """Each spooled CSV line of `raw` with its shape's number: the first `plain` bytes
+    are shape 0's lines without it. A quoted field may hold line ends, so a record runs
+    on until its quotes pair up."""
+    pending = b""
+    for line in raw:
+        if pending or line.count(b'"') % 2:
+            pending += line
+            if pending.count(b'"') % 2:
+                continue
+            line, pending = pending, b""
+        yield _numbered(line, plain)
+        plain -= len(line)
+    if pending:  # never from a spool this module wrote: left to the csv module to read
+        yield _numbered(pending, plain)
+
+
+def _numbered(line: bytes, plain: int) -> tuple[int, bytes]:
+    if plain > 0:
+        return 0, line
+    number, _, record = line.partition(b",")
+    return int(number), record
+
+
+def _quoted_fields(pieces: list[bytes]) -> list[bytes]:
+    """The fields of a CSV line split at every comma, rejoined where a comma was inside
+    a quoted field. The csv module quotes every field holding a quote (doubled), so a
+    field without a quote is never quoted, and a quoted one starts with a quote and
+    holds an even number of them."""
+    fields = []
+    pieces.reverse()
+    while pieces:
+        field = pieces.pop()
+        if field[:1] == b'"':
+            while field.count(b'"') % 2 and pieces:
+                field += b"," + pieces.pop()
+        fields.append(field)
+    return fields
