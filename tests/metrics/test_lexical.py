@@ -140,3 +140,21 @@ def test_threshold_comes_from_a_real_adk_config() -> None:
     assert metric.threshold == 0.5
     case = _case(("This is a test candidate response.", "This is a test reference."))
     assert _score(metric, case)[1] is Status.PASSED
+
+
+def test_ascii_tokens_equal_rouge_scores_tokenizer_on_any_ascii() -> None:
+    # Every ASCII character, control and separator characters included, in random
+    # words: the translate-and-split tokenizer gives rouge-score's tokens.
+    import random
+
+    from rouge_score.tokenizers import DefaultTokenizer
+
+    rng = random.Random(5)
+    theirs = DefaultTokenizer(use_stemmer=True)
+    letters = [chr(c) for c in range(128)]
+    for _ in range(2000):
+        text = "".join(
+            rng.choice(letters) if rng.random() < 0.3 else rng.choice("aeiouRSTrunning ")
+            for _ in range(rng.randint(0, 40))
+        )
+        assert tokenize(text) == theirs.tokenize(text), repr(text)
