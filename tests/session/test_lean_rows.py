@@ -85,6 +85,16 @@ EDGE_ROWS: list[dict[str, Any]] = [
     {"id": "bool-arg", "prompt": "p", "response": "r", "reference": "r",
      "predicted_trajectory": [{"tool_name": "a", "tool_input": {"n": True}}],
      "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}]},
+    # Equal calls in another key order, a string that is not the integer, a call twice.
+    {"id": "key-order", "prompt": "p", "response": "r", "reference": "r",
+     "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": "1", "n": 2}}],
+     "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 2, "x": "1"}}]},
+    {"id": "str-vs-int", "prompt": "p", "response": "r", "reference": "r",
+     "predicted_trajectory": [{"tool_name": "a", "tool_input": {"n": "1"}}],
+     "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}]},
+    {"id": "twice", "prompt": "p", "response": "r", "reference": "r",
+     "predicted_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}] * 2,
+     "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}, {"tool_name": "b"}]},
     # Not plain: the ordinary path scores these.
     {"id": "latency", "prompt": "p", "response": "r", "reference": "r",
      "latency_in_seconds": 1.5},
@@ -175,7 +185,7 @@ def test_lean_rows_write_what_the_ordinary_path_writes(tmp_path: Path, workers: 
     assert lean["stdout"] == ordinary["stdout"]
     if workers == "1":  # in this process: only the rows beyond the plain shape, and the
         # two odd lines (NaN; digits that could be an integer beyond 64 bits)
-        assert sum(counted) == len(EDGE_ROWS) - 6 + 2
+        assert sum(counted) == len(EDGE_ROWS) - 9 + 2  # 9 plain edge rows
     # ... and the run loaded whole (not streamed) writes the same.
     data = _write(tmp_path / "rows.jsonl", rows)
     lean = _run(tmp_path, data, "lean-b", "--workers", workers, lean=True)

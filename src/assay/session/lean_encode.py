@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from assay.report.json_stream import csv_fields, dumps
 from assay.session.lean_rows import LeanCall, LeanRow
 from assay.store import EncodedCase
@@ -21,6 +23,11 @@ from assay.store._document import FORMAT
 from assay.store._json import dumps_bytes
 
 _COMPLETED = "COMPLETED"
+
+
+def _joined(entries: list[bytes]) -> orjson.Fragment:
+    """A JSON array of entries already encoded, put into a document as it is."""
+    return orjson.Fragment(b"[" + b",".join(entries) + b"]")
 
 
 def _stored_turn(prompt: str | None, calls: list[LeanCall], final: str | None) -> dict[str, Any]:
@@ -47,7 +54,7 @@ def store_row(lean: LeanRow, eval_set_id: str) -> EncodedCase:
         "status": lean.status._value_,
     }
     if lean.metrics:
-        doc["metrics"] = [m.stored for m in lean.metrics]
+        doc["metrics"] = _joined([m.stored for m in lean.metrics])
     doc["invocations"] = [
         {
             "actual": _stored_turn(lean.prompt, lean.predicted, lean.response),
@@ -98,7 +105,7 @@ def report_case(
         "run_index": 0,
         "final_eval_status": lean.status.adk_code,
         "status": lean.status._value_,
-        "overall_eval_metric_results": [m.overall for m in metrics],
+        "overall_eval_metric_results": _joined([m.overall for m in metrics]),
         "eval_metric_result_per_invocation": [
             {
                 "actual_invocation": _invocation(
@@ -107,7 +114,7 @@ def report_case(
                 "expected_invocation": _invocation(
                     fallback, lean.prompt, lean.reference_calls, lean.reference
                 ),
-                "eval_metric_results": [m.invocation for m in metrics],
+                "eval_metric_results": _joined([m.invocation for m in metrics]),
             }
         ],
         "session_id": f"{run_id or 'assay'}:{eval_set_id}:{lean.case_id}:0",

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from assay.model.results import Status
 from assay.report.json_report import _metric_entry, _overall_entry
-from assay.report.json_stream import csv_fields
+from assay.report.json_stream import csv_fields, dumps
 from assay.store._document import metric_entry
+from assay.store._json import dumps_bytes
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
@@ -64,9 +65,13 @@ class EncodedMetric:
     def __init__(self, metric: Metric, result: MetricResult) -> None:
         score = result.per_invocation[0]
         self.result = result
-        self.stored = metric_entry(result.name, result)
-        self.overall = _overall_entry(result)
-        self.invocation = _metric_entry(result.name, score, result.threshold, result.status is None)
+        # The three entries as JSON, encoded once: a row's documents join them as they
+        # are (`orjson.Fragment`), not encode them again.
+        self.stored = dumps_bytes(metric_entry(result.name, result))
+        self.overall = dumps(_overall_entry(result))
+        self.invocation = dumps(
+            _metric_entry(result.name, score, result.threshold, result.status is None)
+        )
         self.columns = metric.row_columns(score)
         self.csv = csv_fields(list(self.columns.values()))
 
