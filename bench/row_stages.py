@@ -50,7 +50,13 @@ def main() -> None:
     from assay.report.json_report import case_to_adk
     from assay.report.json_stream import csv_line, dumps
     from assay.session import stream_batch
-    from assay.session.lean_encode import report_case, report_csv_line, report_row, store_row
+    from assay.session.lean_encode import (
+        encoded_calls,
+        report_case,
+        report_csv_line,
+        report_row,
+        store_row,
+    )
     from assay.session.lean_rows import plain_row
     from assay.session.lean_score import LeanPlan
     from assay.session.stream_batch import BatchSpec, score_batch
@@ -103,16 +109,20 @@ def main() -> None:
     parsed: list[Any] = []
     leans: list[Any] = []
     tally = Tally(names)
+    calls: list[Any] = []
     for name, run in [
         ("parse the line (orjson)", lambda: parsed.extend(orjson.loads(r) for r in raws)),
         ("read the plain row (plain_row)",
          lambda: leans.extend(plain_row(r, i, interned) for i, r in enumerate(parsed))),
         ("score the metrics (LeanPlan.score)", lambda: [plan.score(x) for x in leans]),
-        ("store document (store_row)", lambda: [store_row(x, set_id) for x in leans]),
+        ("encode the calls (encoded_calls)",
+         lambda: calls.extend(encoded_calls(x) for x in leans)),
+        ("store document (store_row)",
+         lambda: [store_row(x, set_id, c) for x, c in zip(leans, calls, strict=True)]),
         ("report case (report_case)",
-         lambda: [report_case(x, set_id, "run", FILE) for x in leans]),
-        ("report row (report_row + JSON)",
-         lambda: [dumps(report_row(x, set_id)) for x in leans]),
+         lambda: [report_case(x, set_id, "run", FILE, c)
+                  for x, c in zip(leans, calls, strict=True)]),
+        ("report row (report_row)", lambda: [report_row(x, set_id) for x in leans]),
         ("CSV line (report_csv_line)", lambda: [report_csv_line(x, set_id) for x in leans]),
         ("tally", lambda: [tally.add_row(x.status, [m.result for m in x.metrics]) for x in leans]),
     ]:  # fmt: skip

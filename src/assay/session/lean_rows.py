@@ -60,7 +60,17 @@ class EncodedMetric:
     encoded once per run, not once per row.
     """
 
-    __slots__ = ("columns", "csv", "invocation", "overall", "result", "stored")
+    __slots__ = (
+        "columns",
+        "columns_id",
+        "columns_json",
+        "csv",
+        "explanation",
+        "invocation",
+        "overall",
+        "result",
+        "stored",
+    )
 
     def __init__(self, metric: Metric, result: MetricResult) -> None:
         score = result.per_invocation[0]
@@ -74,6 +84,23 @@ class EncodedMetric:
         )
         self.columns = metric.row_columns(score)
         self.csv = csv_fields(list(self.columns.values()))
+        # The report row's part (`,"name/score":...`), and which columns it has: one
+        # number per distinct list of column names (the row's shape is made of them).
+        self.columns_json = b"".join(
+            [b"," + dumps(key) + b":" + dumps(value) for key, value in self.columns.items()]
+        )
+        names = tuple(self.columns)
+        self.columns_id = _COLUMN_LISTS.setdefault(names, len(_COLUMN_LISTS))
+        # The report case's entry in its `explanations` object, if it has one.
+        self.explanation = (
+            None
+            if result.explanation is None
+            else dumps(result.name) + b":" + dumps(result.explanation)
+        )
+
+
+_COLUMN_LISTS: dict[tuple[str, ...], int] = {}
+"""A number per distinct list of a metric's row columns (a few per run's metric)."""
 
 
 class LeanRow:

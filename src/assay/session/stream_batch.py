@@ -25,7 +25,13 @@ from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_
 from assay.model.results import CaseResult, Status
 from assay.report.json_stream import csv_line
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
-from assay.session.lean_encode import report_case, report_csv_line, report_row, store_row
+from assay.session.lean_encode import (
+    encoded_calls,
+    report_case,
+    report_csv_line,
+    report_row,
+    store_row,
+)
 from assay.session.lean_rows import plain_row
 from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
@@ -153,8 +159,6 @@ def _add_lean(
 ) -> bool:
     """Score and encode one row on the lean path; False when the row is not plain (or
     anything about it is unusual: it then takes the ordinary path, which reports it)."""
-    from assay.report.json_stream import dumps
-
     if type(raw) is not bytes or may_hold_big_int(raw):
         return False
     try:
@@ -169,14 +173,14 @@ def _add_lean(
         return True  # done by the run being resumed
     try:
         plan.score(lean)
-        encoded = store_row(lean, set_id) if spec.store else None
+        calls = encoded_calls(lean) if spec.store or spec.cases_json else None
+        encoded = store_row(lean, set_id, calls) if spec.store else None
         case_json = (
-            report_case(lean, set_id, spec.run_id, spec.eval_set_files.get(set_id))
+            report_case(lean, set_id, spec.run_id, spec.eval_set_files.get(set_id), calls)
             if spec.cases_json
             else None
         )
-        row_json = report_row(lean, set_id) if spec.rows else None
-        line = dumps(row_json) + b"\n" if row_json is not None else None
+        row = report_row(lean, set_id) if spec.rows else None
         csv_bytes = report_csv_line(lean, set_id) if spec.csv else None
     except Exception:  # a metric or an encoder objects: the ordinary path decides
         return False
@@ -188,9 +192,8 @@ def _add_lean(
         out.encoded.append(encoded)
     if case_json is not None:
         out.cases_json.append(case_json)
-    if row_json is not None and line is not None:
-        shape = tuple(row_json)
-        out.rows.append((out.shapes.setdefault(shape, shape), line, csv_bytes))
+    if row is not None:
+        out.rows.append((row[0], row[1], csv_bytes))
     return True
 
 
