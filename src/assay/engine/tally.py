@@ -4,8 +4,9 @@
 gets the same summary as a loaded one without keeping its case results: per metric the
 scored values (8 bytes each, the summary's mean and deviation need them all) and status
 counts, and per run the row and status counts. Tallies of batches scored in worker
-processes are merged in batch order, which keeps the values in the loaded run's order
-and so the sums bit for bit the same.
+processes are merged in batch order. The summary's sums are `math.fsum`s, exact
+whatever the order of the values, so it is bit for bit the loaded run's even where a
+batch tallies its rows' results by kind (`add_counted`) rather than row by row.
 """
 
 from __future__ import annotations
@@ -90,6 +91,31 @@ class Tally:
                 scores = case_scores.get(name)
                 if scores is not None and mr.score is not None:
                     scores.append(mr.score)
+
+    def add_counted(
+        self, statuses: Mapping[Status, int], results: Iterable[tuple[MetricResult, int]]
+    ) -> None:
+        """`add_row` of rows counted by kind: `statuses` counts the rows by status, and
+        `results` gives each distinct metric result of the rows (of one invocation
+        each) with the number of rows that have it. Not with `case_scores`, which keep
+        the rows' order."""
+        if self.case_scores:
+            raise ValueError("a tally that keeps case scores is added row by row")
+        for status, count in statuses.items():
+            self.rows += count
+            self.statuses[status] += count
+        values, metric_statuses, thresholds = self.values, self.metric_statuses, self.thresholds
+        for mr, count in results:
+            name = mr.name
+            bucket = values.get(name)
+            if bucket is None:
+                continue
+            value = mr.per_invocation[0].value
+            if value is not None:
+                bucket.extend([value] * count)
+            if mr.status is not None:
+                metric_statuses[name][mr.status] += count
+            thresholds[name].add(mr.threshold)
 
     def merge(self, other: Tally) -> None:
         """Add `other`'s counts and values after this tally's own."""

@@ -175,19 +175,22 @@ class RowSpool:
 
     def add_encoded_rows(self, rows: Sequence[tuple[tuple[str, ...], bytes, bytes | None]]) -> None:
         """`add_encoded` of each of `rows` (a worker's batch), written at once."""
-        number = self._number
+        known: dict[int, bytes] = {}  # a batch's rows share their shapes' tuples
         json_lines = []
         csv_lines: list[bytes] | None = [] if self._csv is not None else None
         for shape, line, csv_line in rows:
             json_lines.append(line)
+            # A tuple of a few dozen names hashes and compares name by name: each distinct
+            # tuple object of the batch is looked up once.
+            shape_number = known.get(id(shape))
+            if shape_number is None:
+                shape_number = known[id(shape)] = self._number(shape)
             if csv_lines is not None:
                 # Lines longer than any field `csv.reader` reads back by default
                 # (128 KiB) could not be; such a run's CSV is made from its JSON lines.
                 if csv_line is None or len(csv_line) > _CSV_LINE_MAX:
                     csv_lines = None
-                    number(shape)
                     continue
-                shape_number = number(shape)
                 if not self._mixed:
                     if shape_number == b"0,":
                         self._plain_csv += len(csv_line)
@@ -195,8 +198,6 @@ class RowSpool:
                         continue
                     self._mixed = True  # from here on, each line says its shape
                 csv_lines += (shape_number, csv_line)
-                continue
-            number(shape)
         self._file.write(b"".join(json_lines))
         if self._csv is not None:
             if csv_lines is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import signal
+from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from assay.session.lean_encode import (
     report_row,
     store_row,
 )
-from assay.session.lean_rows import plain_row
+from assay.session.lean_rows import EncodedMetric, plain_row
 from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
 
@@ -118,8 +119,10 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
     # Row by row: a plain row takes the lean path, any other the ordinary one.
     names: dict[str, str] = {}
     set_id = Path(batch.file).stem
+    # The lean rows' results are tallied by kind: their metrics' encoded results repeat.
+    counts = _LeanCounts() if not spec.case_score_metrics else None
     for offset, (lineno, raw) in enumerate(batch.rows):
-        if _add_lean(spec, plan, out, batch, set_id, offset, lineno, raw, names):
+        if _add_lean(spec, plan, out, batch, set_id, offset, lineno, raw, names, counts):
             continue
         one = RawBatch(batch.file, batch.kind, batch.start + offset, [(lineno, raw)])
         cases, error = batch_cases(one, spec.mapping)
@@ -127,7 +130,19 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
         if error is not None:
             out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
             break
+    if counts is not None:
+        out.tally.add_counted(counts.statuses, [(m.result, n) for m, n in counts.metrics.items()])
     return out
+
+
+class _LeanCounts:
+    """A batch's lean rows counted by status and by encoded metric result."""
+
+    __slots__ = ("metrics", "statuses")
+
+    def __init__(self) -> None:
+        self.statuses: dict[Status, int] = dict.fromkeys(Status, 0)
+        self.metrics: dict[EncodedMetric, int] = {}
 
 
 def _lean_plan(spec: BatchSpec, batch: RawBatch) -> LeanPlan | None:
@@ -156,6 +171,7 @@ def _add_lean(
     lineno: int,
     raw: bytes | dict[str, Any],
     names: dict[str, str],
+    counts: _LeanCounts | None,
 ) -> bool:
     """Score and encode one row on the lean path; False when the row is not plain (or
     anything about it is unusual: it then takes the ordinary path, which reports it)."""
@@ -187,7 +203,11 @@ def _add_lean(
     if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
         out.kept.append((batch.start + offset, lineno, raw))
     out.case_ids.append(lean.case_id)
-    out.tally.add_row(lean.status, [m.result for m in lean.metrics])
+    if counts is not None:
+        counts.statuses[lean.status] += 1
+        _count_elements(counts.metrics, lean.metrics)
+    else:
+        out.tally.add_row(lean.status, [m.result for m in lean.metrics])
     if encoded is not None:
         out.encoded.append(encoded)
     if case_json is not None:
