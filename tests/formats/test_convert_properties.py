@@ -31,7 +31,14 @@ SETTINGS = settings(
     derandomize=True,
     deadline=None,
     database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    # An MLflow source holds few generated sets (`native` assumes a case is left), so
+    # some derandomized runs filter most inputs: that is the property's domain, not a
+    # slow strategy (the health check failed it depending on which tests ran before).
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 
 # -- helpers -----------------------------------------------------------------------------
