@@ -280,3 +280,41 @@ def test_html_of_a_streamed_run_is_built_from_the_store(tmp_path: Path) -> None:
     assert report.exit_code == 0, report.output
     assert page.read_bytes() == again.read_bytes()
     assert b"case-1199" in page.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_malformed_row_900000_lines_in_is_named_and_the_rows_before_it_kept(
+    tmp_path: Path,
+) -> None:
+    # At the scale the issue names: the CLI in a subprocess, as a user runs it (worker
+    # processes, the lean row path, the default batches), one metric to keep it short.
+    import sqlite3
+    import subprocess
+    import sys
+
+    data = tmp_path / "rows.jsonl"
+    with data.open("wb") as out:
+        for i in range(899_999):
+            out.write(
+                b'{"id": "r%d", "response": "a", "reference": "a", "predicted_trajectory":'
+                b' [{"tool_name": "t", "tool_input": {"n": %d}}], "reference_trajectory":'
+                b' [{"tool_name": "t", "tool_input": {"n": 1}}]}\n' % (i, i % 3)
+            )
+        out.write(b'{"id": "bad", "response": "a", "reference_trajectory": {"tool_name": 5}}\n')
+        out.write(b'{"id": "after", "response": "a", "reference": "a"}\n')
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": {"trajectory_exact_match": 1.0}}))
+    db_path = tmp_path / "db.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "eval", str(data), "--config", str(config),
+         "--quiet", "--store", f"sqlite:///{db_path}", "--workers", "2"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "line 900000" in done.stderr and "reference_trajectory" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    with sqlite3.connect(db_path) as conn:
+        ((status, total),) = conn.execute("SELECT status, case_count FROM runs").fetchall()
+        (stored,) = conn.execute("SELECT count(*) FROM case_results").fetchone()
+    assert status == "INTERRUPTED"
+    assert stored == total == 899_999
