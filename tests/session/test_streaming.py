@@ -318,3 +318,28 @@ def test_a_malformed_row_900000_lines_in_is_named_and_the_rows_before_it_kept(
         (stored,) = conn.execute("SELECT count(*) FROM case_results").fetchone()
     assert status == "INTERRUPTED"
     assert stored == total == 899_999
+
+
+@pytest.mark.parametrize("at", [10, 1_500])  # within the first batch; in a later one
+def test_a_duplicate_case_id_is_named_with_the_rows_before_it_kept(tmp_path: Path, at: int) -> None:
+    rows = [{**row, "id": f"case-{i}"} for i, row in enumerate(_rows(2_000))]
+    rows[at]["id"] = "case-3"
+    data = _write_jsonl(tmp_path / "rows.jsonl", rows)
+    # The same ids in another file are another eval set's: not duplicates.
+    other = _write_jsonl(
+        tmp_path / "other.jsonl", [{**r, "id": f"case-{i}"} for i, r in enumerate(rows[:5])]
+    )
+    db_path = tmp_path / "db.sqlite"
+    failed = runner.invoke(
+        app,
+        ["eval", str(other), str(data), "--config", str(_config(tmp_path)), "--quiet",
+         "--store", f"sqlite:///{db_path}"],
+    )  # fmt: skip
+    assert failed.exit_code == 2, failed.output
+    assert "duplicate case id" in failed.stderr and "case-3" in failed.stderr, failed.stderr
+    assert "rows.jsonl" in failed.stderr
+    with Store.open(f"sqlite:///{db_path}") as db:
+        (info,) = db.list_runs()
+        assert info.status == "INTERRUPTED"
+        # The other file's 5 rows and every batch of this file before the duplicate's.
+        assert len(db.case_results(info.id)) == 5 + at // 1_000 * 1_000
