@@ -95,6 +95,11 @@ EDGE_ROWS: list[dict[str, Any]] = [
     {"id": "twice", "prompt": "p", "response": "r", "reference": "r",
      "predicted_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}] * 2,
      "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}, {"tool_name": "b"}]},
+    # Text that JSON must escape, in every cell the lean documents spell out.
+    {"id": 'q"\\u2028\n', "prompt": "tab\t nul\x00 \u2028 😀 </x>", "response": 'say "hi"',
+     "reference": "back\\slash", "predicted_trajectory": [
+         {"tool_name": "x\x00y", "tool_input": {'k"': "v\n", "ü": ["\u2029", None]}}],
+     "reference_trajectory": [{"tool_name": "x\x00y", "tool_input": {'k"': "v\r"}}]},
     # Not plain: the ordinary path scores these.
     {"id": "latency", "prompt": "p", "response": "r", "reference": "r",
      "latency_in_seconds": 1.5},
@@ -185,7 +190,7 @@ def test_lean_rows_write_what_the_ordinary_path_writes(tmp_path: Path, workers: 
     assert lean["stdout"] == ordinary["stdout"]
     if workers == "1":  # in this process: only the rows beyond the plain shape, and the
         # two odd lines (NaN; digits that could be an integer beyond 64 bits)
-        assert sum(counted) == len(EDGE_ROWS) - 9 + 2  # 9 plain edge rows
+        assert sum(counted) == len(EDGE_ROWS) - 10 + 2  # 10 plain edge rows
     # ... and the run loaded whole (not streamed) writes the same.
     data = _write(tmp_path / "rows.jsonl", rows)
     lean = _run(tmp_path, data, "lean-b", "--workers", workers, lean=True)
