@@ -65,7 +65,7 @@ class EncodedMetric:
         "columns_id",
         "columns_json",
         "csv",
-        "explanation",
+        "explanation_entry",
         "invocation",
         "overall",
         "result",
@@ -92,7 +92,7 @@ class EncodedMetric:
         names = tuple(self.columns)
         self.columns_id = _COLUMN_LISTS.setdefault(names, len(_COLUMN_LISTS))
         # The report case's entry in its `explanations` object, if it has one.
-        self.explanation = (
+        self.explanation_entry = (
             None
             if result.explanation is None
             else dumps(result.name) + b":" + dumps(result.explanation)
