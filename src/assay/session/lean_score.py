@@ -75,6 +75,9 @@ class LeanPlan:
     def __init__(self, metrics: Sequence[Metric]) -> None:
         self.metrics = list(metrics)
         self._memo: dict[tuple[int, float | None, str | None], EncodedMetric] = {}
+        # The by-call-count metrics' results for a number of calls, by metric index
+        # (one lookup per row for all of them).
+        self._by_count: dict[int, dict[int, EncodedMetric]] = {}
         # Per metric: its kind (0 trajectory, 1 perfect when exact, 2 ROUGE, 3 by call
         # count), so each row's loop does not ask isinstance of every metric.
         self._kinds: list[tuple[int, Metric, int]] = []
@@ -105,15 +108,21 @@ class LeanPlan:
         memo = self._memo
         if len(memo) > _MEMO_SIZE:
             memo.clear()  # bounded: results of a run repeat, but floats and texts need not
+        if len(self._by_count) > _MEMO_SIZE:
+            self._by_count.clear()
         encoded = lean.metrics
         statuses = []
         key: tuple[int, float | None, str | None]
+        by_count = self._by_count.get(len(predicted))
+        if by_count is None:
+            by_count = self._by_count[len(predicted)] = {
+                i: EncodedMetric(metric, _probe(metric, len(predicted)))
+                for i, metric, kind in self._kinds
+                if kind == 3
+            }
         for i, metric, kind in self._kinds:
             if kind == 3:
-                key = (i, len(predicted), None)
-                one = memo.get(key)
-                if one is None:
-                    one = memo[key] = EncodedMetric(metric, _probe(metric, len(predicted)))
+                one = by_count[i]
                 encoded.append(one)
                 statuses.append(one.result.status)
                 continue
@@ -148,9 +157,12 @@ class LeanPlan:
                 # The result is the score's and its explanation's alone: encoded once per
                 # distinct pair (the same call differences recur across rows).
                 key = (i, score.value, score.explanation)
-                one = memo.get(key)
-                if one is None:
-                    one = memo[key] = EncodedMetric(metric, metric.result_from_invocations([score]))
+                cached = memo.get(key)
+                if cached is None:
+                    cached = memo[key] = EncodedMetric(
+                        metric, metric.result_from_invocations([score])
+                    )
+                one = cached
             else:
                 one = EncodedMetric(metric, metric.result_from_invocations([score]))
             encoded.append(one)
