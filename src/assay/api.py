@@ -87,7 +87,25 @@ async def aevaluate(
     executor: str | Executor = "local",
     ray_address: str | None = None,
 ) -> EvalResult:
-    """Async `evaluate` for code that already runs an event loop and wants to await."""
+    """`evaluate` for code that runs an event loop and awaits (an async service, a
+    notebook cell): the run happens in the caller's loop, no thread or loop of its own.
+    An agent over row files is streamed as `evaluate` streams it (docs/python-api.md);
+    cancelling the awaiting task leaves a stored run INTERRUPTED, resumable by the same
+    call. `observers` get each case result as it completes (they load the rows whole)."""
+    # An agent over row files is streamed, unless an option needs the loaded eval sets.
+    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
+    if agent is not None and executor == "local" and not needs_sets and not observers:
+        from assay.api_stream import aevaluate_streamed
+
+        streamed = await aevaluate_streamed(
+            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
+            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
+            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
+            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
+            simulator=simulator, fresh=fresh,
+        )  # fmt: skip
+        if streamed is not None:
+            return streamed
     # A mistyped executor or a missing ray extra fails before the data is read.
     runner = executor if not isinstance(executor, str) else named(executor, ray_address=ray_address)
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -261,20 +279,6 @@ def evaluate(
     Works inside a running event loop (Jupyter) too, where the result shows itself as
     a table (`_repr_html_`).
     """
-    # An agent over row files is streamed, unless an option needs the loaded eval sets.
-    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
-    if agent is not None and executor == "local" and not needs_sets:
-        from assay.api_stream import evaluate_streamed
-
-        streamed = evaluate_streamed(
-            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
-            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
-            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
-            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
-            simulator=simulator, fresh=fresh,
-        )  # fmt: skip
-        if streamed is not None:
-            return EvalTaskResult.from_result(streamed)
     # Scoring recorded data (no agent) makes no reference cycles, only millions of
     # short-lived objects whose collector passes cost ~40 % of the run: paused, as
     # `assay eval` does. Only here, where the caller waits for the whole run; an

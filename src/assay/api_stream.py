@@ -1,5 +1,7 @@
-"""`assay.evaluate(rows_path, agent=...)` streamed: the rows read as the agent's slots
-free, never loaded whole (`session.agent_stream`), as `assay eval` runs them.
+"""`assay.evaluate(rows_path, agent=...)` and `await assay.aevaluate(...)` streamed: the
+rows read as the agent's slots free, never loaded whole (`session.agent_stream`), as
+`assay eval` runs them. One async run, `aevaluate_streamed`: `aevaluate` awaits it in
+the caller's event loop, `evaluate` runs `aevaluate` through its sync wrapper.
 
 The returned `EvalResult` holds every case result — that is what the caller asked for —
 but not the rows' cases, which are dropped once run; each result is stored as it
@@ -7,8 +9,13 @@ finishes (durable before its slot takes new work when the agent is slow). Used w
 dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
 given, the metrics are named (or come from a config) and none is judged, each case runs
 once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
-eval history, personas); otherwise `evaluate_streamed` returns None and `evaluate` loads
-the data as before.
+eval history, personas, observers); otherwise `aevaluate_streamed` returns None and
+`aevaluate` loads the data as before.
+
+Cancelled (a task cancelled, Ctrl-C under `evaluate`), the case runs that finished are
+stored and the run is left INTERRUPTED, which the same call resumes; the cancellation
+goes on to the caller (`evaluate` raises KeyboardInterrupt). SIGTERM is left to the
+caller's process, as on the loaded path.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ def row_files(dataset: Any, format: str | None) -> list[RowFile] | None:
     return found
 
 
-def evaluate_streamed(
+async def aevaluate_streamed(
     dataset: Any,
     metrics: Any,
     agent: Any,
@@ -66,9 +73,10 @@ def evaluate_streamed(
     simulator: SimulatorOptions | None,
     fresh: bool,
 ) -> EvalResult | None:
-    """`evaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
+    """`aevaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
     the data must be loaded (see the module docstring). The caller checked the options
-    that need the loaded eval sets (executor, MLflow, ADK history, personas)."""
+    that need the loaded eval sets (executor, MLflow, ADK history, personas,
+    observers)."""
     from assay.api_inputs import (
         environment,
         open_store,
@@ -118,7 +126,7 @@ def evaluate_streamed(
     identity["eval_set_ids"] = [f.eval_set_id for f in files]
     opened = open_store(store)
     try:
-        outcome = AgentStreamingRun(
+        outcome = await AgentStreamingRun(
             files,
             metric_objects,
             adapter,
@@ -131,14 +139,12 @@ def evaluate_streamed(
             name=run_name,
             keep_all_up_to=sys.maxsize,  # the caller gets every case result
             environment=environment() if opened is not None else None,
-        ).run()
+        ).arun()
     finally:
         if opened is not None and opened is not store:  # a Store given stays open
             opened.close()
     if outcome.error is not None:
         raise outcome.error
-    if outcome.interrupted:
-        raise KeyboardInterrupt
     result = build_result(
         outcome.kept,
         metric_objects,

@@ -1,8 +1,9 @@
 """A streamed agent run: Vertex rows read lazily, each sent to the agent, in bounded memory.
 
-`assay eval rows.jsonl --agent ...` (`cli.eval_stream`) and `assay.evaluate(rows_path,
-agent=...)` (`api_stream`) take this path when every input is a row file and nothing
-needs every case at once. The agent's slots are kept full:
+`assay eval rows.jsonl --agent ...` (`cli.eval_stream`, `run`: its own event loop) and
+`assay.evaluate` / `await assay.aevaluate(rows_path, agent=...)` (`api_stream`, `arun`:
+the caller's loop) take this path when every input is a row file and nothing needs
+every case at once. The agent's slots are kept full:
 rows are read ahead as slots free, at most `read_ahead` case runs at a time (the
 window, `READ_AHEAD` × concurrency by default) — never in batches whose slowest case
 idles the other slots. Each finished case run is scored and stored through the run's
@@ -179,6 +180,8 @@ class AgentStreamingRun(StreamSettings):
         self._done = 0
         self._error: InputError | None = None
         self._reading = False
+        self.outcome: StreamOutcome | None = None
+        """What the run did, once it ended (also when `arun` was cancelled)."""
 
     @property
     def window(self) -> int:
@@ -186,6 +189,31 @@ class AgentStreamingRun(StreamSettings):
         return self.read_ahead or READ_AHEAD * max(1, self.options.concurrency)
 
     def run(self) -> StreamOutcome:
+        """`arun` on its own event loop (the CLI): Ctrl-C, or SIGTERM where the caller
+        made it an interrupt, leaves the run INTERRUPTED and returns its outcome."""
+
+        async def owned() -> StreamOutcome:
+            main = asyncio.current_task()
+            assert main is not None
+            # Only the owner of the loop may take over a signal (`_sigterm_cancels`).
+            with _sigterm_cancels(main):
+                return await self.arun()
+
+        try:
+            return asyncio.run(owned())
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            # `arun` finished the run as interrupted before the interrupt reached here;
+            # raised before it opened the run, there is nothing to report.
+            if self.outcome is None:
+                raise
+            return self.outcome
+
+    async def arun(self) -> StreamOutcome:
+        """The run in the caller's event loop (`assay.aevaluate` awaits it; no loop of
+        its own, no signal taken over). Cancelled, the case runs that finished are
+        stored and reported, the run is marked INTERRUPTED (resumable), `outcome` says
+        so, and the cancellation goes on to the caller, as `RunSession.arun` does. A
+        malformed row is not an interrupt of the caller: the outcome carries it."""
         total = sum(f.count_rows() for f in self.files)
         self._session.open()
         run_id = self._session.run_id
@@ -206,13 +234,19 @@ class AgentStreamingRun(StreamSettings):
             self.progress.on_start(total)
         window: deque[_Slot] = deque()
         try:
-            asyncio.run(self._drive(window, writers))
+            await self._drive(window, writers)
         except (KeyboardInterrupt, asyncio.CancelledError):
             outcome.interrupted = True
+            self._end(outcome, writers, window)
+            raise
         except BaseException as exc:
             self._session.mark_error(f"{type(exc).__name__}: {exc}")
             writers.discard()
             raise
+        self._end(outcome, writers, window)
+        return outcome
+
+    def _end(self, outcome: StreamOutcome, writers: _Writers, window: deque[_Slot]) -> None:
         if outcome.interrupted:
             # What finished before the stop is stored: it joins the partial reports.
             for slot in window:
@@ -223,7 +257,7 @@ class AgentStreamingRun(StreamSettings):
             outcome.error, outcome.interrupted = self._error, True
         outcome.summary = writers.summary()
         self._finish(outcome, writers)
-        return outcome
+        self.outcome = outcome
 
     # -- the window ------------------------------------------------------------------
 
@@ -271,11 +305,9 @@ class AgentStreamingRun(StreamSettings):
                     async with room:
                         room.notify_all()
 
-        main = asyncio.current_task()
-        assert main is not None
         self._reading = True
         # The agent's models find their pacing in the registry.
-        with registry_in_context(registry), _sigterm_cancels(main):
+        with registry_in_context(registry):
             try:
                 async with asyncio.TaskGroup() as group:
                     for _ in range(max(1, self.options.concurrency)):

@@ -1,0 +1,384 @@
+"""`await assay.aevaluate(rows_path, agent=...)` streams as `assay.evaluate` does: in the
+caller's event loop, the same result and stored run as the loaded path, rows held in a
+bounded window, a malformed row or a cancelled task leaving a resumable run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assay
+from assay.errors import InputError
+from assay.model.core import EvalCase
+from assay.report.json_report import case_to_adk
+from assay.session.agent_stream import AgentStreamingRun
+from assay.session.streaming import StreamOutcome
+from assay.store import Store
+
+# The stop-midway helpers the CLI's tests share (tests/cli/logging_agent.py).
+_CLI_TESTS = str(Path(__file__).resolve().parent / "cli")
+if _CLI_TESTS not in sys.path:
+    sys.path.insert(0, _CLI_TESTS)
+
+from logging_agent import call_log, eval_command, stop_midway  # noqa: E402
+
+_TIMING = ("duration", "latency_s", "latency_in_seconds", "created", "updated")
+METRICS = ["response_match_score"]
+
+
+def _rows(path: Path, n: int) -> Path:
+    rows = (json.dumps({"prompt": f"q{i}", "reference": f"Q{i}"}) for i in range(n))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _untimed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not k.startswith(_TIMING)}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[AgentStreamingRun]:
+    runs: list[AgentStreamingRun] = []
+    real = AgentStreamingRun.arun
+
+    async def spied(self: AgentStreamingRun) -> StreamOutcome:
+        runs.append(self)
+        return await real(self)
+
+    monkeypatch.setattr(AgentStreamingRun, "arun", spied)
+    return runs
+
+
+class _Agent:
+    """Answers in upper case (not row 4: it raises), noting the loop and thread of
+    each call and the calls that returned or raised (`answered`); from its `stop_at`-th
+    call on, a call waits until it is cancelled."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.calls: list[str] = []
+        self.answered: list[str] = []
+        self.loops: set[int] = set()
+        self.threads: set[int] = set()
+        self.stop_at = stop_at
+        self.reached = asyncio.Event()
+
+    async def __call__(self, prompt: str) -> str:
+        self.calls.append(prompt)
+        self.loops.add(id(asyncio.get_running_loop()))
+        self.threads.add(threading.get_ident())
+        if self.stop_at is not None and len(self.calls) >= self.stop_at:
+            self.reached.set()
+            await asyncio.Event().wait()  # cancelled here: this case run never finishes
+        await asyncio.sleep(0)
+        self.answered.append(prompt)
+        if prompt == "q4":
+            raise RuntimeError("the agent broke on q4")
+        return prompt.upper()
+
+
+def _stored(url: str) -> tuple[Any, list[dict[str, Any]]]:
+    with Store.open(url) as store:
+        (info,) = store.list_runs()
+        return info, store.case_results(info.id)
+
+
+# -- the same run ----------------------------------------------------------------------
+
+
+async def test_aevaluate_streams_in_the_callers_loop_as_evaluate_and_the_loaded_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _rows(tmp_path / "rows.jsonl", 60)
+    urls = {name: f"sqlite:///{tmp_path / name}.db" for name in ("awaited", "sync", "loaded")}
+    streamed_runs = _spy(monkeypatch)
+    agent = _Agent()
+    awaited = await assay.aevaluate(
+        data, metrics=METRICS, agent=agent, store=urls["awaited"], concurrency=4
+    )
+    assert len(streamed_runs) == 1
+    # Awaited in this loop and thread: no loop of its own, no worker thread.
+    assert agent.loops == {id(asyncio.get_running_loop())}
+    assert agent.threads == {threading.get_ident()}
+    # `evaluate` in this same process (from a thread: this one runs a loop) streams the
+    # same way; the loaded path is the reference.
+    sync = await asyncio.to_thread(
+        assay.evaluate, str(data), METRICS, _Agent(), store=urls["sync"], concurrency=4
+    )
+    assert len(streamed_runs) == 2
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        loaded = await assay.aevaluate(
+            data, metrics=METRICS, agent=_Agent(), store=urls["loaded"], concurrency=4
+        )
+    assert len(streamed_runs) == 2
+    results = (awaited, sync, loaded)
+    assert [c.case_id for c in awaited.cases] == [f"row-{i}" for i in range(60)]
+    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in results]
+    assert docs[0] == docs[1] == docs[2]
+    assert _untimed(awaited.summary) == _untimed(sync.summary) == _untimed(loaded.summary)
+    assert awaited.summary["failure/mean"] == 1 / 60 and awaited.summary["passed"] == 59
+    assert _untimed(awaited.rows) == _untimed(sync.rows) == _untimed(loaded.rows)
+    assert awaited.eval_set_id == sync.eval_set_id == loaded.eval_set_id == "rows"
+    stored = [_stored(urls[name]) for name in ("awaited", "sync", "loaded")]
+    assert [info.id for info, _ in stored] == [r.run_id for r in results]
+    assert {(info.status, info.case_count, info.passed) for info, _ in stored} == {
+        ("COMPLETED", 60, 59)
+    }
+    assert len({json.dumps(_untimed(info.config), sort_keys=True) for info, _ in stored}) == 1
+    assert len({info.agent for info, _ in stored}) == 1
+    by_case = [sorted(map(_untimed, cases), key=lambda d: d["case_id"]) for _, cases in stored]
+    assert by_case[0] == by_case[1] == by_case[2]
+
+
+def test_evaluate_inside_a_running_loop_streams_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook cell: `evaluate` runs the streamed run on a worker thread's loop (it
+    used to call `asyncio.run` inside the cell's loop and fail)."""
+    data = _rows(tmp_path / "rows.jsonl", 12)
+    streamed_runs = _spy(monkeypatch)
+
+    async def notebook_cell() -> assay.EvalResult:
+        return assay.evaluate(data, metrics=METRICS, agent=str.upper)
+
+    result = asyncio.run(notebook_cell())
+    assert len(streamed_runs) == 1
+    assert len(result.cases) == 12 and result.summary["passed"] == 12
+
+
+# -- bounded memory ----------------------------------------------------------------------
+
+
+class _HeldRows:
+    """How many rows' cases are alive: each built one counted until it is freed."""
+
+    def __init__(self) -> None:
+        self.alive = 0
+
+    def track(self, case: EvalCase) -> None:
+        self.alive += 1
+        weakref.finalize(case, self._freed)
+
+    def _freed(self) -> None:
+        self.alive -= 1
+
+
+def _held_rows(monkeypatch: pytest.MonkeyPatch) -> _HeldRows:
+    """Every row's case built from now on (streamed or loaded), while something holds it."""
+    import assay.formats.vertex as vertex
+
+    held = _HeldRows()
+    real = vertex._case
+
+    def tracked(*args: Any, **kwargs: Any) -> EvalCase:
+        case = real(*args, **kwargs)
+        held.track(case)
+        return case
+
+    monkeypatch.setattr(vertex, "_case", tracked)
+    return held
+
+
+async def _most_rows_held(tmp_path: Path, held: _HeldRows, rows: int) -> int:
+    most = 0
+
+    async def answer(prompt: str) -> str:
+        nonlocal most
+        most = max(most, held.alive)
+        await asyncio.sleep(0)
+        return prompt.upper()
+
+    data = _rows(tmp_path / f"rows{rows}.jsonl", rows)
+    result = await assay.aevaluate(data, metrics=METRICS, agent=answer, concurrency=4)
+    assert len(result.cases) == rows and result.summary["passed"] == rows
+    return most
+
+
+async def test_the_rows_held_do_not_grow_with_the_row_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows' cases alive at any call of the agent: at most the batch being read
+    (50 rows here) and the window (4 x concurrency 4), whatever the file's size;
+    the result keeps each case's result, not its row."""
+    monkeypatch.setattr("assay.session.agent_stream.BATCH_ROWS", 50)
+    held = _held_rows(monkeypatch)
+    bound = 50 + 16
+    small = await _most_rows_held(tmp_path, held, 200)
+    large = await _most_rows_held(tmp_path, held, 2_000)
+    assert 0 < small <= bound and 0 < large <= bound, (small, large)
+    # The same probe on the loaded path sees every row at once.
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        assert await _most_rows_held(tmp_path, held, 2_000) == 2_000
+
+
+# -- a malformed row, a cancelled task ---------------------------------------------------
+
+
+async def test_a_malformed_row_names_its_line_and_field_and_the_rows_before_are_stored(
+    tmp_path: Path,
+) -> None:
+    data = _rows(tmp_path / "rows.jsonl", 60)
+    lines = data.read_text().splitlines()
+    good = lines[44]
+    lines[44] = json.dumps({"prompt": 42})  # line 45
+    data.write_text("\n".join(lines) + "\n")
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    first = _Agent()
+    with pytest.raises(InputError) as raised:
+        await assay.aevaluate(data, metrics=METRICS, agent=first, store=url, concurrency=4)
+    message = str(raised.value)
+    assert "line 45" in message and "prompt" in message and "rows.jsonl" in message, message
+    assert "\n" not in message
+    info, cases = _stored(url)
+    assert info.status == "INTERRUPTED"
+    assert sorted(c["case_id"] for c in cases) == sorted(f"row-{i}" for i in range(44))
+    assert sorted(first.calls) == sorted(f"q{i}" for i in range(44))
+
+    lines[44] = good
+    data.write_text("\n".join(lines) + "\n")
+    again = _Agent()
+    result = await assay.aevaluate(data, metrics=METRICS, agent=again, store=url, concurrency=4)
+    assert result.run_id == info.id
+    assert again.calls == [f"q{i}" for i in range(44, 60)]  # only the rows not run
+    assert len(result.cases) == 60 and result.summary["passed"] == 59
+    info, cases = _stored(url)
+    assert (info.status, info.case_count) == ("COMPLETED", 60)
+    assert Counter(c["case_id"] for c in cases) == Counter(f"row-{i}" for i in range(60))
+
+
+async def _cancelled_midway(data: Path, url: str, agent: _Agent) -> None:
+    task = asyncio.create_task(
+        assay.aevaluate(data, metrics=METRICS, agent=agent, store=url, concurrency=3)
+    )
+    await agent.reached.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_cancelled_task_leaves_the_run_interrupted_and_aevaluate_resumes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    streamed_runs = _spy(monkeypatch)
+    data = _rows(tmp_path / "rows.jsonl", 40)
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    first = _Agent(stop_at=10)
+    await _cancelled_midway(data, url, first)
+    info, cases = _stored(url)
+    assert info.status == "INTERRUPTED"
+    stored = {c["case_id"] for c in cases}
+    # Every case run that finished before the cancel is stored, and only those.
+    finished = {f"row-{p[1:]}" for p in first.answered}
+    assert stored == finished and 1 <= len(stored) < 10
+
+    again = _Agent()
+    result = await assay.aevaluate(data, metrics=METRICS, agent=again, store=url, concurrency=3)
+    assert result.run_id == info.id
+    ran_again = {f"row-{p[1:]}" for p in again.calls}
+    assert ran_again == {f"row-{i}" for i in range(40)} - stored  # only the un-run rows
+    assert len(result.cases) == 40 and result.summary["passed"] == 39
+    info, cases = _stored(url)
+    assert (info.status, info.case_count, info.passed) == ("COMPLETED", 40, 39)
+    assert Counter(c["case_id"] for c in cases) == Counter(f"row-{i}" for i in range(40))
+    assert len(streamed_runs) == 2
+
+
+async def test_a_deadline_ends_the_run_as_a_timeout_not_a_swallowed_cancel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`asyncio.timeout` turns its cancellation into TimeoutError only when it comes
+    back out of the awaited call: aevaluate passes it on after marking the run."""
+    data = _rows(tmp_path / "rows.jsonl", 30)
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    agent = _Agent(stop_at=6)
+    streamed_runs = _spy(monkeypatch)
+    loop = asyncio.get_running_loop()
+
+    async def expire(deadline: asyncio.Timeout) -> None:
+        await agent.reached.wait()
+        deadline.reschedule(loop.time())
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(None) as deadline:
+            watcher = asyncio.create_task(expire(deadline))
+            await assay.aevaluate(data, metrics=METRICS, agent=agent, store=url, concurrency=2)
+    await watcher
+    info, _ = _stored(url)
+    assert info.status == "INTERRUPTED"
+    assert len(streamed_runs) == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_under_evaluate_still_raises_keyboard_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in a script: `evaluate`'s loop cancels the streamed run, which is left
+    INTERRUPTED, and `evaluate` raises KeyboardInterrupt as the loaded path does."""
+    data = _rows(tmp_path / "rows.jsonl", 30)
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    calls: list[str] = []
+
+    def answer(prompt: str) -> str:
+        calls.append(prompt)
+        if prompt == "q12":
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the run is cancelled meanwhile
+        return prompt.upper()
+
+    streamed_runs = _spy(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        assay.evaluate(data, metrics=METRICS, agent=answer, store=url, concurrency=1)
+    assert len(streamed_runs) == 1
+    info, cases = _stored(url)
+    assert info.status == "INTERRUPTED"
+    assert {c["case_id"] for c in cases} == {f"row-{i}" for i in range(12)}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_still_ends_a_script_calling_evaluate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API takes over no signal (only `assay eval` makes SIGTERM an interrupt): a
+    script is ended by SIGTERM as before, its finished rows stored, and the next call
+    resumes the run as after a crash."""
+    _, env, db = eval_command(tmp_path, cases=40, concurrency=4, delay=0.2)
+    url = f"sqlite:///{db}"
+    script = (
+        "import assay, loggingbot; assay.evaluate('rows.jsonl', metrics=['response_match_score'],"
+        f" agent=loggingbot.answer, store={url!r}, concurrency=4)"
+    )
+    code, stderr, finished = stop_midway(
+        [sys.executable, "-c", script], env, tmp_path, after_ends=4, sig=signal.SIGTERM,
+        settle_s=0.3,
+    )  # fmt: skip
+    assert code == -signal.SIGTERM, stderr
+    info, cases = _stored(url)
+    assert info.status == "RUNNING"  # ended, not marked: resumed as a crashed run is
+    stored = {c["case_id"] for c in cases}
+    assert finished <= stored and len(stored) < 40
+    calls_before = len(call_log(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("BOT_LOG", env["BOT_LOG"])
+    from loggingbot import answer  # type: ignore[import-not-found]
+
+    result = assay.evaluate(
+        tmp_path / "rows.jsonl", metrics=METRICS, agent=answer, store=url, concurrency=4
+    )
+    assert result.run_id == info.id and result.summary["passed"] == 40
+    rerun = {case for event, case in call_log(tmp_path)[calls_before:] if event == "start"}
+    assert rerun == {f"q{i}" for i in range(40)} - stored
