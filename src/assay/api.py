@@ -18,8 +18,10 @@ from assay.agents.tools import ToolBehavior
 from assay.api_inputs import (
     Dataset,
     environment,
+    interop_sinks,
     load_dataset,
     open_store,
+    persona_source,
     resolve_agent,
     resolve_config,
     resolve_metrics,
@@ -36,9 +38,6 @@ from assay.model.results import EvalResult
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
-    from assay.config import EvalConfig
-    from assay.model.core import EvalSet
-    from assay.session.sinks import RunSink
     from assay.simulation import SimulatorOptions
 
 _T = TypeVar("_T")
@@ -122,7 +121,7 @@ async def aevaluate(
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
     agent_label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
-    sinks = _interop_sinks(
+    sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
         mlflow=mlflow, mlflow_experiment=mlflow_experiment, adk_history=adk_history,
         judge=judge, runs=runs,
@@ -137,7 +136,7 @@ async def aevaluate(
         store=opened,
         config=cfg.dump() if cfg is not None else {},
         agent_label=agent_label,
-        persona_source=_persona_source(personas),
+        persona_source=persona_source(personas),
         name=run_name,
         fresh=fresh,
         environment=environment() if opened is not None else None,
@@ -150,56 +149,6 @@ async def aevaluate(
     finally:
         if opened is not None and opened is not store:
             opened.close()
-
-
-def _interop_sinks(
-    evalsets: Sequence[EvalSet],
-    cfg: EvalConfig | None,
-    agent: Any,
-    adapter: Any,
-    agent_label: str | None,
-    *,
-    mlflow: str | None,
-    mlflow_experiment: str | None,
-    adk_history: bool | str | Path,
-    judge: str | None,
-    runs: int | None,
-) -> list[RunSink]:
-    """MLflow tracking and ADK eval history, as `assay eval --mlflow` / its ADK history
-    write them; the MLflow URI is checked before the run starts."""
-    if mlflow is None and adk_history is False:
-        return []
-    from assay.interop.sinks import SinkOptions, check_sinks, interop_sinks
-
-    options = SinkOptions(
-        adk_history=adk_history is not False,
-        mlflow_uri=mlflow,
-        mlflow_experiment=mlflow_experiment,
-        adk_folder=None if isinstance(adk_history, bool) else adk_history,
-    )
-    check_sinks(options)
-    config = cfg.dump() if cfg is not None else {}
-    params = {
-        "eval_sets": [e.id for e in evalsets],
-        "agent": agent_label,
-        "criteria": config.get("criteria"),
-        "judge_model": judge,
-        "runs": runs,
-    }
-    return interop_sinks(
-        options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
-        params=params,
-    )  # fmt: skip
-
-
-def _persona_source(
-    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None,
-) -> str | None:
-    """The personas as part of the run's identity: their file, else their ids."""
-    if personas is None or isinstance(personas, str | Path):
-        return None if personas is None else str(personas)
-    ids = sorted(personas) if isinstance(personas, Mapping) else sorted(p.id for p in personas)
-    return ",".join(ids)
 
 
 def evaluate(
