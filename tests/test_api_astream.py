@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import assay
-from assay.errors import InputError
+from assay.errors import ConfigError, InputError
 from assay.model.core import EvalCase
 from assay.report.json_report import case_to_adk
 from assay.session.agent_stream import AgentStreamingRun
@@ -382,3 +382,83 @@ def test_sigterm_still_ends_a_script_calling_evaluate(
     assert result.run_id == info.id and result.summary["passed"] == 40
     rerun = {case for event, case in call_log(tmp_path)[calls_before:] if event == "start"}
     assert rerun == {f"q{i}" for i in range(40)} - stored
+
+
+# -- keep_cases: a bounded result ---------------------------------------------------------
+
+
+def _sevens(prompt: str) -> str:
+    """Fails every seventh row (a wrong answer), answers the others."""
+    return "something else" if int(prompt[1:]) % 7 == 0 else prompt.upper()
+
+
+async def test_keep_cases_keeps_the_first_that_did_not_pass_streamed_as_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _rows(tmp_path / "rows.jsonl", 60)
+    streamed_runs = _spy(monkeypatch)
+    kwargs: dict[str, Any] = {"metrics": METRICS, "agent": _sevens, "keep_cases": 3}
+    streamed = await assay.aevaluate(data, store=f"sqlite:///{tmp_path / 'a.db'}", **kwargs)
+    assert len(streamed_runs) == 1
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        loaded = await assay.aevaluate(data, **kwargs)
+        everything = await assay.aevaluate(data, metrics=METRICS, agent=_sevens)
+    assert len(streamed_runs) == 1
+    assert [c.case_id for c in streamed.cases] == ["row-0", "row-7", "row-14"]
+    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
+    assert docs[0] == docs[1]
+    assert [row["case_id"] for row in streamed.rows] == ["row-0", "row-7", "row-14"]
+    assert _untimed(streamed.rows) == _untimed(loaded.rows)
+    # The summary is the whole run's, as if every case had been kept.
+    assert _untimed(streamed.summary) == _untimed(everything.summary)
+    assert _untimed(loaded.summary) == _untimed(everything.summary)
+    assert streamed.summary["row_count"] == 60 and streamed.summary["failed"] == 9
+    info, cases = _stored(f"sqlite:///{tmp_path / 'a.db'}")  # the store holds them all
+    assert (info.id, info.status, len(cases)) == (streamed.run_id, "COMPLETED", 60)
+    # A run with no more case runs than the bound keeps them all.
+    small = await assay.aevaluate(_rows(tmp_path / "few.jsonl", 3), **kwargs)
+    assert [c.case_id for c in small.cases] == ["row-0", "row-1", "row-2"]
+
+
+async def test_with_keep_cases_the_results_held_do_not_grow_with_the_rows(
+    tmp_path: Path,
+) -> None:
+    """Case results alive while the agent runs (counted every 50th call): a few for the
+    window with `keep_cases=0`; every one so far when all are kept."""
+    import gc
+
+    from assay.model.results import CaseResult
+
+    async def most_results_held(rows: int, keep_cases: int | None) -> tuple[int, int]:
+        most, calls = 0, 0
+
+        async def answer(prompt: str) -> str:
+            nonlocal most, calls
+            calls += 1
+            if calls % 50 == 0:
+                held = sum(isinstance(o, CaseResult) for o in gc.get_objects())
+                most = max(most, held)
+            await asyncio.sleep(0)
+            return prompt.upper()
+
+        data = _rows(tmp_path / f"rows{rows}.jsonl", rows)
+        result = await assay.aevaluate(
+            data, metrics=METRICS, agent=answer, concurrency=4, keep_cases=keep_cases
+        )
+        assert result.summary["row_count"] == rows == result.summary["passed"]
+        return most, len(result.cases)
+
+    held_all, kept_all = await most_results_held(2_000, None)  # the probe sees them
+    assert held_all > 1_900 and kept_all == 2_000
+    small, large = await most_results_held(200, 0), await most_results_held(2_000, 0)
+    assert small[1] == large[1] == 0
+    assert small[0] <= 20 and large[0] <= 20, (small, large)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
+async def test_a_bad_keep_cases_is_refused_before_anything_runs(tmp_path: Path, bad: Any) -> None:
+    agent = _Agent()
+    with pytest.raises(ConfigError, match="keep_cases") as raised:
+        await assay.aevaluate(_rows(tmp_path / "r.jsonl", 3), METRICS, agent, keep_cases=bad)
+    assert "\n" not in str(raised.value) and agent.calls == []

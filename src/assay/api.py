@@ -28,6 +28,7 @@ from assay.api_inputs import (
     run_options,
     simulator_options,
 )
+from assay.api_stream import aevaluate_streamed, check_keep_cases, keep_at_most
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judging import JudgeRunOptions
@@ -80,6 +81,7 @@ async def aevaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    keep_cases: int | None = None,
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
@@ -91,17 +93,16 @@ async def aevaluate(
     An agent over row files is streamed as `evaluate` streams it (docs/python-api.md);
     cancelling the awaiting task leaves a stored run INTERRUPTED, resumable by the same
     call. `observers` get each case result as it completes (they load the rows whole)."""
+    check_keep_cases(keep_cases)
     # An agent over row files is streamed, unless an option needs the loaded eval sets.
     needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
     if agent is not None and executor == "local" and not needs_sets and not observers:
-        from assay.api_stream import aevaluate_streamed
-
         streamed = await aevaluate_streamed(
             dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
             timeout_s=timeout_s, store=store, format=format, mapping=mapping,
             run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
             use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
-            simulator=simulator, fresh=fresh,
+            simulator=simulator, fresh=fresh, keep_cases=keep_cases,
         )  # fmt: skip
         if streamed is not None:
             return streamed
@@ -145,10 +146,11 @@ async def aevaluate(
         executor=runner,
     )
     try:
-        return await session.arun()
+        result = await session.arun()
     finally:
         if opened is not None and opened is not store:
             opened.close()
+    return keep_at_most(result, keep_cases, metric_objects, agent_run=adapter is not None)
 
 
 def evaluate(
@@ -173,6 +175,7 @@ def evaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    keep_cases: int | None = None,
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
@@ -205,6 +208,11 @@ def evaluate(
       an interrupted run (Ctrl-C, a crash, a kill) of the same evaluation in that store
       is resumed: its stored case runs are kept and only the rest run; `fresh=True`
       starts a new run anyway;
+    - `keep_cases`: None keeps every case result in the returned result; a count N
+      keeps them all when the run has at most N case runs, else the first N that did
+      not pass (and their rows), while `summary` covers the whole run and the store
+      holds every result. A streamed run (above) then holds nothing per row but
+      numbers: a million rows fit in memory;
     - `judge`: the LLM judge of judged metrics that name none in their
       `judge_model_options` (`openai:NAME`, `gemini-NAME`, `anthropic:NAME`,
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
@@ -255,6 +263,7 @@ def evaluate(
                 simulator=simulator,
                 personas=personas,
                 fresh=fresh,
+                keep_cases=keep_cases,
                 mlflow=mlflow,
                 mlflow_experiment=mlflow_experiment,
                 adk_history=adk_history,

@@ -3,9 +3,11 @@ rows read as the agent's slots free, never loaded whole (`session.agent_stream`)
 `assay eval` runs them. One async run, `aevaluate_streamed`: `aevaluate` awaits it in
 the caller's event loop, `evaluate` runs `aevaluate` through its sync wrapper.
 
-The returned `EvalResult` holds every case result — that is what the caller asked for —
-but not the rows' cases, which are dropped once run; each result is stored as it
-finishes (durable before its slot takes new work when the agent is slow). Used when the
+The returned `EvalResult` holds every case result, unless the caller bounded them
+(`keep_cases`; what then grows with the rows is numbers — the summary's scores — and the
+case ids checked for duplicates), but not the rows' cases, which are dropped once run;
+each result is stored as it finishes (durable before its slot takes new work when the
+agent is slow). Used when the
 dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
 given, the metrics are named (or come from a config) and none is judged, each case runs
 once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
@@ -27,10 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
 from assay.engine.replay import RunMethod
-from assay.model.results import EvalResult
+from assay.errors import ConfigError
+from assay.model.results import EvalResult, Status
 
 if TYPE_CHECKING:
     from assay.formats.stream import RowFile
+    from assay.metrics.base import Metric
     from assay.simulation import SimulatorOptions
 
 
@@ -72,6 +76,7 @@ async def aevaluate_streamed(
     run_method: RunMethod | str | None,
     simulator: SimulatorOptions | None,
     fresh: bool,
+    keep_cases: int | None,
 ) -> EvalResult | None:
     """`aevaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
     the data must be loaded (see the module docstring). The caller checked the options
@@ -137,7 +142,9 @@ async def aevaluate_streamed(
             mapping=dict(mapping) if mapping is not None else None,
             fresh=fresh,
             name=run_name,
-            keep_all_up_to=sys.maxsize,  # the caller gets every case result
+            # Every case result unless the caller bounded them (`keep_at_most`'s rule).
+            keep_all_up_to=sys.maxsize if keep_cases is None else keep_cases,
+            keep_failing=keep_cases or 0,
             environment=environment() if opened is not None else None,
         ).arun()
     finally:
@@ -151,5 +158,35 @@ async def aevaluate_streamed(
         agent_run=True,
         eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
     )
+    if not outcome.kept_all:  # the summary covers every row, not only the kept cases
+        result.summary = outcome.summary
     result.run_id = outcome.run_id
     return result
+
+
+def check_keep_cases(keep_cases: Any) -> None:
+    """`keep_cases` is None or a count, checked before anything runs."""
+    if keep_cases is None:
+        return
+    if isinstance(keep_cases, bool) or not isinstance(keep_cases, int) or keep_cases < 0:
+        raise ConfigError(
+            f"keep_cases={keep_cases!r}: give None (every case result) or a count >= 0"
+            " (at most that many case results, the first that did not pass)"
+        )
+
+
+def keep_at_most(
+    result: EvalResult, keep_cases: int | None, metrics: Sequence[Metric], *, agent_run: bool
+) -> EvalResult:
+    """A loaded run's result as a streamed run keeps it: every case result when there
+    are at most `keep_cases` (or no bound), else the first `keep_cases` that did not
+    pass, with their rows; the summary still covers the whole run."""
+    from assay.engine.aggregate import build_result
+
+    if keep_cases is None or len(result.cases) <= keep_cases:
+        return result
+    kept = [case for case in result.cases if case.status is not Status.PASSED][:keep_cases]
+    trimmed = build_result(kept, metrics, agent_run=agent_run, eval_set_id=result.eval_set_id)
+    trimmed.summary, trimmed.repeated = result.summary, result.repeated
+    trimmed.run_id = result.run_id
+    return trimmed
