@@ -462,3 +462,29 @@ async def test_a_bad_keep_cases_is_refused_before_anything_runs(tmp_path: Path, 
     with pytest.raises(ConfigError, match="keep_cases") as raised:
         await assay.aevaluate(_rows(tmp_path / "r.jsonl", 3), METRICS, agent, keep_cases=bad)
     assert "\n" not in str(raised.value) and agent.calls == []
+
+
+async def test_a_duplicate_case_id_names_it_and_ids_may_repeat_across_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [{"id": f"c{i}", "prompt": f"q{i}", "reference": f"Q{i}"} for i in range(40)]
+    rows[30]["id"] = "c5"
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with pytest.raises(InputError, match="duplicate case id") as raised:
+        await assay.aevaluate(dup, metrics=METRICS, agent=_Agent(), store=url)
+    assert "c5" in str(raised.value) and "dup.jsonl" in str(raised.value)
+    info, cases = _stored(url)
+    assert info.status == "INTERRUPTED" and len(cases) == 30
+    # Each file is its own eval set: the same id in two files is two cases.
+    streamed_runs = _spy(monkeypatch)
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    both = await assay.aevaluate(
+        [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], metrics=METRICS, agent=_Agent()
+    )
+    assert len(streamed_runs) == 1
+    assert [(c.eval_set_id, c.case_id) for c in both.cases] == [
+        (s, f"c{i}") for s in ("a", "b") for i in range(3)
+    ]
