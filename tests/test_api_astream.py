@@ -96,6 +96,22 @@ def _stored(url: str) -> tuple[Any, list[dict[str, Any]]]:
         return info, store.case_results(info.id)
 
 
+class _Observer:
+    """What a `RunObserver` is told, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def on_start(self, total: int) -> None:
+        self.events.append(("start", total))
+
+    def on_case_done(self, result: Any) -> None:
+        self.events.append(("case", result.case_id))
+
+    def on_finish(self, result: Any) -> None:
+        self.events.append(("finish", len(result.cases)))
+
+
 # -- the same run ----------------------------------------------------------------------
 
 
@@ -158,6 +174,23 @@ def test_evaluate_inside_a_running_loop_streams_too(
     result = asyncio.run(notebook_cell())
     assert len(streamed_runs) == 1
     assert len(result.cases) == 12 and result.summary["passed"] == 12
+
+
+async def test_observers_are_told_what_the_loaded_run_tells_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _rows(tmp_path / "rows.jsonl", 30)
+    streamed_runs = _spy(monkeypatch)
+    streamed = _Observer()
+    await assay.aevaluate(data, METRICS, _Agent(), concurrency=3, observers=[streamed])
+    assert len(streamed_runs) == 1  # observers no longer load the rows
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        loaded = _Observer()
+        await assay.aevaluate(data, METRICS, _Agent(), concurrency=3, observers=[loaded])
+    for seen in (streamed.events, loaded.events):
+        assert seen[0] == ("start", 30) and seen[-1] == ("finish", 30)
+        assert sorted(case for _, case in seen[1:-1]) == sorted(f"row-{i}" for i in range(30))
 
 
 # -- bounded memory ----------------------------------------------------------------------
@@ -286,10 +319,17 @@ async def test_a_cancelled_task_leaves_the_run_interrupted_and_aevaluate_resumes
     finished = {f"row-{p[1:]}" for p in first.answered}
     assert stored == finished and 1 <= len(stored) < 10
 
-    again = _Agent()
-    result = await assay.aevaluate(data, metrics=METRICS, agent=again, store=url, concurrency=3)
+    again, observer = _Agent(), _Observer()
+    result = await assay.aevaluate(
+        data, metrics=METRICS, agent=again, store=url, concurrency=3, observers=[observer]
+    )
     assert result.run_id == info.id
     ran_again = {f"row-{p[1:]}" for p in again.calls}
+    # The observer hears of the case runs still to do only, as on the loaded path.
+    remaining = 40 - len(stored)
+    assert observer.events[0] == ("start", remaining) and observer.events[-1] == ("finish", 40)
+    assert {case for kind, case in observer.events[1:-1] if kind == "case"} == ran_again
+    assert len(observer.events) == remaining + 2
     assert ran_again == {f"row-{i}" for i in range(40)} - stored  # only the un-run rows
     assert len(result.cases) == 40 and result.summary["passed"] == 39
     info, cases = _stored(url)

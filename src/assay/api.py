@@ -92,17 +92,18 @@ async def aevaluate(
     notebook cell): the run happens in the caller's loop, no thread or loop of its own.
     An agent over row files is streamed as `evaluate` streams it (docs/python-api.md);
     cancelling the awaiting task leaves a stored run INTERRUPTED, resumable by the same
-    call. `observers` get each case result as it completes (they load the rows whole)."""
+    call. `observers` (`RunObserver`s) are told the case runs to do, each result once
+    stored as it finishes, and the end result."""
     check_keep_cases(keep_cases)
     # An agent over row files is streamed, unless an option needs the loaded eval sets.
     needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
-    if agent is not None and executor == "local" and not needs_sets and not observers:
+    if agent is not None and executor == "local" and not needs_sets:
         streamed = await aevaluate_streamed(
             dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
             timeout_s=timeout_s, store=store, format=format, mapping=mapping,
             run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
             use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
-            simulator=simulator, fresh=fresh, keep_cases=keep_cases,
+            simulator=simulator, fresh=fresh, keep_cases=keep_cases, observers=observers,
         )  # fmt: skip
         if streamed is not None:
             return streamed

@@ -11,8 +11,8 @@ agent is slow). Used when the
 dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
 given, the metrics are named (or come from a config) and none is judged, each case runs
 once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
-eval history, personas, observers); otherwise `aevaluate_streamed` returns None and
-`aevaluate` loads the data as before.
+eval history, personas); otherwise `aevaluate_streamed` returns None and `aevaluate`
+loads the data as before.
 
 Cancelled (a task cancelled, Ctrl-C under `evaluate`), the case runs that finished are
 stored and the run is left INTERRUPTED, which the same call resumes; the cancellation
@@ -33,6 +33,7 @@ from assay.errors import ConfigError
 from assay.model.results import EvalResult, Status
 
 if TYPE_CHECKING:
+    from assay.engine import RunObserver
     from assay.formats.stream import RowFile
     from assay.metrics.base import Metric
     from assay.simulation import SimulatorOptions
@@ -77,11 +78,11 @@ async def aevaluate_streamed(
     simulator: SimulatorOptions | None,
     fresh: bool,
     keep_cases: int | None,
+    observers: Sequence[RunObserver] = (),
 ) -> EvalResult | None:
     """`aevaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
     the data must be loaded (see the module docstring). The caller checked the options
-    that need the loaded eval sets (executor, MLflow, ADK history, personas,
-    observers)."""
+    that need the loaded eval sets (executor, MLflow, ADK history, personas)."""
     from assay.api_inputs import (
         environment,
         open_store,
@@ -145,6 +146,7 @@ async def aevaluate_streamed(
             # Every case result unless the caller bounded them (`keep_at_most`'s rule).
             keep_all_up_to=sys.maxsize if keep_cases is None else keep_cases,
             keep_failing=keep_cases or 0,
+            observers=observers,
             environment=environment() if opened is not None else None,
         ).arun()
     finally:
@@ -161,6 +163,8 @@ async def aevaluate_streamed(
     if not outcome.kept_all:  # the summary covers every row, not only the kept cases
         result.summary = outcome.summary
     result.run_id = outcome.run_id
+    for observer in observers:
+        observer.on_finish(result)
     return result
 
 

@@ -45,6 +45,7 @@ from assay.models.registry import registry_in_context
 from assay.session.streaming import BATCH_ROWS, StreamOutcome, StreamSettings
 
 if TYPE_CHECKING:
+    from assay.engine import RunObserver
     from assay.metrics.base import Metric
     from assay.report.json_stream import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
@@ -164,7 +165,9 @@ class AgentStreamingRun(StreamSettings):
     `identity` is the run's identity in the store, as the loaded path computes it;
     `options` the run options (`concurrency`, `timeout_s`, tool behaviour, run method;
     one run per case); `judges` only paces the models the agent calls through assay's
-    model registry (no judged metric streams).
+    model registry (no judged metric streams). `observers` are told as the engine tells
+    them: the case runs to do, then each result once stored, as it finishes (the caller
+    hands them the end result: `on_finish`).
     """
 
     files: Sequence[RowFile]
@@ -174,6 +177,7 @@ class AgentStreamingRun(StreamSettings):
     options: RunOptions = field(default_factory=RunOptions)
     judges: JudgeRunOptions | None = None
     read_ahead: int | None = None
+    observers: Sequence[RunObserver] = ()
 
     def __post_init__(self) -> None:
         self._session = self.open_session(self.metrics, self.identity)
@@ -229,7 +233,10 @@ class AgentStreamingRun(StreamSettings):
             writers.write(case)
         self._done = len(previous)
         outcome = StreamOutcome(run_id, {}, writers.tally, writers.kept, total, kept_all=keep_all)
-        self._session.start_recording(max(total - self._session.done_before, 0))
+        to_do = max(total - self._session.done_before, 0)
+        self._session.start_recording(to_do)
+        for observer in self.observers:  # as the engine tells them: the case runs to do
+            observer.on_start(to_do)
         if self.progress is not None:
             self.progress.on_start(total)
         window: deque[_Slot] = deque()
@@ -299,6 +306,8 @@ class AgentStreamingRun(StreamSettings):
                 # runs in flight (a fast agent's results are written in batches, as a
                 # loaded run's are).
                 self._session.record(entry.result)
+                for observer in self.observers:  # stored first, then shown, as loaded
+                    observer.on_case_done(entry.result)
                 if window[0] is entry:
                     while window and window[0].result is not None:
                         self._write(window.popleft(), writers)
