@@ -245,18 +245,19 @@ async def test_the_rows_held_do_not_grow_with_the_row_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rows' cases alive at any call of the agent: at most the batch being read
-    (50 rows here) and the window (4 x concurrency 4), whatever the file's size;
+    (`BATCH_ROWS`, 100) and the window (4 x concurrency 4), whatever the file's size;
     the result keeps each case's result, not its row."""
-    monkeypatch.setattr("assay.session.agent_stream.BATCH_ROWS", 50)
+    from assay.session.agent_stream import BATCH_ROWS
+
     held = _held_rows(monkeypatch)
-    bound = 50 + 16
-    small = await _most_rows_held(tmp_path, held, 200)
-    large = await _most_rows_held(tmp_path, held, 2_000)
+    bound = BATCH_ROWS + 16
+    small = await _most_rows_held(tmp_path, held, 300)
+    large = await _most_rows_held(tmp_path, held, 3_000)
     assert 0 < small <= bound and 0 < large <= bound, (small, large)
     # The same probe on the loaded path sees every row at once.
     with monkeypatch.context() as patch:
         patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        assert await _most_rows_held(tmp_path, held, 2_000) == 2_000
+        assert await _most_rows_held(tmp_path, held, 3_000) == 3_000
 
 
 # -- a malformed row, a cancelled task ---------------------------------------------------

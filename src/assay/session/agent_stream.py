@@ -42,7 +42,7 @@ from assay.errors import InputError
 from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
-from assay.session.streaming import BATCH_ROWS, StreamOutcome, StreamSettings
+from assay.session.streaming import StreamOutcome, StreamSettings
 
 if TYPE_CHECKING:
     from assay.engine import RunObserver
@@ -54,6 +54,11 @@ READ_AHEAD = 4
 """Case runs read ahead per slot: enough that a slot never waits for reading, few
 enough that the window (rows, cases and results waiting to be written in order) stays
 small whatever the file's size."""
+BATCH_ROWS = 100
+"""Rows read and built into cases at a time: a few windows' worth, so the run holds at
+most this many rows besides the window, and an awaiting caller's event loop waits a few
+ms per read (1,000 rows at a time: p99 loop stalls of 17-40 ms against 9-11 ms, the
+same CPU per row)."""
 _STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
 
 
