@@ -439,13 +439,20 @@ async def test_keep_cases_keeps_the_first_that_did_not_pass_streamed_as_loaded(
     data = _rows(tmp_path / "rows.jsonl", 60)
     streamed_runs = _spy(monkeypatch)
     kwargs: dict[str, Any] = {"metrics": METRICS, "agent": _sevens, "keep_cases": 3}
-    streamed = await assay.aevaluate(data, store=f"sqlite:///{tmp_path / 'a.db'}", **kwargs)
+    told = [_Observer(), _Observer()]
+    streamed = await assay.aevaluate(
+        data, store=f"sqlite:///{tmp_path / 'a.db'}", observers=[told[0]], **kwargs
+    )
     assert len(streamed_runs) == 1
     with monkeypatch.context() as patch:
         patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        loaded = await assay.aevaluate(data, **kwargs)
+        loaded = await assay.aevaluate(data, observers=[told[1]], **kwargs)
         everything = await assay.aevaluate(data, metrics=METRICS, agent=_sevens)
     assert len(streamed_runs) == 1
+    # Observers see every case run, and at the end the result returned (on both paths).
+    for observer in told:
+        assert observer.events[0] == ("start", 60) and len(observer.events) == 62
+        assert observer.events[-1] == ("finish", 3)
     assert [c.case_id for c in streamed.cases] == ["row-0", "row-7", "row-14"]
     docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
     assert docs[0] == docs[1]

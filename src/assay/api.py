@@ -28,7 +28,7 @@ from assay.api_inputs import (
     run_options,
     simulator_options,
 )
-from assay.api_stream import aevaluate_streamed, check_keep_cases, keep_at_most
+from assay.api_stream import aevaluate_streamed, check_keep_cases, finish_later, keep_at_most
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judging import JudgeRunOptions
@@ -142,7 +142,7 @@ async def aevaluate(
         name=run_name,
         fresh=fresh,
         environment=environment() if opened is not None else None,
-        observers=observers,
+        observers=finish_later(observers, keep_cases),
         sinks=sinks,
         executor=runner,
     )
@@ -151,7 +151,9 @@ async def aevaluate(
     finally:
         if opened is not None and opened is not store:
             opened.close()
-    return keep_at_most(result, keep_cases, metric_objects, agent_run=adapter is not None)
+    return keep_at_most(
+        result, keep_cases, metric_objects, agent_run=adapter is not None, observers=observers
+    )
 
 
 def evaluate(

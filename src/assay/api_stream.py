@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from assay.agents.tools import ToolBehavior
 from assay.engine.replay import RunMethod
 from assay.errors import ConfigError
-from assay.model.results import EvalResult, Status
+from assay.model.results import CaseResult, EvalResult, Status
 
 if TYPE_CHECKING:
     from assay.engine import RunObserver
@@ -180,17 +180,49 @@ def check_keep_cases(keep_cases: Any) -> None:
 
 
 def keep_at_most(
-    result: EvalResult, keep_cases: int | None, metrics: Sequence[Metric], *, agent_run: bool
+    result: EvalResult,
+    keep_cases: int | None,
+    metrics: Sequence[Metric],
+    *,
+    agent_run: bool,
+    observers: Sequence[RunObserver] = (),
 ) -> EvalResult:
     """A loaded run's result as a streamed run keeps it: every case result when there
     are at most `keep_cases` (or no bound), else the first `keep_cases` that did not
-    pass, with their rows; the summary still covers the whole run."""
+    pass, with their rows; the summary still covers the whole run. With a bound, the
+    `observers` (given to the run through `finish_later`) get this result at the end,
+    as a streamed run's do."""
     from assay.engine.aggregate import build_result
 
-    if keep_cases is None or len(result.cases) <= keep_cases:
-        return result
-    kept = [case for case in result.cases if case.status is not Status.PASSED][:keep_cases]
-    trimmed = build_result(kept, metrics, agent_run=agent_run, eval_set_id=result.eval_set_id)
-    trimmed.summary, trimmed.repeated = result.summary, result.repeated
-    trimmed.run_id = result.run_id
+    trimmed = result
+    if keep_cases is not None and len(result.cases) > keep_cases:
+        kept = [case for case in result.cases if case.status is not Status.PASSED][:keep_cases]
+        trimmed = build_result(kept, metrics, agent_run=agent_run, eval_set_id=result.eval_set_id)
+        trimmed.summary, trimmed.repeated = result.summary, result.repeated
+        trimmed.run_id = result.run_id
+    if keep_cases is not None:
+        for observer in observers:
+            observer.on_finish(trimmed)
     return trimmed
+
+
+def finish_later(observers: Sequence[RunObserver], keep_cases: int | None) -> Sequence[RunObserver]:
+    """The observers a loaded run is given: with `keep_cases`, their `on_finish` waits
+    for `keep_at_most`'s result (the one returned) instead of the engine's whole one."""
+    if keep_cases is None:
+        return observers
+    return [_FinishLater(observer) for observer in observers]
+
+
+class _FinishLater:
+    def __init__(self, observer: RunObserver) -> None:
+        self.observer = observer
+
+    def on_start(self, total: int) -> None:
+        self.observer.on_start(total)
+
+    def on_case_done(self, result: CaseResult) -> None:
+        self.observer.on_case_done(result)
+
+    def on_finish(self, result: EvalResult) -> None:
+        return None  # told by `keep_at_most`
