@@ -536,3 +536,28 @@ async def test_a_duplicate_case_id_names_it_and_ids_may_repeat_across_files(
     assert [(c.eval_set_id, c.case_id) for c in both.cases] == [
         (s, f"c{i}") for s in ("a", "b") for i in range(3)
     ]
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+async def test_csv_and_parquet_rows_stream_as_they_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    rows = [{"prompt": f"q{i}", "reference": f"Q{i}"} for i in range(25)]
+    path = tmp_path / f"rows.{kind}"
+    if kind == "csv":
+        path.write_text("prompt,reference\n" + "".join(f"q{i},Q{i}\n" for i in range(25)))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    streamed_runs = _spy(monkeypatch)
+    streamed = await assay.aevaluate(path, METRICS, _Agent(), concurrency=3)
+    assert len(streamed_runs) == 1
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        loaded = await assay.aevaluate(path, METRICS, _Agent(), concurrency=3)
+    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
+    assert docs[0] == docs[1] and len(docs[0]) == 25
+    assert _untimed(streamed.summary) == _untimed(loaded.summary)
+    assert streamed.summary["failed"] == 1  # row 4: the agent raised
