@@ -19,12 +19,18 @@ from typing import Any
 import pytest
 
 import assay
-from assay.errors import ConfigError, InputError
+from api_stream_helpers import (
+    METRICS,
+    Observer,
+    UpperAgent,
+    spy_streamed,
+    stored_run,
+    untimed,
+    write_rows,
+)
+from assay.errors import InputError
 from assay.model.core import EvalCase
 from assay.report.json_report import case_to_adk
-from assay.session.agent_stream import AgentStreamingRun
-from assay.session.streaming import StreamOutcome
-from assay.store import Store
 
 # The stop-midway helpers the CLI's tests share (tests/cli/logging_agent.py).
 _CLI_TESTS = str(Path(__file__).resolve().parent / "cli")
@@ -33,95 +39,16 @@ if _CLI_TESTS not in sys.path:
 
 from logging_agent import call_log, eval_command, stop_midway  # noqa: E402
 
-_TIMING = ("duration", "latency_s", "latency_in_seconds", "created", "updated")
-METRICS = ["response_match_score"]
-
-
-def _rows(path: Path, n: int) -> Path:
-    rows = (json.dumps({"prompt": f"q{i}", "reference": f"Q{i}"}) for i in range(n))
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
-def _untimed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if not k.startswith(_TIMING)}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def _spy(monkeypatch: pytest.MonkeyPatch) -> list[AgentStreamingRun]:
-    runs: list[AgentStreamingRun] = []
-    real = AgentStreamingRun.arun
-
-    async def spied(self: AgentStreamingRun) -> StreamOutcome:
-        runs.append(self)
-        return await real(self)
-
-    monkeypatch.setattr(AgentStreamingRun, "arun", spied)
-    return runs
-
-
-class _Agent:
-    """Answers in upper case (not row 4: it raises), noting the loop and thread of
-    each call and the calls that returned or raised (`answered`); from its `stop_at`-th
-    call on, a call waits until it is cancelled."""
-
-    def __init__(self, stop_at: int | None = None) -> None:
-        self.calls: list[str] = []
-        self.answered: list[str] = []
-        self.loops: set[int] = set()
-        self.threads: set[int] = set()
-        self.stop_at = stop_at
-        self.reached = asyncio.Event()
-
-    async def __call__(self, prompt: str) -> str:
-        self.calls.append(prompt)
-        self.loops.add(id(asyncio.get_running_loop()))
-        self.threads.add(threading.get_ident())
-        if self.stop_at is not None and len(self.calls) >= self.stop_at:
-            self.reached.set()
-            await asyncio.Event().wait()  # cancelled here: this case run never finishes
-        await asyncio.sleep(0)
-        self.answered.append(prompt)
-        if prompt == "q4":
-            raise RuntimeError("the agent broke on q4")
-        return prompt.upper()
-
-
-def _stored(url: str) -> tuple[Any, list[dict[str, Any]]]:
-    with Store.open(url) as store:
-        (info,) = store.list_runs()
-        return info, store.case_results(info.id)
-
-
-class _Observer:
-    """What a `RunObserver` is told, in order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def on_start(self, total: int) -> None:
-        self.events.append(("start", total))
-
-    def on_case_done(self, result: Any) -> None:
-        self.events.append(("case", result.case_id))
-
-    def on_finish(self, result: Any) -> None:
-        self.events.append(("finish", len(result.cases)))
-
-
 # -- the same run ----------------------------------------------------------------------
 
 
 async def test_aevaluate_streams_in_the_callers_loop_as_evaluate_and_the_loaded_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 60)
+    data = write_rows(tmp_path / "rows.jsonl", 60)
     urls = {name: f"sqlite:///{tmp_path / name}.db" for name in ("awaited", "sync", "loaded")}
-    streamed_runs = _spy(monkeypatch)
-    agent = _Agent()
+    streamed_runs = spy_streamed(monkeypatch)
+    agent = UpperAgent()
     awaited = await assay.aevaluate(
         data, metrics=METRICS, agent=agent, store=urls["awaited"], concurrency=4
     )
@@ -132,31 +59,31 @@ async def test_aevaluate_streams_in_the_callers_loop_as_evaluate_and_the_loaded_
     # `evaluate` in this same process (from a thread: this one runs a loop) streams the
     # same way; the loaded path is the reference.
     sync = await asyncio.to_thread(
-        assay.evaluate, str(data), METRICS, _Agent(), store=urls["sync"], concurrency=4
+        assay.evaluate, str(data), METRICS, UpperAgent(), store=urls["sync"], concurrency=4
     )
     assert len(streamed_runs) == 2
     with monkeypatch.context() as patch:
         patch.setattr("assay.api_stream.row_files", lambda *_: None)
         loaded = await assay.aevaluate(
-            data, metrics=METRICS, agent=_Agent(), store=urls["loaded"], concurrency=4
+            data, metrics=METRICS, agent=UpperAgent(), store=urls["loaded"], concurrency=4
         )
     assert len(streamed_runs) == 2
     results = (awaited, sync, loaded)
     assert [c.case_id for c in awaited.cases] == [f"row-{i}" for i in range(60)]
-    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in results]
+    docs = [[untimed(case_to_adk(c)) for c in r.cases] for r in results]
     assert docs[0] == docs[1] == docs[2]
-    assert _untimed(awaited.summary) == _untimed(sync.summary) == _untimed(loaded.summary)
+    assert untimed(awaited.summary) == untimed(sync.summary) == untimed(loaded.summary)
     assert awaited.summary["failure/mean"] == 1 / 60 and awaited.summary["passed"] == 59
-    assert _untimed(awaited.rows) == _untimed(sync.rows) == _untimed(loaded.rows)
+    assert untimed(awaited.rows) == untimed(sync.rows) == untimed(loaded.rows)
     assert awaited.eval_set_id == sync.eval_set_id == loaded.eval_set_id == "rows"
-    stored = [_stored(urls[name]) for name in ("awaited", "sync", "loaded")]
+    stored = [stored_run(urls[name]) for name in ("awaited", "sync", "loaded")]
     assert [info.id for info, _ in stored] == [r.run_id for r in results]
     assert {(info.status, info.case_count, info.passed) for info, _ in stored} == {
         ("COMPLETED", 60, 59)
     }
-    assert len({json.dumps(_untimed(info.config), sort_keys=True) for info, _ in stored}) == 1
+    assert len({json.dumps(untimed(info.config), sort_keys=True) for info, _ in stored}) == 1
     assert len({info.agent for info, _ in stored}) == 1
-    by_case = [sorted(map(_untimed, cases), key=lambda d: d["case_id"]) for _, cases in stored]
+    by_case = [sorted(map(untimed, cases), key=lambda d: d["case_id"]) for _, cases in stored]
     assert by_case[0] == by_case[1] == by_case[2]
 
 
@@ -165,8 +92,8 @@ def test_evaluate_inside_a_running_loop_streams_too(
 ) -> None:
     """A notebook cell: `evaluate` runs the streamed run on a worker thread's loop (it
     used to call `asyncio.run` inside the cell's loop and fail)."""
-    data = _rows(tmp_path / "rows.jsonl", 12)
-    streamed_runs = _spy(monkeypatch)
+    data = write_rows(tmp_path / "rows.jsonl", 12)
+    streamed_runs = spy_streamed(monkeypatch)
 
     async def notebook_cell() -> assay.EvalResult:
         return assay.evaluate(data, metrics=METRICS, agent=str.upper)
@@ -179,15 +106,15 @@ def test_evaluate_inside_a_running_loop_streams_too(
 async def test_observers_are_told_what_the_loaded_run_tells_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 30)
-    streamed_runs = _spy(monkeypatch)
-    streamed = _Observer()
-    await assay.aevaluate(data, METRICS, _Agent(), concurrency=3, observers=[streamed])
+    data = write_rows(tmp_path / "rows.jsonl", 30)
+    streamed_runs = spy_streamed(monkeypatch)
+    streamed = Observer()
+    await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[streamed])
     assert len(streamed_runs) == 1  # observers no longer load the rows
     with monkeypatch.context() as patch:
         patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        loaded = _Observer()
-        await assay.aevaluate(data, METRICS, _Agent(), concurrency=3, observers=[loaded])
+        loaded = Observer()
+        await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[loaded])
     for seen in (streamed.events, loaded.events):
         assert seen[0] == ("start", 30) and seen[-1] == ("finish", 30)
         assert sorted(case for _, case in seen[1:-1]) == sorted(f"row-{i}" for i in range(30))
@@ -235,7 +162,7 @@ async def _most_rows_held(tmp_path: Path, held: _HeldRows, rows: int) -> int:
         await asyncio.sleep(0)
         return prompt.upper()
 
-    data = _rows(tmp_path / f"rows{rows}.jsonl", rows)
+    data = write_rows(tmp_path / f"rows{rows}.jsonl", rows)
     result = await assay.aevaluate(data, metrics=METRICS, agent=answer, concurrency=4)
     assert len(result.cases) == rows and result.summary["passed"] == rows
     return most
@@ -266,36 +193,36 @@ async def test_the_rows_held_do_not_grow_with_the_row_count(
 async def test_a_malformed_row_names_its_line_and_field_and_the_rows_before_are_stored(
     tmp_path: Path,
 ) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 60)
+    data = write_rows(tmp_path / "rows.jsonl", 60)
     lines = data.read_text().splitlines()
     good = lines[44]
     lines[44] = json.dumps({"prompt": 42})  # line 45
     data.write_text("\n".join(lines) + "\n")
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    first = _Agent()
+    first = UpperAgent()
     with pytest.raises(InputError) as raised:
         await assay.aevaluate(data, metrics=METRICS, agent=first, store=url, concurrency=4)
     message = str(raised.value)
     assert "line 45" in message and "prompt" in message and "rows.jsonl" in message, message
     assert "\n" not in message
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert info.status == "INTERRUPTED"
     assert sorted(c["case_id"] for c in cases) == sorted(f"row-{i}" for i in range(44))
     assert sorted(first.calls) == sorted(f"q{i}" for i in range(44))
 
     lines[44] = good
     data.write_text("\n".join(lines) + "\n")
-    again = _Agent()
+    again = UpperAgent()
     result = await assay.aevaluate(data, metrics=METRICS, agent=again, store=url, concurrency=4)
     assert result.run_id == info.id
     assert again.calls == [f"q{i}" for i in range(44, 60)]  # only the rows not run
     assert len(result.cases) == 60 and result.summary["passed"] == 59
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert (info.status, info.case_count) == ("COMPLETED", 60)
     assert Counter(c["case_id"] for c in cases) == Counter(f"row-{i}" for i in range(60))
 
 
-async def _cancelled_midway(data: Path, url: str, agent: _Agent) -> None:
+async def _cancelled_midway(data: Path, url: str, agent: UpperAgent) -> None:
     task = asyncio.create_task(
         assay.aevaluate(data, metrics=METRICS, agent=agent, store=url, concurrency=3)
     )
@@ -308,19 +235,19 @@ async def _cancelled_midway(data: Path, url: str, agent: _Agent) -> None:
 async def test_a_cancelled_task_leaves_the_run_interrupted_and_aevaluate_resumes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    streamed_runs = _spy(monkeypatch)
-    data = _rows(tmp_path / "rows.jsonl", 40)
+    streamed_runs = spy_streamed(monkeypatch)
+    data = write_rows(tmp_path / "rows.jsonl", 40)
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    first = _Agent(stop_at=10)
+    first = UpperAgent(stop_at=10)
     await _cancelled_midway(data, url, first)
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert info.status == "INTERRUPTED"
     stored = {c["case_id"] for c in cases}
     # Every case run that finished before the cancel is stored, and only those.
     finished = {f"row-{p[1:]}" for p in first.answered}
     assert stored == finished and 1 <= len(stored) < 10
 
-    again, observer = _Agent(), _Observer()
+    again, observer = UpperAgent(), Observer()
     result = await assay.aevaluate(
         data, metrics=METRICS, agent=again, store=url, concurrency=3, observers=[observer]
     )
@@ -333,7 +260,7 @@ async def test_a_cancelled_task_leaves_the_run_interrupted_and_aevaluate_resumes
     assert len(observer.events) == remaining + 2
     assert ran_again == {f"row-{i}" for i in range(40)} - stored  # only the un-run rows
     assert len(result.cases) == 40 and result.summary["passed"] == 39
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert (info.status, info.case_count, info.passed) == ("COMPLETED", 40, 39)
     assert Counter(c["case_id"] for c in cases) == Counter(f"row-{i}" for i in range(40))
     assert len(streamed_runs) == 2
@@ -344,10 +271,10 @@ async def test_a_deadline_ends_the_run_as_a_timeout_not_a_swallowed_cancel(
 ) -> None:
     """`asyncio.timeout` turns its cancellation into TimeoutError only when it comes
     back out of the awaited call: aevaluate passes it on after marking the run."""
-    data = _rows(tmp_path / "rows.jsonl", 30)
+    data = write_rows(tmp_path / "rows.jsonl", 30)
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    agent = _Agent(stop_at=6)
-    streamed_runs = _spy(monkeypatch)
+    agent = UpperAgent(stop_at=6)
+    streamed_runs = spy_streamed(monkeypatch)
     loop = asyncio.get_running_loop()
 
     async def expire(deadline: asyncio.Timeout) -> None:
@@ -359,7 +286,7 @@ async def test_a_deadline_ends_the_run_as_a_timeout_not_a_swallowed_cancel(
             watcher = asyncio.create_task(expire(deadline))
             await assay.aevaluate(data, metrics=METRICS, agent=agent, store=url, concurrency=2)
     await watcher
-    info, _ = _stored(url)
+    info, _ = stored_run(url)
     assert info.status == "INTERRUPTED"
     assert len(streamed_runs) == 1
 
@@ -370,7 +297,7 @@ def test_ctrl_c_under_evaluate_still_raises_keyboard_interrupt(
 ) -> None:
     """Ctrl-C in a script: `evaluate`'s loop cancels the streamed run, which is left
     INTERRUPTED, and `evaluate` raises KeyboardInterrupt as the loaded path does."""
-    data = _rows(tmp_path / "rows.jsonl", 30)
+    data = write_rows(tmp_path / "rows.jsonl", 30)
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     calls: list[str] = []
 
@@ -381,11 +308,11 @@ def test_ctrl_c_under_evaluate_still_raises_keyboard_interrupt(
             time.sleep(1)  # the run is cancelled meanwhile
         return prompt.upper()
 
-    streamed_runs = _spy(monkeypatch)
+    streamed_runs = spy_streamed(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         assay.evaluate(data, metrics=METRICS, agent=answer, store=url, concurrency=1)
     assert len(streamed_runs) == 1
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert info.status == "INTERRUPTED"
     assert {c["case_id"] for c in cases} == {f"row-{i}" for i in range(12)}
 
@@ -408,7 +335,7 @@ def test_sigterm_still_ends_a_script_calling_evaluate(
         settle_s=0.3,
     )  # fmt: skip
     assert code == -signal.SIGTERM, stderr
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert info.status == "RUNNING"  # ended, not marked: resumed as a crashed run is
     stored = {c["case_id"] for c in cases}
     assert finished <= stored and len(stored) < 40
@@ -425,93 +352,6 @@ def test_sigterm_still_ends_a_script_calling_evaluate(
     assert rerun == {f"q{i}" for i in range(40)} - stored
 
 
-# -- keep_cases: a bounded result ---------------------------------------------------------
-
-
-def _sevens(prompt: str) -> str:
-    """Fails every seventh row (a wrong answer), answers the others."""
-    return "something else" if int(prompt[1:]) % 7 == 0 else prompt.upper()
-
-
-async def test_keep_cases_keeps_the_first_that_did_not_pass_streamed_as_loaded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 60)
-    streamed_runs = _spy(monkeypatch)
-    kwargs: dict[str, Any] = {"metrics": METRICS, "agent": _sevens, "keep_cases": 3}
-    told = [_Observer(), _Observer()]
-    streamed = await assay.aevaluate(
-        data, store=f"sqlite:///{tmp_path / 'a.db'}", observers=[told[0]], **kwargs
-    )
-    assert len(streamed_runs) == 1
-    with monkeypatch.context() as patch:
-        patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        loaded = await assay.aevaluate(data, observers=[told[1]], **kwargs)
-        everything = await assay.aevaluate(data, metrics=METRICS, agent=_sevens)
-    assert len(streamed_runs) == 1
-    # Observers see every case run, and at the end the result returned (on both paths).
-    for observer in told:
-        assert observer.events[0] == ("start", 60) and len(observer.events) == 62
-        assert observer.events[-1] == ("finish", 3)
-    assert [c.case_id for c in streamed.cases] == ["row-0", "row-7", "row-14"]
-    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
-    assert docs[0] == docs[1]
-    assert [row["case_id"] for row in streamed.rows] == ["row-0", "row-7", "row-14"]
-    assert _untimed(streamed.rows) == _untimed(loaded.rows)
-    # The summary is the whole run's, as if every case had been kept.
-    assert _untimed(streamed.summary) == _untimed(everything.summary)
-    assert _untimed(loaded.summary) == _untimed(everything.summary)
-    assert streamed.summary["row_count"] == 60 and streamed.summary["failed"] == 9
-    info, cases = _stored(f"sqlite:///{tmp_path / 'a.db'}")  # the store holds them all
-    assert (info.id, info.status, len(cases)) == (streamed.run_id, "COMPLETED", 60)
-    # A run with no more case runs than the bound keeps them all.
-    small = await assay.aevaluate(_rows(tmp_path / "few.jsonl", 3), **kwargs)
-    assert [c.case_id for c in small.cases] == ["row-0", "row-1", "row-2"]
-
-
-async def test_with_keep_cases_the_results_held_do_not_grow_with_the_rows(
-    tmp_path: Path,
-) -> None:
-    """Case results alive while the agent runs (counted every 50th call): a few for the
-    window with `keep_cases=0`; every one so far when all are kept."""
-    import gc
-
-    from assay.model.results import CaseResult
-
-    async def most_results_held(rows: int, keep_cases: int | None) -> tuple[int, int]:
-        most, calls = 0, 0
-
-        async def answer(prompt: str) -> str:
-            nonlocal most, calls
-            calls += 1
-            if calls % 50 == 0:
-                held = sum(isinstance(o, CaseResult) for o in gc.get_objects())
-                most = max(most, held)
-            await asyncio.sleep(0)
-            return prompt.upper()
-
-        data = _rows(tmp_path / f"rows{rows}.jsonl", rows)
-        result = await assay.aevaluate(
-            data, metrics=METRICS, agent=answer, concurrency=4, keep_cases=keep_cases
-        )
-        assert result.summary["row_count"] == rows == result.summary["passed"]
-        return most, len(result.cases)
-
-    held_all, kept_all = await most_results_held(2_000, None)  # the probe sees them
-    assert held_all > 1_900 and kept_all == 2_000
-    small, large = await most_results_held(200, 0), await most_results_held(2_000, 0)
-    assert small[1] == large[1] == 0
-    assert small[0] <= 20 and large[0] <= 20, (small, large)
-
-
-@pytest.mark.parametrize("bad", [-1, 2.5, True, "10"])
-async def test_a_bad_keep_cases_is_refused_before_anything_runs(tmp_path: Path, bad: Any) -> None:
-    agent = _Agent()
-    with pytest.raises(ConfigError, match="keep_cases") as raised:
-        await assay.aevaluate(_rows(tmp_path / "r.jsonl", 3), METRICS, agent, keep_cases=bad)
-    assert "\n" not in str(raised.value) and agent.calls == []
-
-
 async def test_a_duplicate_case_id_names_it_and_ids_may_repeat_across_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -521,16 +361,16 @@ async def test_a_duplicate_case_id_names_it_and_ids_may_repeat_across_files(
     dup.write_text("".join(json.dumps(r) + "\n" for r in rows))
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     with pytest.raises(InputError, match="duplicate case id") as raised:
-        await assay.aevaluate(dup, metrics=METRICS, agent=_Agent(), store=url)
+        await assay.aevaluate(dup, metrics=METRICS, agent=UpperAgent(), store=url)
     assert "c5" in str(raised.value) and "dup.jsonl" in str(raised.value)
-    info, cases = _stored(url)
+    info, cases = stored_run(url)
     assert info.status == "INTERRUPTED" and len(cases) == 30
     # Each file is its own eval set: the same id in two files is two cases.
-    streamed_runs = _spy(monkeypatch)
+    streamed_runs = spy_streamed(monkeypatch)
     for name in ("a", "b"):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
     both = await assay.aevaluate(
-        [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], metrics=METRICS, agent=_Agent()
+        [tmp_path / "a.jsonl", tmp_path / "b.jsonl"], metrics=METRICS, agent=UpperAgent()
     )
     assert len(streamed_runs) == 1
     assert [(c.eval_set_id, c.case_id) for c in both.cases] == [
@@ -551,13 +391,13 @@ async def test_csv_and_parquet_rows_stream_as_they_load(
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(rows), path)
-    streamed_runs = _spy(monkeypatch)
-    streamed = await assay.aevaluate(path, METRICS, _Agent(), concurrency=3)
+    streamed_runs = spy_streamed(monkeypatch)
+    streamed = await assay.aevaluate(path, METRICS, UpperAgent(), concurrency=3)
     assert len(streamed_runs) == 1
     with monkeypatch.context() as patch:
         patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        loaded = await assay.aevaluate(path, METRICS, _Agent(), concurrency=3)
-    docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
+        loaded = await assay.aevaluate(path, METRICS, UpperAgent(), concurrency=3)
+    docs = [[untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
     assert docs[0] == docs[1] and len(docs[0]) == 25
-    assert _untimed(streamed.summary) == _untimed(loaded.summary)
+    assert untimed(streamed.summary) == untimed(loaded.summary)
     assert streamed.summary["failed"] == 1  # row 4: the agent raised
