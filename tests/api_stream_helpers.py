@@ -1,5 +1,5 @@
 """Shared by the tests of the Python API's streamed runs (`test_api_astream.py`,
-`test_api_keep_cases.py`): row files, a spy on the streamed runs, an agent that can be
+`test_api_results.py`): row files, a spy on the streamed runs, an agent that can be
 stopped midway, an observer, and what the store holds."""
 
 from __future__ import annotations

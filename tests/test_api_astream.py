@@ -103,23 +103,6 @@ def test_evaluate_inside_a_running_loop_streams_too(
     assert len(result.cases) == 12 and result.summary["passed"] == 12
 
 
-async def test_observers_are_told_what_the_loaded_run_tells_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = write_rows(tmp_path / "rows.jsonl", 30)
-    streamed_runs = spy_streamed(monkeypatch)
-    streamed = Observer()
-    await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[streamed])
-    assert len(streamed_runs) == 1  # observers no longer load the rows
-    with monkeypatch.context() as patch:
-        patch.setattr("assay.api_stream.row_files", lambda *_: None)
-        loaded = Observer()
-        await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[loaded])
-    for seen in (streamed.events, loaded.events):
-        assert seen[0] == ("start", 30) and seen[-1] == ("finish", 30)
-        assert sorted(case for _, case in seen[1:-1]) == sorted(f"row-{i}" for i in range(30))
-
-
 # -- bounded memory ----------------------------------------------------------------------
 
 

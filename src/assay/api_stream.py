@@ -7,12 +7,11 @@ The returned `EvalResult` holds every case result, unless the caller bounded the
 (`keep_cases`; what then grows with the rows is numbers — the summary's scores — and the
 case ids checked for duplicates), but not the rows' cases, which are dropped once run;
 each result is stored as it finishes (durable before its slot takes new work when the
-agent is slow). Used when the
-dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
-given, the metrics are named (or come from a config) and none is judged, each case runs
-once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
-eval history, personas); otherwise `aevaluate_streamed` returns None and `aevaluate`
-loads the data as before.
+agent is slow). Used when the dataset is one or more row files (JSON lines, CSV, Parquet
+of Vertex rows), an agent is given, the metrics are named (or come from a config) and
+none is judged, each case runs once, the executor is local and nothing else needs the
+loaded eval sets (MLflow, ADK's eval history, personas); otherwise `aevaluate_streamed`
+returns None and `aevaluate` loads the data as before.
 
 Cancelled (a task cancelled, Ctrl-C under `evaluate`), the case runs that finished are
 stored and the run is left INTERRUPTED, which the same call resumes; the cancellation

@@ -240,12 +240,12 @@ class AgentStreamingRun(StreamSettings):
         outcome = StreamOutcome(run_id, {}, writers.tally, writers.kept, total, kept_all=keep_all)
         to_do = max(total - self._session.done_before, 0)
         self._session.start_recording(to_do)
-        for observer in self.observers:  # as the engine tells them: the case runs to do
-            observer.on_start(to_do)
         if self.progress is not None:
             self.progress.on_start(total)
         window: deque[_Slot] = deque()
         try:
+            for observer in self.observers:  # as the engine tells them: the runs to do
+                observer.on_start(to_do)
             await self._drive(window, writers)
         except (KeyboardInterrupt, asyncio.CancelledError):
             outcome.interrupted = True

@@ -1,6 +1,7 @@
-"""`keep_cases=N`: `assay.evaluate` / `aevaluate` return at most N case results (the
-first that did not pass), the whole run's summary, and every result in the store —
-streamed or loaded alike, with the results held bounded while the run streams."""
+"""What the streamed API returns and tells, streamed or loaded alike: `keep_cases=N`
+(at most N case results, the first that did not pass, the whole run's summary, every
+result in the store; the results held bounded while the run streams) and the
+`observers`."""
 
 from __future__ import annotations
 
@@ -105,3 +106,37 @@ async def test_a_bad_keep_cases_is_refused_before_anything_runs(tmp_path: Path, 
     with pytest.raises(ConfigError, match="keep_cases") as raised:
         await assay.aevaluate(write_rows(tmp_path / "r.jsonl", 3), METRICS, agent, keep_cases=bad)
     assert "\n" not in str(raised.value) and agent.calls == []
+
+
+async def test_observers_are_told_what_the_loaded_run_tells_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = write_rows(tmp_path / "rows.jsonl", 30)
+    streamed_runs = spy_streamed(monkeypatch)
+    streamed = Observer()
+    await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[streamed])
+    assert len(streamed_runs) == 1  # observers no longer load the rows
+    with monkeypatch.context() as patch:
+        patch.setattr("assay.api_stream.row_files", lambda *_: None)
+        loaded = Observer()
+        await assay.aevaluate(data, METRICS, UpperAgent(), concurrency=3, observers=[loaded])
+    for seen in (streamed.events, loaded.events):
+        assert seen[0] == ("start", 30) and seen[-1] == ("finish", 30)
+        assert sorted(case for _, case in seen[1:-1]) == sorted(f"row-{i}" for i in range(30))
+
+
+async def test_an_observer_that_raises_ends_the_run_as_an_error(tmp_path: Path) -> None:
+    class Broken(Observer):
+        def on_case_done(self, result: Any) -> None:
+            super().on_case_done(result)
+            if len(self.events) == 6:
+                raise RuntimeError("the progress bar broke")
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with pytest.raises(RuntimeError, match="the progress bar broke"):
+        await assay.aevaluate(
+            write_rows(tmp_path / "rows.jsonl", 30), METRICS, UpperAgent(), store=url,
+            observers=[Broken()],
+        )  # fmt: skip
+    info, _ = stored_run(url)
+    assert info.status == "ERROR"
