@@ -16,6 +16,7 @@ import pytest
 import assay
 from assay.report.json_report import case_to_adk
 from assay.session.agent_stream import AgentStreamingRun
+from assay.session.streaming import StreamOutcome
 from assay.store import Store
 
 _TIMING = ("duration", "latency_s", "latency_in_seconds")
@@ -43,9 +44,15 @@ def _untimed(value: Any) -> Any:
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[AgentStreamingRun]:
+    """The streamed runs `evaluate` / `aevaluate` start (both await `arun`)."""
     runs: list[AgentStreamingRun] = []
-    real = AgentStreamingRun.run
-    monkeypatch.setattr(AgentStreamingRun, "run", lambda self: runs.append(self) or real(self))
+    real = AgentStreamingRun.arun
+
+    async def spied(self: AgentStreamingRun) -> StreamOutcome:
+        runs.append(self)
+        return await real(self)
+
+    monkeypatch.setattr(AgentStreamingRun, "arun", spied)
     return runs
 
 

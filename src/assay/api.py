@@ -18,14 +18,17 @@ from assay.agents.tools import ToolBehavior
 from assay.api_inputs import (
     Dataset,
     environment,
+    interop_sinks,
     load_dataset,
     open_store,
+    persona_source,
     resolve_agent,
     resolve_config,
     resolve_metrics,
     run_options,
     simulator_options,
 )
+from assay.api_stream import aevaluate_streamed, check_keep_cases, finish_later, keep_at_most
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judging import JudgeRunOptions
@@ -36,9 +39,6 @@ from assay.model.results import EvalResult
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
-    from assay.config import EvalConfig
-    from assay.model.core import EvalSet
-    from assay.session.sinks import RunSink
     from assay.simulation import SimulatorOptions
 
 _T = TypeVar("_T")
@@ -81,13 +81,32 @@ async def aevaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    keep_cases: int | None = None,
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
     executor: str | Executor = "local",
     ray_address: str | None = None,
 ) -> EvalResult:
-    """Async `evaluate` for code that already runs an event loop and wants to await."""
+    """`evaluate` for code that runs an event loop and awaits (an async service, a
+    notebook cell): the run happens in the caller's loop, no thread or loop of its own.
+    An agent over row files is streamed as `evaluate` streams it (docs/python-api.md);
+    cancelling the awaiting task leaves a stored run INTERRUPTED, resumable by the same
+    call. `observers` (`RunObserver`s) are told the case runs to do, each result once
+    stored as it finishes, and the end result."""
+    check_keep_cases(keep_cases)
+    # An agent over row files is streamed, unless an option needs the loaded eval sets.
+    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
+    if agent is not None and executor == "local" and not needs_sets:
+        streamed = await aevaluate_streamed(
+            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
+            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
+            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
+            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
+            simulator=simulator, fresh=fresh, keep_cases=keep_cases, observers=observers,
+        )  # fmt: skip
+        if streamed is not None:
+            return streamed
     # A mistyped executor or a missing ray extra fails before the data is read.
     runner = executor if not isinstance(executor, str) else named(executor, ray_address=ray_address)
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -104,7 +123,7 @@ async def aevaluate(
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
     agent_label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
-    sinks = _interop_sinks(
+    sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
         mlflow=mlflow, mlflow_experiment=mlflow_experiment, adk_history=adk_history,
         judge=judge, runs=runs,
@@ -119,69 +138,22 @@ async def aevaluate(
         store=opened,
         config=cfg.dump() if cfg is not None else {},
         agent_label=agent_label,
-        persona_source=_persona_source(personas),
+        persona_source=persona_source(personas),
         name=run_name,
         fresh=fresh,
         environment=environment() if opened is not None else None,
-        observers=observers,
+        observers=finish_later(observers, keep_cases),
         sinks=sinks,
         executor=runner,
     )
     try:
-        return await session.arun()
+        result = await session.arun()
     finally:
         if opened is not None and opened is not store:
             opened.close()
-
-
-def _interop_sinks(
-    evalsets: Sequence[EvalSet],
-    cfg: EvalConfig | None,
-    agent: Any,
-    adapter: Any,
-    agent_label: str | None,
-    *,
-    mlflow: str | None,
-    mlflow_experiment: str | None,
-    adk_history: bool | str | Path,
-    judge: str | None,
-    runs: int | None,
-) -> list[RunSink]:
-    """MLflow tracking and ADK eval history, as `assay eval --mlflow` / its ADK history
-    write them; the MLflow URI is checked before the run starts."""
-    if mlflow is None and adk_history is False:
-        return []
-    from assay.interop.sinks import SinkOptions, check_sinks, interop_sinks
-
-    options = SinkOptions(
-        adk_history=adk_history is not False,
-        mlflow_uri=mlflow,
-        mlflow_experiment=mlflow_experiment,
-        adk_folder=None if isinstance(adk_history, bool) else adk_history,
+    return keep_at_most(
+        result, keep_cases, metric_objects, agent_run=adapter is not None, observers=observers
     )
-    check_sinks(options)
-    config = cfg.dump() if cfg is not None else {}
-    params = {
-        "eval_sets": [e.id for e in evalsets],
-        "agent": agent_label,
-        "criteria": config.get("criteria"),
-        "judge_model": judge,
-        "runs": runs,
-    }
-    return interop_sinks(
-        options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
-        params=params,
-    )  # fmt: skip
-
-
-def _persona_source(
-    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None,
-) -> str | None:
-    """The personas as part of the run's identity: their file, else their ids."""
-    if personas is None or isinstance(personas, str | Path):
-        return None if personas is None else str(personas)
-    ids = sorted(personas) if isinstance(personas, Mapping) else sorted(p.id for p in personas)
-    return ",".join(ids)
 
 
 def evaluate(
@@ -206,6 +178,7 @@ def evaluate(
     simulator: SimulatorOptions | None = None,
     personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
     fresh: bool = False,
+    keep_cases: int | None = None,
     mlflow: str | None = None,
     mlflow_experiment: str | None = None,
     adk_history: bool | str | Path = False,
@@ -238,6 +211,11 @@ def evaluate(
       an interrupted run (Ctrl-C, a crash, a kill) of the same evaluation in that store
       is resumed: its stored case runs are kept and only the rest run; `fresh=True`
       starts a new run anyway;
+    - `keep_cases`: None keeps every case result in the returned result; a count N
+      keeps them all when the run has at most N case runs, else the first N that did
+      not pass (and their rows), while `summary` covers the whole run and the store
+      holds every result. A streamed run (above) then holds nothing per row but
+      numbers: a million rows fit in memory;
     - `judge`: the LLM judge of judged metrics that name none in their
       `judge_model_options` (`openai:NAME`, `gemini-NAME`, `anthropic:NAME`,
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
@@ -261,20 +239,6 @@ def evaluate(
     Works inside a running event loop (Jupyter) too, where the result shows itself as
     a table (`_repr_html_`).
     """
-    # An agent over row files is streamed, unless an option needs the loaded eval sets.
-    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
-    if agent is not None and executor == "local" and not needs_sets:
-        from assay.api_stream import evaluate_streamed
-
-        streamed = evaluate_streamed(
-            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
-            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
-            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
-            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
-            simulator=simulator, fresh=fresh,
-        )  # fmt: skip
-        if streamed is not None:
-            return EvalTaskResult.from_result(streamed)
     # Scoring recorded data (no agent) makes no reference cycles, only millions of
     # short-lived objects whose collector passes cost ~40 % of the run: paused, as
     # `assay eval` does. Only here, where the caller waits for the whole run; an
@@ -302,6 +266,7 @@ def evaluate(
                 simulator=simulator,
                 personas=personas,
                 fresh=fresh,
+                keep_cases=keep_cases,
                 mlflow=mlflow,
                 mlflow_experiment=mlflow_experiment,
                 adk_history=adk_history,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from assay.agents.tools import ToolBehavior
     from assay.engine.options import RunOptions
     from assay.engine.replay import RunMethod
+    from assay.session.sinks import RunSink
     from assay.simulation import SimulatorOptions
 
 Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
@@ -243,3 +244,53 @@ def environment() -> dict[str, Any]:
     from assay.report.html import run_environment
 
     return run_environment()
+
+
+def interop_sinks(
+    evalsets: Sequence[EvalSet],
+    cfg: EvalConfig | None,
+    agent: Any,
+    adapter: Any,
+    agent_label: str | None,
+    *,
+    mlflow: str | None,
+    mlflow_experiment: str | None,
+    adk_history: bool | str | Path,
+    judge: str | None,
+    runs: int | None,
+) -> list[RunSink]:
+    """MLflow tracking and ADK eval history, as `assay eval --mlflow` / its ADK history
+    write them; the MLflow URI is checked before the run starts."""
+    if mlflow is None and adk_history is False:
+        return []
+    from assay.interop import sinks
+
+    options = sinks.SinkOptions(
+        adk_history=adk_history is not False,
+        mlflow_uri=mlflow,
+        mlflow_experiment=mlflow_experiment,
+        adk_folder=None if isinstance(adk_history, bool) else adk_history,
+    )
+    sinks.check_sinks(options)
+    config = cfg.dump() if cfg is not None else {}
+    params = {
+        "eval_sets": [e.id for e in evalsets],
+        "agent": agent_label,
+        "criteria": config.get("criteria"),
+        "judge_model": judge,
+        "runs": runs,
+    }
+    return sinks.interop_sinks(
+        options, agent_spec=agent if isinstance(agent, str) else None, agent=adapter,
+        params=params,
+    )  # fmt: skip
+
+
+def persona_source(
+    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None,
+) -> str | None:
+    """The personas as part of the run's identity: their file, else their ids."""
+    if personas is None or isinstance(personas, str | Path):
+        return None if personas is None else str(personas)
+    ids = sorted(personas) if isinstance(personas, Mapping) else sorted(p.id for p in personas)
+    return ",".join(ids)

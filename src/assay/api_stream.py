@@ -1,14 +1,22 @@
-"""`assay.evaluate(rows_path, agent=...)` streamed: the rows read as the agent's slots
-free, never loaded whole (`session.agent_stream`), as `assay eval` runs them.
+"""`assay.evaluate(rows_path, agent=...)` and `await assay.aevaluate(...)` streamed: the
+rows read as the agent's slots free, never loaded whole (`session.agent_stream`), as
+`assay eval` runs them. One async run, `aevaluate_streamed`: `aevaluate` awaits it in
+the caller's event loop, `evaluate` runs `aevaluate` through its sync wrapper.
 
-The returned `EvalResult` holds every case result — that is what the caller asked for —
-but not the rows' cases, which are dropped once run; each result is stored as it
-finishes (durable before its slot takes new work when the agent is slow). Used when the
-dataset is one or more row files (JSON lines, CSV, Parquet of Vertex rows), an agent is
-given, the metrics are named (or come from a config) and none is judged, each case runs
-once, the executor is local and nothing else needs the loaded eval sets (MLflow, ADK's
-eval history, personas); otherwise `evaluate_streamed` returns None and `evaluate` loads
-the data as before.
+The returned `EvalResult` holds every case result, unless the caller bounded them
+(`keep_cases`; what then grows with the rows is numbers — the summary's scores — and the
+case ids checked for duplicates), but not the rows' cases, which are dropped once run;
+each result is stored as it finishes (durable before its slot takes new work when the
+agent is slow). Used when the dataset is one or more row files (JSON lines, CSV, Parquet
+of Vertex rows), an agent is given, the metrics are named (or come from a config) and
+none is judged, each case runs once, the executor is local and nothing else needs the
+loaded eval sets (MLflow, ADK's eval history, personas); otherwise `aevaluate_streamed`
+returns None and `aevaluate` loads the data as before.
+
+Cancelled (a task cancelled, Ctrl-C under `evaluate`), the case runs that finished are
+stored and the run is left INTERRUPTED, which the same call resumes; the cancellation
+goes on to the caller (`evaluate` raises KeyboardInterrupt). SIGTERM is left to the
+caller's process, as on the loaded path.
 """
 
 from __future__ import annotations
@@ -20,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
 from assay.engine.replay import RunMethod
-from assay.model.results import EvalResult
+from assay.errors import ConfigError
+from assay.model.results import CaseResult, EvalResult, Status
 
 if TYPE_CHECKING:
+    from assay.engine import RunObserver
     from assay.formats.stream import RowFile
+    from assay.metrics.base import Metric
     from assay.simulation import SimulatorOptions
 
 
@@ -45,7 +56,7 @@ def row_files(dataset: Any, format: str | None) -> list[RowFile] | None:
     return found
 
 
-def evaluate_streamed(
+async def aevaluate_streamed(
     dataset: Any,
     metrics: Any,
     agent: Any,
@@ -65,8 +76,10 @@ def evaluate_streamed(
     run_method: RunMethod | str | None,
     simulator: SimulatorOptions | None,
     fresh: bool,
+    keep_cases: int | None,
+    observers: Sequence[RunObserver] = (),
 ) -> EvalResult | None:
-    """`evaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
+    """`aevaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
     the data must be loaded (see the module docstring). The caller checked the options
     that need the loaded eval sets (executor, MLflow, ADK history, personas)."""
     from assay.api_inputs import (
@@ -118,7 +131,7 @@ def evaluate_streamed(
     identity["eval_set_ids"] = [f.eval_set_id for f in files]
     opened = open_store(store)
     try:
-        outcome = AgentStreamingRun(
+        outcome = await AgentStreamingRun(
             files,
             metric_objects,
             adapter,
@@ -129,21 +142,86 @@ def evaluate_streamed(
             mapping=dict(mapping) if mapping is not None else None,
             fresh=fresh,
             name=run_name,
-            keep_all_up_to=sys.maxsize,  # the caller gets every case result
+            # Every case result unless the caller bounded them (`keep_at_most`'s rule).
+            keep_all_up_to=sys.maxsize if keep_cases is None else keep_cases,
+            keep_failing=keep_cases or 0,
+            observers=observers,
             environment=environment() if opened is not None else None,
-        ).run()
+        ).arun()
     finally:
         if opened is not None and opened is not store:  # a Store given stays open
             opened.close()
     if outcome.error is not None:
         raise outcome.error
-    if outcome.interrupted:
-        raise KeyboardInterrupt
     result = build_result(
         outcome.kept,
         metric_objects,
         agent_run=True,
         eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
     )
+    if not outcome.kept_all:  # the summary covers every row, not only the kept cases
+        result.summary = outcome.summary
     result.run_id = outcome.run_id
+    for observer in observers:
+        observer.on_finish(result)
     return result
+
+
+def check_keep_cases(keep_cases: Any) -> None:
+    """`keep_cases` is None or a count, checked before anything runs."""
+    if keep_cases is None:
+        return
+    if isinstance(keep_cases, bool) or not isinstance(keep_cases, int) or keep_cases < 0:
+        raise ConfigError(
+            f"keep_cases={keep_cases!r}: give None (every case result) or a count >= 0"
+            " (at most that many case results, the first that did not pass)"
+        )
+
+
+def keep_at_most(
+    result: EvalResult,
+    keep_cases: int | None,
+    metrics: Sequence[Metric],
+    *,
+    agent_run: bool,
+    observers: Sequence[RunObserver] = (),
+) -> EvalResult:
+    """A loaded run's result as a streamed run keeps it: every case result when there
+    are at most `keep_cases` (or no bound), else the first `keep_cases` that did not
+    pass, with their rows; the summary still covers the whole run. With a bound, the
+    `observers` (given to the run through `finish_later`) get this result at the end,
+    as a streamed run's do."""
+    from assay.engine.aggregate import build_result
+
+    trimmed = result
+    if keep_cases is not None and len(result.cases) > keep_cases:
+        kept = [case for case in result.cases if case.status is not Status.PASSED][:keep_cases]
+        trimmed = build_result(kept, metrics, agent_run=agent_run, eval_set_id=result.eval_set_id)
+        trimmed.summary, trimmed.repeated = result.summary, result.repeated
+        trimmed.run_id = result.run_id
+    if keep_cases is not None:
+        for observer in observers:
+            observer.on_finish(trimmed)
+    return trimmed
+
+
+def finish_later(observers: Sequence[RunObserver], keep_cases: int | None) -> Sequence[RunObserver]:
+    """The observers a loaded run is given: with `keep_cases`, their `on_finish` waits
+    for `keep_at_most`'s result (the one returned) instead of the engine's whole one."""
+    if keep_cases is None:
+        return observers
+    return [_FinishLater(observer) for observer in observers]
+
+
+class _FinishLater:
+    def __init__(self, observer: RunObserver) -> None:
+        self.observer = observer
+
+    def on_start(self, total: int) -> None:
+        self.observer.on_start(total)
+
+    def on_case_done(self, result: CaseResult) -> None:
+        self.observer.on_case_done(result)
+
+    def on_finish(self, result: EvalResult) -> None:
+        return None  # told by `keep_at_most`
