@@ -42,7 +42,8 @@ print(f"RESULT {code} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
 AGENT = "def answer(prompt):\n    return prompt.upper() if len(prompt) % 4 else 'no idea'\n"
 
 
-def _write_rows(path: Path, n: int) -> None:
+def write_rows(path: Path, n: int) -> None:
+    """`n` rows of a question and its upper-cased answer (bench/api_rows.py too)."""
     with path.open("w", encoding="utf-8") as handle:
         for i in range(n):
             prompt = f"question number {i}"
@@ -83,7 +84,7 @@ def main() -> None:
         work = Path(tmp)
         (work / "bench_agent.py").write_text(AGENT, encoding="utf-8")
         data = work / "rows.jsonl"
-        _write_rows(data, args.rows)
+        write_rows(data, args.rows)
         print(f"{args.rows:,} rows, trivial agent, --concurrency {args.concurrency},"
               f" --out + --csv + SQLite store; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
         runs = [_run(mode, work, data, args.concurrency) for mode in ("streamed", "loaded")]

@@ -23,6 +23,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from agent_rows import write_rows
+
 # Run inside the child: the awaited API in-process, then its CPU time and peak RSS.
 CHILD = """
 import asyncio, json, resource, sys, time
@@ -55,13 +59,6 @@ print("RESULT " + json.dumps({
 MODES = ("streamed", "keep_cases=0", "loaded")
 
 
-def _write_rows(path: Path, n: int) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(n):
-            prompt = f"question number {i}"
-            handle.write(json.dumps({"prompt": prompt, "reference": prompt.upper()}) + "\n")
-
-
 def _run(mode: str, work: Path, data: Path, concurrency: int) -> dict[str, Any]:
     store = f"sqlite:///{work / (mode.replace('=', '') + '.sqlite')}"
     command = [sys.executable, "-c", textwrap.dedent(CHILD), mode, str(data), store,
@@ -83,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="assay-api-rows-") as tmp:
         work = Path(tmp)
         data = work / "rows.jsonl"
-        _write_rows(data, args.rows)
+        write_rows(data, args.rows)
         print(f"{args.rows:,} rows, trivial agent, concurrency {args.concurrency}, SQLite"
               f" store; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
         runs = [_run(mode, work, data, args.concurrency) for mode in args.modes]

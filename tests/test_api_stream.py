@@ -3,7 +3,6 @@ loaded path, and each loaded/streamed run resumes the other's."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -14,12 +13,9 @@ from typing import Any
 import pytest
 
 import assay
+from api_stream_helpers import spy_streamed, untimed, write_rows
 from assay.report.json_report import case_to_adk
-from assay.session.agent_stream import AgentStreamingRun
-from assay.session.streaming import StreamOutcome
 from assay.store import Store
-
-_TIMING = ("duration", "latency_s", "latency_in_seconds")
 
 
 def answer(prompt: str) -> str:
@@ -29,39 +25,12 @@ def answer(prompt: str) -> str:
     return prompt.upper() if n % 3 else "something else"
 
 
-def _rows(path: Path, n: int) -> Path:
-    rows = (json.dumps({"prompt": f"q{i}", "reference": f"Q{i}"}) for i in range(n))
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
-def _untimed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if not k.startswith(_TIMING)}
-    if isinstance(value, list):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def _spy(monkeypatch: pytest.MonkeyPatch) -> list[AgentStreamingRun]:
-    """The streamed runs `evaluate` / `aevaluate` start (both await `arun`)."""
-    runs: list[AgentStreamingRun] = []
-    real = AgentStreamingRun.arun
-
-    async def spied(self: AgentStreamingRun) -> StreamOutcome:
-        runs.append(self)
-        return await real(self)
-
-    monkeypatch.setattr(AgentStreamingRun, "arun", spied)
-    return runs
-
-
 def test_evaluate_streams_an_agent_over_a_row_file_as_the_loaded_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 60)
+    data = write_rows(tmp_path / "rows.jsonl", 60)
     store = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    streamed_runs = _spy(monkeypatch)
+    streamed_runs = spy_streamed(monkeypatch)
     kwargs: dict[str, Any] = {"metrics": ["response_match_score"], "agent": answer,
                               "store": store, "concurrency": 4, "fresh": True}  # fmt: skip
     streamed = assay.evaluate(str(data), **kwargs)
@@ -71,11 +40,11 @@ def test_evaluate_streams_an_agent_over_a_row_file_as_the_loaded_run(
         loaded = assay.evaluate(data, **kwargs)
     assert len(streamed_runs) == 1
     assert [c.case_id for c in streamed.cases] == [f"row-{i}" for i in range(60)]
-    as_docs = [[_untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
+    as_docs = [[untimed(case_to_adk(c)) for c in r.cases] for r in (streamed, loaded)]
     assert as_docs[0] == as_docs[1]
-    assert _untimed(streamed.summary) == _untimed(loaded.summary)
+    assert untimed(streamed.summary) == untimed(loaded.summary)
     assert streamed.summary["failure/mean"] == 1 / 60
-    assert _untimed(streamed.rows) == _untimed(loaded.rows)
+    assert untimed(streamed.rows) == untimed(loaded.rows)
     assert streamed.eval_set_id == loaded.eval_set_id == "rows"
     assert streamed.run_id and streamed.run_id != loaded.run_id
     assert type(streamed) is type(loaded)  # Vertex's names, the notebook table
@@ -91,7 +60,7 @@ def test_a_loaded_interrupted_run_is_resumed_streamed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same identity: `evaluate` streamed picks up what a loaded run left INTERRUPTED."""
-    data = _rows(tmp_path / "rows.jsonl", 30)
+    data = write_rows(tmp_path / "rows.jsonl", 30)
     store = f"sqlite:///{tmp_path / 'db.sqlite'}"
     calls: list[str] = []
     stop = [True]
@@ -111,7 +80,7 @@ def test_a_loaded_interrupted_run_is_resumed_streamed(
             assay.evaluate(data, **kwargs)
     done_before = set(calls) - {"q20"}
     assert len(done_before) == 20
-    streamed_runs = _spy(monkeypatch)
+    streamed_runs = spy_streamed(monkeypatch)
     calls.clear()
     stop[0] = False
     result = assay.evaluate(data, **kwargs)
@@ -126,8 +95,8 @@ def test_a_loaded_interrupted_run_is_resumed_streamed(
 def test_options_that_need_the_loaded_eval_sets_keep_the_loaded_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _rows(tmp_path / "rows.jsonl", 5)
-    streamed_runs = _spy(monkeypatch)
+    data = write_rows(tmp_path / "rows.jsonl", 5)
+    streamed_runs = spy_streamed(monkeypatch)
     assay.evaluate(data, metrics=["response_match_score"], agent=answer, runs=2)
     assay.evaluate(data, agent=answer)  # default criteria depend on the data
     assay.evaluate(data, metrics=["response_match_score"])  # no agent: recorded rows

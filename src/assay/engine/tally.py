@@ -72,23 +72,13 @@ class Tally:
     def add_row(self, status: Status, results: Iterable[MetricResult]) -> None:
         """`add` of a case of one invocation from its status and its metrics' results
         (each scored on that invocation), without a `CaseResult` (the lean row path)."""
+        results = list(results)
         self.rows += 1
         self.statuses[status] += 1
-        values, metric_statuses = self.values, self.metric_statuses
-        thresholds, case_scores = self.thresholds, self.case_scores
-        for mr in results:
-            name = mr.name
-            bucket = values.get(name)
-            if bucket is None:
-                continue
-            value = mr.per_invocation[0].value
-            if value is not None:
-                bucket.append(value)
-            if mr.status is not None:
-                metric_statuses[name][mr.status] += 1
-            thresholds[name].add(mr.threshold)
-            if case_scores:
-                scores = case_scores.get(name)
+        self._add_results([(mr, 1) for mr in results])
+        if self.case_scores:
+            for mr in results:
+                scores = self.case_scores.get(mr.name)
                 if scores is not None and mr.score is not None:
                     scores.append(mr.score)
 
@@ -104,6 +94,9 @@ class Tally:
         for status, count in statuses.items():
             self.rows += count
             self.statuses[status] += count
+        self._add_results(results)
+
+    def _add_results(self, results: Iterable[tuple[MetricResult, int]]) -> None:
         values, metric_statuses, thresholds = self.values, self.metric_statuses, self.thresholds
         for mr, count in results:
             name = mr.name
