@@ -157,6 +157,7 @@ def _run(
             " latency_s, document FROM case_results ORDER BY id"
         ).fetchall()
     return {
+        "run_id": run_id,
         "exit": result.exit_code,
         "stdout": result.stdout,
         "json": out.read_bytes().replace(run_id.encode(), b"RUN"),
@@ -212,6 +213,40 @@ def test_a_csv_of_rows_of_several_shapes_is_made_at_the_end(tmp_path: Path) -> N
     whole = _run(tmp_path, data, "loaded", lean=False, loaded=True)
     assert lean["csv"] == whole["csv"]
     assert b"reference" in lean["csv"].splitlines()[0]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_junit_report_of_lean_rows_is_the_ordinary_one(tmp_path: Path, workers: str) -> None:
+    """`--junit` takes the lean path: a passing row's testcase from its id, a failing
+    one's (failure analysis, failed metrics) from its case rebuilt the ordinary way."""
+    rows = _plain_rows(1_200)
+    for i, edge in enumerate(EDGE_ROWS):
+        rows.insert(90 * i + 3, edge)
+    data = _write(tmp_path / "rows.jsonl", rows)
+    rebuilt: list[str] = []
+    real = stream_batch.kept_case
+    # Imported before the patch, or it would keep the patched function as its own.
+    import assay.session.streaming  # noqa: F401
+
+    reports = {}
+    for tag, lean in (("lean", True), ("ordinary", False)):
+        junit = tmp_path / f"{tag}.xml"
+        with pytest.MonkeyPatch.context() as patch:
+            if lean:
+                patch.setattr(
+                    stream_batch,
+                    "kept_case",
+                    lambda *a: rebuilt.append(a[2][2].decode()) or real(*a),  # a row's line
+                )
+            run = _run(tmp_path, data, tag, "--workers", workers, "--junit", str(junit), lean=lean)
+        assert run["exit"] == 1
+        reports[tag] = junit.read_bytes().replace(run["run_id"].encode(), b"RUN")
+    assert reports["lean"] == reports["ordinary"]
+    assert b"<failure" in reports["lean"] and b'failures="0"' not in reports["lean"]
+    if workers == "1":  # in this process: only rows that did not pass were rebuilt
+        passed = {c["eval_id"] for c in json.loads(run["json"])["cases"] if c["status"] == "PASSED"}
+        assert rebuilt and passed
+        assert not {json.loads(line).get("id") for line in rebuilt} & passed
 
 
 def test_failing_cases_shown_are_the_ordinary_ones(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from assay.session.lean_encode import (
     report_row,
     store_row,
 )
-from assay.session.lean_rows import EncodedMetric, plain_row
+from assay.session.lean_rows import EncodedMetric, LeanRow, plain_row
 from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
 
@@ -147,9 +147,9 @@ class _LeanCounts:
 
 def _lean_plan(spec: BatchSpec, batch: RawBatch) -> LeanPlan | None:
     """The lean plan of the spec's metrics, when its batches can take the lean path:
-    JSON lines without a column mapping, and no JUnit or case table (they need the
-    case results whole)."""
-    if batch.kind != "jsonl" or spec.mapping or spec.junit or spec.keep_all:
+    JSON lines without a column mapping, and no case table (it needs every case result
+    whole)."""
+    if batch.kind != "jsonl" or spec.mapping or spec.keep_all:
         return None
     global _PLAN
     if _PLAN is None or _PLAN[0] is not spec:
@@ -198,6 +198,7 @@ def _add_lean(
         )
         row = report_row(lean, set_id) if spec.rows else None
         csv_bytes = report_csv_line(lean, set_id) if spec.csv else None
+        testcase = _lean_testcase(spec, lean, batch, offset, lineno, raw) if spec.junit else None
     except Exception:  # a metric or an encoder objects: the ordinary path decides
         return False
     if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
@@ -210,11 +211,26 @@ def _add_lean(
         out.tally.add_row(lean.status, [m.result for m in lean.metrics])
     if encoded is not None:
         out.encoded.append(encoded)
+    if testcase is not None:
+        out.junit.append(testcase)
     if case_json is not None:
         out.cases_json.append(case_json)
     if row is not None:
         out.rows.append((row[0], row[1], csv_bytes))
     return True
+
+
+def _lean_testcase(
+    spec: BatchSpec, lean: LeanRow, batch: RawBatch, offset: int, lineno: int, raw: bytes
+) -> EncodedTestcase:
+    """The row's JUnit `<testcase>`, by the JUnit report's own code: a passing row's
+    needs only its id (no time, no message); a failing one's names its failed metrics
+    and the failure analysis of the whole case result, rebuilt the ordinary way for it."""
+    set_id = Path(batch.file).stem
+    if lean.status is Status.PASSED:
+        return testcase_xml(CaseResult(lean.case_id, Status.PASSED), set_id)
+    case = kept_case(spec, batch.file, (batch.start + offset, lineno, raw))
+    return testcase_xml(case, set_id)
 
 
 def _add_cases(spec: BatchSpec, out: BatchOutput, cases: list[EvalCase]) -> None:
