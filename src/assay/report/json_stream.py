@@ -440,7 +440,7 @@ def _csv_records(raw: IO[bytes], plain: int) -> Iterator[tuple[int, bytes]]:
             line, pending = pending, b""
         yield _numbered(line, plain)
         plain -= len(line)
-    if pending:  # never from a spool this module wrote: left to the csv module to read
+    if pending:  # never from a spool this module wrote: passed on as it is
         yield _numbered(pending, plain)
 
 
