@@ -34,8 +34,10 @@ FLOORS: list[set[str]] = [
     {"view", "interop"},
     # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.
     {"api_inputs", "service", "adk"},
-    # `evaluate`'s streamed agent runs over row files, from its resolved inputs.
+    # `evaluate`'s streamed agent runs over row files, from its resolved inputs ...
     {"api_stream"},
+    # ... and its streamed recorded rows, which share their row-file checks.
+    {"api_rows"},
     {"api"},
     # assay.mlflow.scorers run `assay.evaluate` per row.
     {"mlflow"},

@@ -28,6 +28,7 @@ from assay.api_inputs import (
     run_options,
     simulator_options,
 )
+from assay.api_rows import evaluate_recorded_streamed
 from assay.api_stream import aevaluate_streamed, check_keep_cases, finish_later, keep_at_most
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
@@ -107,6 +108,15 @@ async def aevaluate(
         )  # fmt: skip
         if streamed is not None:
             return streamed
+    # Recorded rows with a bounded result are streamed as `assay eval` streams them.
+    one_run = (runs or 1) == 1
+    if agent is None and executor == "local" and not needs_sets and not observers and one_run:
+        recorded = evaluate_recorded_streamed(
+            dataset, metrics, config, store=store, format=format, mapping=mapping,
+            run_name=run_name, fresh=fresh, keep_cases=keep_cases,
+        )  # fmt: skip
+        if recorded is not None:
+            return recorded
     # A mistyped executor or a missing ray extra fails before the data is read.
     runner = executor if not isinstance(executor, str) else named(executor, ray_address=ray_address)
     evalsets = load_dataset(dataset, format=format, mapping=mapping)

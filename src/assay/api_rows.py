@@ -1,0 +1,90 @@
+"""`assay.evaluate(rows_path, metrics=..., keep_cases=N)` of recorded rows, streamed.
+
+Without an agent, row files (JSON lines, CSV, Parquet of Vertex rows) are scored as
+`assay eval` scores them (`session.streaming.StreamingRun`, the lean row path included):
+read in batches, each batch stored and tallied before the next, nothing per row kept but
+the summary's numbers and the first `keep_cases` case results that did not pass. Only
+when the caller bounds the result (`keep_cases`): a result holding every case holds the
+rows' worth of objects anyway, and the loaded run builds it faster. In the caller's
+process (no worker pool is forked in it) and its thread, as the loaded run scores.
+
+Ctrl-C stores the finished batches, leaves the run INTERRUPTED (the same call resumes
+it) and goes on to the caller as KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assay.model.results import EvalResult
+
+
+def evaluate_recorded_streamed(
+    dataset: Any,
+    metrics: Any,
+    config: Any,
+    *,
+    store: Any,
+    format: str | None,
+    mapping: Mapping[str, str] | None,
+    run_name: str | None,
+    fresh: bool,
+    keep_cases: int | None,
+) -> EvalResult | None:
+    """The streamed run of the recorded row files of `dataset`; None when the data must
+    be loaded (not row files, no bound on the result, default or judged metrics)."""
+    from assay.api_inputs import environment, open_store, resolve_config, resolve_metrics
+    from assay.api_stream import row_files
+    from assay.engine.aggregate import build_result
+    from assay.session.run_session import RunSession
+    from assay.session.streaming import StreamingRun
+
+    if keep_cases is None:
+        return None
+    files = row_files(dataset, format)
+    if files is None:
+        return None
+    cfg = resolve_config(config, dataset)
+    if metrics is None and cfg is None:
+        return None  # the default criteria depend on what the data holds
+    metric_objects = resolve_metrics(metrics, cfg, [])
+    if any(m.is_async for m in metric_objects):
+        return None  # judged: through the loaded run's judge pool
+    # The loaded run's identity, so either resumes the other's interrupted run.
+    planned = RunSession((), metric_objects, config=cfg.dump() if cfg is not None else {})
+    assert planned.identity is not None
+    identity = planned.identity.as_kwargs()
+    identity["eval_set_ids"] = [f.eval_set_id for f in files]
+    opened = open_store(store)
+    try:
+        outcome = StreamingRun(
+            files,
+            metric_objects,
+            identity,
+            workers=1,
+            store=opened,
+            mapping=dict(mapping) if mapping is not None else None,
+            fresh=fresh,
+            name=run_name,
+            keep_failing=keep_cases,
+            keep_all_up_to=keep_cases,
+            environment=environment() if opened is not None else None,
+        ).run()
+    finally:
+        if opened is not None and opened is not store:  # a Store given stays open
+            opened.close()
+    if outcome.error is not None:
+        raise outcome.error
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    result = build_result(
+        outcome.kept,
+        metric_objects,
+        agent_run=False,
+        eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
+    )
+    if not outcome.kept_all:  # the summary covers every row, not only the kept cases
+        result.summary = outcome.summary
+    result.run_id = outcome.run_id
+    return result
