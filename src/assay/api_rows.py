@@ -34,23 +34,17 @@ def evaluate_recorded_streamed(
 ) -> EvalResult | None:
     """The streamed run of the recorded row files of `dataset`; None when the data must
     be loaded (not row files, no bound on the result, default or judged metrics)."""
-    from assay.api_inputs import environment, open_store, resolve_config, resolve_metrics
-    from assay.api_stream import row_files
-    from assay.engine.aggregate import build_result
+    from assay.api_inputs import environment, open_store
+    from assay.api_stream import streamable_inputs, streamed_result
     from assay.session.run_session import RunSession
     from assay.session.streaming import StreamingRun
 
     if keep_cases is None:
         return None
-    files = row_files(dataset, format)
-    if files is None:
+    inputs = streamable_inputs(dataset, metrics, config, format)
+    if inputs is None:
         return None
-    cfg = resolve_config(config, dataset)
-    if metrics is None and cfg is None:
-        return None  # the default criteria depend on what the data holds
-    metric_objects = resolve_metrics(metrics, cfg, [])
-    if any(m.is_async for m in metric_objects):
-        return None  # judged: through the loaded run's judge pool
+    files, cfg, metric_objects = inputs
     # The loaded run's identity, so either resumes the other's interrupted run.
     planned = RunSession((), metric_objects, config=cfg.dump() if cfg is not None else {})
     assert planned.identity is not None
@@ -78,13 +72,4 @@ def evaluate_recorded_streamed(
         raise outcome.error
     if outcome.interrupted:
         raise KeyboardInterrupt
-    result = build_result(
-        outcome.kept,
-        metric_objects,
-        agent_run=False,
-        eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
-    )
-    if not outcome.kept_all:  # the summary covers every row, not only the kept cases
-        result.summary = outcome.summary
-    result.run_id = outcome.run_id
-    return result
+    return streamed_result(outcome, metric_objects, files, agent_run=False)

@@ -32,9 +32,11 @@ from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult, Status
 
 if TYPE_CHECKING:
+    from assay.config import EvalConfig
     from assay.engine import RunObserver
     from assay.formats.stream import RowFile
     from assay.metrics.base import Metric
+    from assay.session.streaming import StreamOutcome
     from assay.simulation import SimulatorOptions
 
 
@@ -54,6 +56,26 @@ def row_files(dataset: Any, format: str | None) -> list[RowFile] | None:
     if len({f.eval_set_id for f in found}) != len(found):
         return None  # the loaded path names the clash
     return found
+
+
+def streamable_inputs(
+    dataset: Any, metrics: Any, config: Any, format: str | None
+) -> tuple[list[RowFile], EvalConfig | None, list[Metric]] | None:
+    """The row files, config and metrics of a run that can stream (row files, metrics
+    named or from a config, none judged); None when the data must be loaded. Shared by
+    the streamed agent runs and the streamed recorded rows (`api_rows`)."""
+    from assay.api_inputs import resolve_config, resolve_metrics
+
+    files = row_files(dataset, format)
+    if files is None:
+        return None
+    cfg = resolve_config(config, dataset)
+    if metrics is None and cfg is None:
+        return None  # the default criteria depend on what the data holds
+    metric_objects = resolve_metrics(metrics, cfg, [])
+    if any(m.is_async for m in metric_objects):
+        return None  # judged: through the loaded run's judge pool
+    return files, cfg, metric_objects
 
 
 async def aevaluate_streamed(
@@ -86,26 +108,18 @@ async def aevaluate_streamed(
         environment,
         open_store,
         resolve_agent,
-        resolve_config,
-        resolve_metrics,
         run_options,
     )
-    from assay.engine.aggregate import build_result
     from assay.engine.judging import JudgeRunOptions
     from assay.session.agent_stream import AgentStreamingRun
     from assay.session.run_session import RunSession
 
     if agent is None or (runs or 1) != 1:
         return None
-    files = row_files(dataset, format)
-    if files is None:
+    inputs = streamable_inputs(dataset, metrics, config, format)
+    if inputs is None:
         return None
-    cfg = resolve_config(config, dataset)
-    if metrics is None and cfg is None:
-        return None  # the default criteria depend on what the data holds
-    metric_objects = resolve_metrics(metrics, cfg, [])
-    if any(m.is_async for m in metric_objects):
-        return None  # judged: through the loaded run's judge pool
+    files, cfg, metric_objects = inputs
     options = run_options(
         runs=runs,
         concurrency=concurrency,
@@ -153,17 +167,28 @@ async def aevaluate_streamed(
             opened.close()
     if outcome.error is not None:
         raise outcome.error
+    result = streamed_result(outcome, metric_objects, files, agent_run=True)
+    for observer in observers:
+        observer.on_finish(result)
+    return result
+
+
+def streamed_result(
+    outcome: StreamOutcome, metrics: list[Metric], files: list[RowFile], *, agent_run: bool
+) -> EvalResult:
+    """The `EvalResult` of a streamed run: its kept cases, and the whole run's summary
+    when it did not keep them all."""
+    from assay.engine.aggregate import build_result
+
     result = build_result(
         outcome.kept,
-        metric_objects,
-        agent_run=True,
+        metrics,
+        agent_run=agent_run,
         eval_set_id=files[0].eval_set_id if len(files) == 1 else None,
     )
     if not outcome.kept_all:  # the summary covers every row, not only the kept cases
         result.summary = outcome.summary
     result.run_id = outcome.run_id
-    for observer in observers:
-        observer.on_finish(result)
     return result
 
 
