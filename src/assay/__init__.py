@@ -20,7 +20,12 @@ if TYPE_CHECKING:
     from assay.model.core import EvalSet as EvalSet
     from assay.model.results import EvalResult as EvalResult
 
+from assay import _native
 from assay._version import __version__ as __version__
+
+# The recorded-row path's modules run compiled when their compiled copy matches their
+# source (`assay._native`).
+_native.install()
 
 # The public API is imported lazily so `import assay` (and `assay --version`) stays fast
 # and does not pull in the engine, metrics and formats until they are used.

@@ -55,6 +55,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from assay.errors import InputError
+from assay.metrics.call_equal import match_exact as _match_exact
+from assay.metrics.call_equal import match_name as _match_name
 from assay.model.core import ToolCall
 from assay.model.jsonvalue import json_equal as json_equal
 from assay.model.jsonvalue import same_json
@@ -299,26 +301,6 @@ class _Rule:
             if not ok:
                 return False
         return True
-
-
-def _match_exact(expected: ToolCall, actual: ToolCall) -> bool:
-    # `same_json` inlined for the top-level object: this is the hottest path.
-    if expected.name != actual.name:
-        return False
-    e, a = expected.args, actual.args
-    if e != a:
-        return False
-    for k, v in e.items():
-        t = type(v)
-        if t is str or (t is int and type(a[k]) is not bool):
-            continue
-        if not same_json(v, a[k]):
-            return False
-    return True
-
-
-def _match_name(expected: ToolCall, actual: ToolCall) -> bool:
-    return expected.name == actual.name
 
 
 class CallMatcher:

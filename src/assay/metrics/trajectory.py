@@ -35,44 +35,22 @@ so the verdict does not depend on the order of the calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from enum import StrEnum
-from typing import Any, ClassVar, cast
-
-from pydantic import Field, field_validator, model_validator
+from typing import ClassVar, cast
 
 from assay.errors import ConfigError, InputError
-from assay.metrics.argmatch import ArgMatch, ArgMode, CallMatcher
+from assay.metrics.argmatch import CallMatcher
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.case_memo import explain_turn
 from assay.metrics.registry import register
+from assay.metrics.trajectory_options import MatchType as MatchType
+from assay.metrics.trajectory_options import SingleToolUseOptions as SingleToolUseOptions
+from assay.metrics.trajectory_options import ToolTrajectoryOptions as ToolTrajectoryOptions
+from assay.metrics.trajectory_options import TrajectoryOptions as TrajectoryOptions
+from assay.metrics.trajectory_options import parse_match_type as parse_match_type
 from assay.model.core import EvalCase, ToolCall, Turn
 from assay.model.results import MetricResult, Score
 
 # -- matching algorithms ------------------------------------------------------------------
-
-
-class MatchType(StrEnum):
-    EXACT = "EXACT"
-    IN_ORDER = "IN_ORDER"
-    ANY_ORDER = "ANY_ORDER"
-
-
-_ADK_ENUM_VALUES = {0: MatchType.EXACT, 1: MatchType.IN_ORDER, 2: MatchType.ANY_ORDER}
-
-
-def parse_match_type(value: Any) -> MatchType:
-    """`EXACT` / `IN_ORDER` / `ANY_ORDER`, in any case, with spaces or hyphens, or 0/1/2."""
-    if isinstance(value, MatchType):
-        return value
-    if isinstance(value, str):
-        name = value.strip().upper().replace("-", "_").replace(" ", "_")
-        if name in MatchType.__members__:
-            return MatchType[name]
-    elif isinstance(value, int) and not isinstance(value, bool) and value in _ADK_ENUM_VALUES:
-        return _ADK_ENUM_VALUES[value]
-    raise ValueError(
-        f"unknown match_type {value!r}; valid match types are: " + ", ".join(MatchType.__members__)
-    )
 
 
 def expected_tool_calls(turn: Turn) -> list[ToolCall]:
@@ -232,43 +210,6 @@ def match_trajectory(
     """True if the actual calls match the expected ones under `match_type`."""
     check = _ALGORITHMS[match_type]
     return check(matcher or CallMatcher(), list(actual), list(expected))
-
-
-# -- options ------------------------------------------------------------------------------
-
-
-class TrajectoryOptions(MetricOptions):
-    """Options of every trajectory metric: `ignore_args` and `arg_match`."""
-
-    ignore_args: bool = False
-    arg_match: ArgMatch | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TrajectoryOptions:
-        am = self.arg_match
-        if self.ignore_args and am is not None and am.mode not in (None, ArgMode.IGNORE):
-            raise ValueError(
-                f"ignore_args: true conflicts with arg_match mode {am.mode.value!r}; "
-                "drop one of them"
-            )
-        return self
-
-    def matcher(self) -> CallMatcher:
-        return CallMatcher(self.arg_match, ignore_args=self.ignore_args)
-
-
-class ToolTrajectoryOptions(TrajectoryOptions):
-    match_type: MatchType = MatchType.EXACT
-
-    @field_validator("match_type", mode="before")
-    @classmethod
-    def _match_type(cls, value: Any) -> MatchType:
-        return parse_match_type(value)
-
-
-class SingleToolUseOptions(TrajectoryOptions):
-    tool_name: str = Field(min_length=1)
-    tool_args: dict[str, Any] | None = None
 
 
 # -- metrics ------------------------------------------------------------------------------

@@ -14,14 +14,18 @@ two cannot drift apart.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import io
 import json
 import math
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
+from itertools import count
 from operator import itemgetter
 from pathlib import Path
 from typing import IO, Any
@@ -243,9 +247,12 @@ class JsonReportWriter:
         self.rows = rows if rows is not None else RowSpool(self.target)
         self._owns_rows = rows is None
         self._cases = 0
+        self._parts: Path | None = None
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            self._file: IO[bytes] = self._tmp.open("wb")
+            # Unbuffered: every write is a batch's or a chunk of rows', and the cases
+            # of part files are appended by the kernel at the file's position.
+            self._file: IO[bytes] = self._tmp.open("wb", buffering=0)
         except OSError as exc:
             raise AssayError(
                 f"cannot write JSON report {self.target}: {exc.strerror or exc}"
@@ -258,7 +265,12 @@ class JsonReportWriter:
 
     def _write(self, data: bytes) -> None:
         try:
-            self._file.write(data)
+            view = memoryview(data)
+            while view:  # an unbuffered write may take part of the bytes
+                written = self._file.write(view)
+                if not written:
+                    raise OSError(errno.EIO, "the file took no bytes")
+                view = view[written:]
         except OSError as exc:
             raise AssayError(
                 f"cannot write JSON report {self.target}: {exc.strerror or exc}"
@@ -277,8 +289,41 @@ class JsonReportWriter:
         if not encoded:
             return
         head = b"\n" if self._cases == 0 else b",\n"
-        self._write(head + _ITEM_INDENT + (b",\n" + _ITEM_INDENT).join(encoded))
+        self._write(head + _cases_text(encoded))
         self._cases += len(encoded)
+
+    def parts_directory(self) -> Path:
+        """Where worker processes write their batches' cases (`write_cases_part`): a
+        directory beside the report, so the part files are appended to it by the
+        kernel (`add_cases_part`), never read back into this process. Removed when the
+        report is finished or discarded."""
+        if self._parts is None:
+            parts = _partial(self.target, "parts")
+            shutil.rmtree(parts, ignore_errors=True)  # left by a killed run
+            try:
+                parts.mkdir()
+            except OSError as exc:
+                raise AssayError(
+                    f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+                ) from None
+            self._parts = parts
+        return self._parts
+
+    def add_cases_part(self, part: CasesPart) -> None:
+        """A batch's cases written to a part file by a worker (`write_cases_part`):
+        appended to the report and the part file removed."""
+        path, cases = part
+        if not cases:
+            return
+        self._write(b"\n" if self._cases == 0 else b",\n")
+        try:
+            _append_file(Path(path), self._file.fileno())
+            os.unlink(path)
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
+        self._cases += cases
 
     def finish(self, summary: dict[str, Any], repeated: dict[str, Any] | None = None) -> Path:
         """Append the rows and the summary; the report is complete at `target` after this."""
@@ -299,6 +344,7 @@ class JsonReportWriter:
         self._file.close()
         if self._owns_rows:
             self.rows.close()
+        self._remove_parts()
         try:
             os.replace(self._tmp, self.target)
         except OSError as exc:
@@ -313,6 +359,67 @@ class JsonReportWriter:
         self._tmp.unlink(missing_ok=True)
         if self._owns_rows:
             self.rows.close()
+        self._remove_parts()
+
+    def _remove_parts(self) -> None:
+        if self._parts is not None:
+            shutil.rmtree(self._parts, ignore_errors=True)
+            self._parts = None
+
+
+CasesPart = tuple[str, int]
+"""A part file of encoded report cases and how many cases it holds."""
+
+_PART_NUMBERS = count()
+
+
+def _cases_text(encoded: Sequence[bytes]) -> bytes:
+    # Cases in the report's `cases` array: one per line, indented.
+    return _ITEM_INDENT + (b",\n" + _ITEM_INDENT).join(encoded)
+
+
+def write_cases_part(directory: str, encoded: Sequence[bytes]) -> CasesPart | None:
+    """Write a batch's encoded cases to a new part file in `directory` (a worker
+    process, for `JsonReportWriter.add_cases_part`); None when that fails (the batch's
+    cases are then sent as they are, and the report's own write reports the error)."""
+    path = os.path.join(directory, f"{os.getpid()}-{next(_PART_NUMBERS)}.part")
+    try:
+        with open(path, "wb") as part:
+            part.write(_cases_text(encoded))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    return path, len(encoded)
+
+
+_COPY_CHUNK = 1 << 20
+
+
+def _append_file(path: Path, target: int) -> None:
+    """Append the file at `path` to the open file descriptor `target`, in the kernel
+    (`copy_file_range`) where it can, else through a buffer."""
+    with path.open("rb", buffering=0) as source:
+        size = os.fstat(source.fileno()).st_size
+        copied = 0
+        copy_range = getattr(os, "copy_file_range", None)
+        if copy_range is not None:
+            try:
+                while copied < size:
+                    done = copy_range(source.fileno(), target, size - copied)
+                    if done == 0:
+                        break
+                    copied += done
+            except OSError:  # another file system, no support, ...: copy it ourselves
+                pass
+        source.seek(copied)
+        while True:
+            chunk = source.read(_COPY_CHUNK)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
 
 
 def csv_cell(value: Any) -> str:

@@ -24,7 +24,7 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
-from assay.report.json_stream import csv_line
+from assay.report.json_stream import CasesPart, csv_line, write_cases_part
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
 from assay.session.lean_encode import (
     encoded_calls,
@@ -62,6 +62,9 @@ class BatchSpec:
     """How many failing cases to send back whole (for the console)..."""
     keep_all: bool = False
     """... or every case (a run small enough to show a case table for)."""
+    cases_dir: str | None = None
+    """Where a worker process writes its batches' report cases (`write_cases_part`),
+    so they reach the report without passing through the process writing it."""
 
 
 KeptRow = tuple[int, int, bytes]
@@ -80,6 +83,8 @@ class BatchOutput:
     tally: Tally
     encoded: list[EncodedCase] = field(default_factory=list)
     cases_json: list[bytes] = field(default_factory=list)
+    cases_part: CasesPart | None = None
+    """`cases_json` written to a part file by the worker (`BatchSpec.cases_dir`)."""
     rows: list[tuple[tuple[str, ...], bytes, bytes | None]] = field(default_factory=list)
     """Per report row: its shape, its JSON line and (`BatchSpec.csv`) its CSV line."""
     junit: list[EncodedTestcase] = field(default_factory=list)
@@ -307,4 +312,11 @@ def init_worker(spec: BatchSpec) -> None:
 
 def score_in_worker(batch: RawBatch | LineChunk) -> BatchOutput:
     assert _SPEC is not None, "init_worker was not called"
-    return score_batch(_SPEC, batch)
+    out = score_batch(_SPEC, batch)
+    if _SPEC.cases_dir is not None and out.cases_json:
+        # The cases go to the report by a file the parent appends in the kernel: no
+        # pickling, pipe or copy through the parent for ~5 KB a case.
+        part = write_cases_part(_SPEC.cases_dir, out.cases_json)
+        if part is not None:
+            out.cases_part, out.cases_json = part, []
+    return out

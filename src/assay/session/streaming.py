@@ -185,6 +185,7 @@ class StreamingRun(StreamSettings):
             run_id, self.identity, self.metrics, csv_lines=self.csv_path is not None
         )
         junit = self.open_junit()
+        workers = self.workers if self.workers is not None else default_workers(total)
         spec = BatchSpec(
             metrics=tuple(self.metrics),
             mapping=self.mapping,
@@ -199,6 +200,11 @@ class StreamingRun(StreamSettings):
             case_score_metrics=self.case_score_metrics,
             keep=keep,
             keep_all=keep_all,
+            cases_dir=(
+                str(json_writer.parts_directory())
+                if json_writer is not None and workers > 1
+                else None
+            ),
         )
         for case in previous:  # the resumed run's results join the summary and reports
             self._write_previous(case, spec, tally, json_writer, spool, failing)
@@ -212,7 +218,7 @@ class StreamingRun(StreamSettings):
         if self.progress is not None:
             self.progress.on_start(total)
         try:
-            for output in self._outputs(spec, total):
+            for output in self._outputs(spec, workers):
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
                     self._write(output, spec, tally, json_writer, spool, failing, seen)
                     if junit is not None:
@@ -285,8 +291,7 @@ class StreamingRun(StreamSettings):
         for row_file in self.files:
             yield from row_file.chunks(self.batch_rows)
 
-    def _outputs(self, spec: BatchSpec, total: int) -> Iterator[BatchOutput]:
-        workers = self.workers if self.workers is not None else default_workers(total)
+    def _outputs(self, spec: BatchSpec, workers: int) -> Iterator[BatchOutput]:
         if workers <= 1:
             for batch in self._batches():
                 yield score_batch(spec, batch)
@@ -341,7 +346,10 @@ class StreamingRun(StreamSettings):
         self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
-            json_writer.add_encoded_cases(output.cases_json)
+            if output.cases_part is not None:
+                json_writer.add_cases_part(output.cases_part)
+            else:
+                json_writer.add_encoded_cases(output.cases_json)
         if spool is not None:
             spool.add_encoded_rows(output.rows)
         for kept in output.kept:

@@ -1,0 +1,112 @@
+"""Build hook: compile the recorded-row path's modules with Cython (see src/assay/_native.py).
+
+hatchling runs it for every wheel, editable or not (`pip install .`, `pip install -e .`).
+The modules listed in `assay._native.MODULES` are compiled from their unchanged Python
+source into `assay/_built/`, each named after its source's hash, so a copy is used only
+while its source is unchanged. When compiling is not possible (no C compiler, no
+Cython, `ASSAY_BUILD_PURE=1`) the install goes on without them and assay runs the pure
+Python source, with the same results.
+
+Rebuild the copies of a source checkout by hand, e.g. after editing one of those
+modules in an editable install:
+
+    python hatch_build.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+SRC = ROOT / "src"
+
+
+def _native() -> Any:
+    # Loaded by path: the build environment has none of assay's dependencies.
+    spec = importlib.util.spec_from_file_location("_assay_native", SRC / "assay" / "_native.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
+    """Compile `_native.MODULES` into `out` (replacing the copies there); the files."""
+    from Cython.Build import cythonize
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    native = _native()
+    jobs = jobs or min(4, os.cpu_count() or 1)
+    sources = {name: SRC / (name.replace(".", "/") + ".py") for name in native.MODULES}
+    with tempfile.TemporaryDirectory(prefix="assay-build-") as tmp:
+        extensions = cythonize(  # type: ignore[no-untyped-call]
+            [Extension(name, [str(path)]) for name, path in sources.items()],
+            build_dir=str(Path(tmp) / "c"),
+            language_level=3,
+            nthreads=jobs,
+            quiet=True,
+        )
+        dist = Distribution({"ext_modules": extensions, "script_name": "hatch_build.py"})
+        command = build_ext(dist)
+        command.build_lib = str(Path(tmp) / "lib")
+        command.build_temp = str(Path(tmp) / "obj")
+        command.parallel = jobs
+        command.ensure_finalized()
+        command.run()
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("assay.*"):
+            old.unlink()
+        built = []
+        for name, path in sources.items():
+            target = out / native.built_name(name, path.read_bytes())
+            shutil.copyfile(command.get_ext_fullpath(name), target)
+            built.append(target)
+    return built
+
+
+def _say(message: str) -> None:
+    print(f"assay build: {message}", file=sys.stderr)
+
+
+try:
+    from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+except ImportError:  # run as a script, outside a build
+    BuildHookInterface = object  # type: ignore[assignment,misc]
+
+
+class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type]
+    """Compile the modules for the wheel being built (see the module docstring)."""
+
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if os.environ.get("ASSAY_BUILD_PURE", "").strip() not in ("", "0"):
+            _say("ASSAY_BUILD_PURE is set: pure Python only")
+            return
+        editable = version == "editable"
+        # An editable install imports the package from src/: the copies go there. A
+        # wheel gets them from a scratch directory.
+        out = SRC / "assay" / "_built" if editable else Path(tempfile.mkdtemp()) / "_built"
+        try:
+            built = compile_modules(out)
+        except Exception as error:  # no compiler, no Cython, ...: the source runs as is
+            _say(f"the row path's modules were not compiled ({error}); pure Python")
+            return
+        _say(f"compiled {len(built)} modules into {out}")
+        if not editable:
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+            for path in built:
+                build_data["force_include"][str(path)] = f"assay/_built/{path.name}"
+
+
+if __name__ == "__main__":
+    for path in compile_modules(SRC / "assay" / "_built"):
+        print(path.relative_to(ROOT))

@@ -1,0 +1,102 @@
+"""The compiled copies of the row path's modules (`assay._native`, built by
+hatch_build.py at install time): loaded only while they match their source, never in
+place of an edited one, and off with ASSAY_PURE_PYTHON=1. That they score exactly as
+the source does is tests/session/test_compiled_rows.py."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import assay.model
+from assay import _native
+
+SOURCES = Path(_native.__file__).parent.parent
+REQUIRED = os.environ.get("ASSAY_REQUIRE_COMPILED", "") not in ("", "0")
+"""Set by .ci/run: the install there must have compiled every module."""
+
+SHOW = textwrap.dedent(
+    """
+    import importlib, json
+    from assay import _native
+    for name in _native.MODULES:
+        importlib.import_module(name)
+    print(json.dumps(_native.compiled_modules()))
+    """
+)
+
+
+def _source(module: str) -> Path:
+    return SOURCES / (module.replace(".", "/") + ".py")
+
+
+def _compiled_in_subprocess(**env: str) -> dict[str, bool]:
+    environment = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV} | env
+    done = subprocess.run(
+        [sys.executable, "-c", SHOW], env=environment, capture_output=True, text=True,
+        timeout=120, check=True,
+    )  # fmt: skip
+    shown: dict[str, bool] = json.loads(done.stdout)
+    assert set(shown) == set(_native.MODULES)
+    return shown
+
+
+def _built_for_current_sources() -> list[str]:
+    return [
+        name
+        for name in _native.MODULES
+        if (_native.BUILT / _native.built_name(name, _source(name).read_bytes())).is_file()
+    ]
+
+
+def test_every_built_module_is_loaded_compiled() -> None:
+    built = _built_for_current_sources()
+    if REQUIRED:
+        # CI installs assay as the README says: the install compiled every module.
+        assert built == list(_native.MODULES), "pip install -e . compiled only " + str(built)
+    shown = _compiled_in_subprocess()
+    assert shown == {name: name in built for name in _native.MODULES}
+
+
+def test_pure_python_on_request() -> None:
+    shown = _compiled_in_subprocess(**{_native.PURE_ENV: "1"})
+    assert not any(shown.values())
+
+
+def test_a_copy_built_from_another_source_is_never_loaded(tmp_path: Path) -> None:
+    """An edited module (an editable install) runs as edited, not as its old build."""
+    module = "assay.model.verdict"
+    source = _source(module).read_bytes()
+    finder = _native._CompiledFinder(tmp_path)
+    package = assay.model.__path__  # as the import system asks: within the package
+    stale = tmp_path / _native.built_name(module, source + b"\n# an older version\n")
+    stale.write_bytes(b"not loaded")
+    assert finder.find_spec(module, package) is None
+    current = tmp_path / _native.built_name(module, source)
+    current.write_bytes(b"a copy of this source")
+    spec = finder.find_spec(module, package)
+    assert spec is not None and spec.origin == str(current)
+    assert isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+    # Modules not in the list are left to the usual finders.
+    assert finder.find_spec("assay.model.core", package) is None
+
+
+def test_names_carry_the_source_hash_and_this_python() -> None:
+    name = _native.built_name("assay.model.verdict", b"x = 1\n")
+    assert name.startswith("assay.model.verdict.")
+    assert name.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])
+    assert name != _native.built_name("assay.model.verdict", b"x = 2\n")
+
+
+def test_the_compiled_modules_define_no_pydantic_models() -> None:
+    """Cython's functions are not Python functions: pydantic cannot build a model whose
+    methods are compiled, so such a module must stay out of the list (the options of
+    the trajectory metrics live in `trajectory_options` for this)."""
+    for name in _native.MODULES:
+        text = _source(name).read_text(encoding="utf-8")
+        assert "BaseModel" not in text and "MetricOptions)" not in text, name
