@@ -35,6 +35,10 @@ def _source(module: str) -> Path:
     return SOURCES / (module.replace(".", "/") + ".py")
 
 
+def _identity(module: str) -> bytes:
+    return _native.identity(_source(module).read_bytes())
+
+
 def _compiled_in_subprocess(**env: str) -> dict[str, bool]:
     environment = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV} | env
     done = subprocess.run(
@@ -50,7 +54,7 @@ def _built_for_current_sources() -> list[str]:
     return [
         name
         for name in _native.MODULES
-        if (_native.BUILT / _native.built_name(name, _source(name).read_bytes())).is_file()
+        if (_native.BUILT / _native.built_name(name, _identity(name))).is_file()
     ]
 
 
@@ -71,7 +75,7 @@ def test_pure_python_on_request() -> None:
 def test_a_copy_built_from_another_source_is_never_loaded(tmp_path: Path) -> None:
     """An edited module (an editable install) runs as edited, not as its old build."""
     module = "assay.model.verdict"
-    source = _source(module).read_bytes()
+    source = _identity(module)
     finder = _native._CompiledFinder(tmp_path)
     package = assay.model.__path__  # as the import system asks: within the package
     stale = tmp_path / _native.built_name(module, source + b"\n# an older version\n")
@@ -84,6 +88,15 @@ def test_a_copy_built_from_another_source_is_never_loaded(tmp_path: Path) -> Non
     assert isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
     # Modules not in the list are left to the usual finders.
     assert finder.find_spec("assay.model.core", package) is None
+
+
+def test_an_edited_declaration_makes_every_copy_stale() -> None:
+    """The .pxd files (C types and fields shared between compiled modules) are part of
+    every copy's identity, not only of their own module's."""
+    declarations = sorted(SOURCES.glob("assay/**/*.pxd"))
+    assert declarations, "the row path's modules declare their per-row types"
+    for pxd in declarations:
+        assert pxd.read_bytes() in _identity("assay.model.verdict")
 
 
 def test_names_carry_the_source_hash_and_this_python() -> None:

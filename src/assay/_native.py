@@ -7,11 +7,16 @@ quarter less CPU per row on the recorded-row path (bench/README.md). Nothing els
 changes, and assay runs the pure Python source whenever the compiled copy is missing:
 no C compiler or Cython at install time, another Python, `ASSAY_PURE_PYTHON=1`.
 
-A compiled copy is named after the SHA-256 of the source it was built from
-(`assay.session.lean_score.<hash>.cpython-311-x86_64-linux-gnu.so`), and `install`
-hooks an import finder that loads it only when that hash is the current source's. An
-edited module (an editable install, a patch) therefore runs as edited, never as a stale
-build; `pip install -e .` (or `python hatch_build.py`) compiles it again.
+A few `.pxd` files beside the sources (Cython's augmenting declarations) give the
+compiled copies C types for the per-row objects and their fields; the pure Python
+source ignores them.
+
+A compiled copy is named after the SHA-256 of the source it was built from and of the
+`.pxd` files (`identity`; `assay.session.lean_score.<hash>.cpython-311-x86_64-linux-gnu
+.so`), and `install` hooks an import finder that loads it only when that hash is the
+current one. An edited module (an editable install, a patch) therefore runs as edited,
+never as a stale build; `pip install -e .` (or `python hatch_build.py`) compiles it
+again.
 
 This module imports only the standard library: the build hook loads it by path, in an
 environment without assay's dependencies.
@@ -64,8 +69,27 @@ def source_hash(source: bytes) -> str:
 
 
 def built_name(module: str, source: bytes) -> str:
-    """The file name of `module`'s compiled copy built from `source`, for this Python."""
+    """The file name of `module`'s compiled copy built from `source` (`identity`), for
+    this Python."""
     return f"{module}.{source_hash(source)}{_SUFFIX}"
+
+
+_DECLARATIONS: list[bytes] = []
+
+
+def identity(source: bytes) -> bytes:
+    """What a compiled copy is built from: the module's source and every `.pxd` file
+    of `MODULES` (Cython's declarations: types and fields, which one module's compiled
+    code may read from another's), so editing either makes every copy stale."""
+    if not _DECLARATIONS:
+        root = Path(__file__).parent.parent
+        parts = []
+        for name in MODULES:
+            pxd = root / (name.replace(".", "/") + ".pxd")
+            if pxd.is_file():
+                parts.append(name.encode() + b"\0" + pxd.read_bytes())
+        _DECLARATIONS.append(b"\0".join(parts))
+    return source + b"\0" + _DECLARATIONS[0]
 
 
 class _CompiledFinder:
@@ -87,7 +111,7 @@ class _CompiledFinder:
             source = Path(spec.origin).read_bytes()
         except OSError:
             return None
-        built = self.directory / built_name(fullname, source)
+        built = self.directory / built_name(fullname, identity(source))
         if not built.is_file():
             return None  # not built, or built from another version of the source
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(built))

@@ -141,7 +141,7 @@ def _run(
     out, csv_path = tmp_path / f"{tag}.json", tmp_path / f"{tag}.csv"
     with pytest.MonkeyPatch.context() as patch:
         if not lean:
-            patch.setattr(LeanPlan, "of", classmethod(lambda cls, metrics: None))
+            patch.setattr(stream_batch, "_lean_plan", lambda spec, batch: None)
         if loaded:
             patch.setattr("assay.cli.eval._streamable", lambda *_: None)
         result = runner.invoke(

@@ -8,7 +8,6 @@ analysis can count causes per tool and argument.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ def format_value(value: Any) -> str:
 
 def format_call(call: ToolCall) -> str:
     """`name(key="value", n=22)`."""
-    args = ", ".join(f"{k}={format_value(v)}" for k, v in call.args.items())
+    args = ", ".join([f"{k}={format_value(v)}" for k, v in call.args.items()])
     return f"{call.name}({args})"
 
 
@@ -105,23 +104,24 @@ def pair_calls(
     Matching calls pair first, each actual call at most once; then calls of the same
     tool pair among the rest, in order.
     """
+    # Plain loops, not `next(generator)`: this runs for every imperfect row's metrics.
     matched: dict[int, int] = {}
     used: set[int] = set()
     for i, want in enumerate(expected):
-        j = next((j for j, got in enumerate(actual) if j not in used and matches(want, got)), None)
-        if j is not None:
-            matched[i] = j
-            used.add(j)
+        for j, got in enumerate(actual):
+            if j not in used and matches(want, got):
+                matched[i] = j
+                used.add(j)
+                break
     same_tool: dict[int, int] = {}
     for i, want in enumerate(expected):
         if i in matched:
             continue
-        j = next(
-            (j for j, got in enumerate(actual) if j not in used and got.name == want.name), None
-        )
-        if j is not None:
-            same_tool[i] = j
-            used.add(j)
+        for j, got in enumerate(actual):
+            if j not in used and got.name == want.name:
+                same_tool[i] = j
+                used.add(j)
+                break
     return matched, same_tool
 
 
@@ -171,9 +171,9 @@ def diff_calls(
             )
         )
     order = [pairs[i] for i in sorted(pairs)]
-    if any(a > b for a, b in itertools.pairwise(order)):
-        want_names = ", ".join(expected[i].name for i in sorted(pairs))
-        got_names = ", ".join(actual[j].name for j in sorted(order))
+    if order != sorted(order):  # a paired call before one that should come first
+        want_names = ", ".join([expected[i].name for i in sorted(pairs)])
+        got_names = ", ".join([actual[j].name for j in sorted(order)])
         found.append(
             CallDifference(
                 DiffKind.WRONG_ORDER,

@@ -169,5 +169,5 @@ def report_csv_line(lean: LeanRow, eval_set_id: str) -> bytes:
     if lean.reference is not None:
         head.append(lean.reference)
     parts = [csv_fields(head)]
-    parts.extend(m.csv for m in lean.metrics)
+    parts.extend([m.csv for m in lean.metrics])
     return (",".join(parts) + "\r\n").encode("utf-8")

@@ -69,6 +69,25 @@ def _probe(metric: Metric, calls: int) -> MetricResult:
     return metric.score_case(case, [turn], [case.reference[0] if case.reference else None])
 
 
+def _imperfect(
+    trajectory: TrajectoryMetric,
+    predicted: list[ToolCall],
+    expected: list[ToolCall],
+    matches: Callable[..., bool],
+    explained: dict[Callable[..., bool], str | None],
+) -> Score:
+    """A trajectory metric's score of calls that do not match pairwise."""
+
+    def explain() -> str | None:
+        # One call diff per matcher, shared by the row's metrics (as `case_memo` shares
+        # it within a case).
+        if matches not in explained:
+            explained[matches] = explain_calls(expected, predicted, matches)
+        return explained[matches]
+
+    return trajectory.score_call_lists(predicted, expected, explain)
+
+
 class LeanPlan:
     """How the lean path scores a run's metrics (see the module docstring)."""
 
@@ -141,18 +160,11 @@ class LeanPlan:
                             predicted, expected, MatchType.EXACT, trajectory.matcher
                         )
                     same = found
-                if same:
-                    score = _PERFECT
-                else:
-
-                    def explain(matches: Callable[..., bool] = matches) -> str | None:
-                        # One call diff per matcher, shared by the row's metrics (as
-                        # `case_memo` shares it within a case).
-                        if matches not in explained:
-                            explained[matches] = explain_calls(expected, predicted, matches)
-                        return explained[matches]
-
-                    score = trajectory.score_call_lists(predicted, expected, explain)
+                score = (
+                    _PERFECT
+                    if same
+                    else _imperfect(trajectory, predicted, expected, matches, explained)
+                )
             if not score.details:
                 # The result is the score's and its explanation's alone: encoded once per
                 # distinct pair (the same call differences recur across rows).
