@@ -19,7 +19,6 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import httpx
 from pydantic import Field
 
 from assay.metrics.base import MetricOptions
@@ -91,6 +90,8 @@ class EmbeddingSimilarity(ResponseMetric):
     async def _fetch(
         self, base: str, model: str, key: str | None, texts: list[str]
     ) -> list[list[float]]:
+        import httpx  # only when embeddings are fetched: not at every `assay` start
+
         opts = self.options
         assert isinstance(opts, EmbeddingOptions)
         headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 
 from assay.metrics.base import MetricOptions
 from assay.metrics.checks import _Check
 from assay.metrics.registry import register
 from assay.metrics.response import quote
+
+if TYPE_CHECKING:
+    import jsonschema
 from assay.model.results import Score
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
@@ -57,6 +58,10 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 
     Raises ValueError naming what is wrong with the schema itself.
     """
+    # Imported when a schema is used, not when the metrics are registered (every start).
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
@@ -70,6 +75,8 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 def first_violation(validator: jsonschema.protocols.Validator, value: Any) -> str | None:
     """The most relevant schema violation of `value`, as one line; None when valid."""
+    import jsonschema.exceptions
+
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is None:
         return None

@@ -17,8 +17,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import jsonschema
-
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import agents_for
 from assay.metrics.registry import register
@@ -98,6 +96,8 @@ def call_valid(call: ToolCall, declared: Mapping[str, Any] | None) -> str | None
         validator = schema_validator(schema)
     except ValueError as exc:
         return f"the declaration of {call.name} has an unusable schema: {exc}"
+    import jsonschema.exceptions  # loaded by `schema_validator` above
+
     try:
         problem = first_violation(validator, call.args)
     except jsonschema.exceptions.RefResolutionError as exc:  # pragma: no cover - remote $ref
