@@ -99,3 +99,21 @@ def test_which_lines_may_hold_an_integer_beyond_64_bits(line: bytes, may: bool) 
     assert may_hold_big_int(line) is may
     if may and line.isdigit():
         assert json.loads(line) >= 2**63  # the case the check is for
+
+
+@pytest.mark.parametrize("big_at", [None, 0, 2, 4])
+def test_a_chunk_is_checked_for_big_integers_once(tmp_path: Path, big_at: int | None) -> None:
+    """A chunk without 19 digits in a row marks its batch clean (no line is checked on
+    its own); one with them leaves each line to be checked, and only that line goes to
+    `json`. Digits never run across a line end, so the two checks agree."""
+    rows = _rows(5, big_at if big_at is not None else -1)
+    path = _jsonl(tmp_path / "rows.jsonl", rows)
+    (chunk,) = RowFile(path, "jsonl").chunks(10)
+    batch = chunk.batch()
+    assert batch.no_big_ints is (big_at is None)
+    assert [may_hold_big_int(raw) for _, raw in batch.rows] == [i == big_at for i in range(5)]
+    cases, error = batch_cases(batch, None)
+    assert error is None
+    args = [case.actual[0].steps[0].tool_call.args["n"] for case in cases]
+    assert args == [BIG if i == big_at else i for i in range(5)]
+    assert all(type(n) is int for n in args)

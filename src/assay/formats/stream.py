@@ -17,7 +17,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +50,9 @@ class RawBatch:
     kind: RowKind
     start: int
     rows: list[RawRow]
+    no_big_ints: bool = field(default=False, compare=False)
+    """True when no line may hold an integer beyond 64 bits (`may_hold_big_int` of
+    the whole chunk, once, instead of each line's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,10 @@ class LineChunk:
         for lineno, line in enumerate(io.BytesIO(self.data).readlines(), self.first_line):
             if not line.isspace():  # blank lines are skipped, as `formats.load` skips them
                 append((lineno, line))
-        return RawBatch(self.file, "jsonl", self.start, rows)
+        # A run of digits never crosses a line end: a chunk without 19 digits in a row
+        # has no line with them.
+        clean = not may_hold_big_int(self.data)
+        return RawBatch(self.file, "jsonl", self.start, rows, clean)
 
 
 _READ_BYTES = 1 << 20
@@ -219,7 +225,7 @@ def may_hold_big_int(raw: bytes) -> bool:
 def _parse(batch: RawBatch, lineno: int, raw: bytes | dict[str, Any]) -> Any:
     if isinstance(raw, dict):
         return raw
-    if not may_hold_big_int(raw):
+    if batch.no_big_ints or not may_hold_big_int(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

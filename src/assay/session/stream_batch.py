@@ -180,7 +180,7 @@ def _add_lean(
 ) -> bool:
     """Score and encode one row on the lean path; False when the row is not plain (or
     anything about it is unusual: it then takes the ordinary path, which reports it)."""
-    if type(raw) is not bytes or may_hold_big_int(raw):
+    if type(raw) is not bytes or (not batch.no_big_ints and may_hold_big_int(raw)):
         return False
     try:
         row = orjson.loads(raw)
