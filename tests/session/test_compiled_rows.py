@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_lean_rows import CRITERIA, EDGE_ROWS, _plain_rows, _write
+from test_lean_rows import CRITERIA, EDGE_ROWS, _plain_rows, _write, stored_rows
 
 from assay import _native
 
@@ -52,16 +51,11 @@ def _eval(tmp_path: Path, data: Path, tag: str, *, pure: bool) -> dict[str, Any]
     assert done.returncode == 1, done.stderr  # some rows fail their thresholds
     compiled = json.loads(done.stderr.strip().splitlines()[-1])
     run_id = json.loads(out.read_bytes())["run_id"]
-    with sqlite3.connect(db) as conn:
-        stored = conn.execute(
-            "SELECT eval_set_id, case_id, run_index, status, execution_state, error_type,"
-            " latency_s, document FROM case_results ORDER BY id"
-        ).fetchall()
     return {
         "compiled": compiled,
         "json": out.read_bytes().replace(run_id.encode(), b"RUN"),
         "csv": csv_path.read_bytes(),
-        "stored": stored,
+        "stored": stored_rows(db),
         "stdout": done.stdout.replace(run_id, "RUN"),
     }
 

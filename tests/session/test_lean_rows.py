@@ -130,6 +130,15 @@ def _write(path: Path, rows: list[dict[str, Any]], odd: list[str] = ODD_LINES) -
     return path
 
 
+def stored_rows(db: Path) -> list[tuple[Any, ...]]:
+    """Every stored case result of the SQLite store at `db`, in the order stored."""
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT eval_set_id, case_id, run_index, status, execution_state, error_type,"
+            " latency_s, document FROM case_results ORDER BY id"
+        ).fetchall()
+
+
 def _run(
     tmp_path: Path, data: Path, tag: str, *extra: str, lean: bool, loaded: bool = False
 ) -> dict[str, Any]:
@@ -151,18 +160,13 @@ def _run(
         )  # fmt: skip
     doc = json.loads(out.read_bytes())
     run_id = doc["run_id"]
-    with sqlite3.connect(db) as conn:
-        stored = conn.execute(
-            "SELECT eval_set_id, case_id, run_index, status, execution_state, error_type,"
-            " latency_s, document FROM case_results ORDER BY id"
-        ).fetchall()
     return {
         "run_id": run_id,
         "exit": result.exit_code,
         "stdout": result.stdout,
         "json": out.read_bytes().replace(run_id.encode(), b"RUN"),
         "csv": csv_path.read_bytes(),
-        "stored": stored,
+        "stored": stored_rows(db),
         "cases": doc["summary"]["case_count"],
     }
 
