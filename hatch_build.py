@@ -75,6 +75,10 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
     return built
 
 
+def _pure() -> bool:
+    return os.environ.get("ASSAY_BUILD_PURE", "").strip() not in ("", "0")
+
+
 def _say(message: str) -> None:
     print(f"assay build: {message}", file=sys.stderr)
 
@@ -90,8 +94,13 @@ class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type]
 
     PLUGIN_NAME = "custom"
 
+    def dependencies(self) -> list[str]:
+        # Build requirements of their own, asked for only when compiling: with
+        # ASSAY_BUILD_PURE=1 an offline install needs nothing beyond hatchling.
+        return [] if _pure() else ["cython>=3.1", "setuptools>=70"]
+
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if os.environ.get("ASSAY_BUILD_PURE", "").strip() not in ("", "0"):
+        if _pure():
             _say("ASSAY_BUILD_PURE is set: pure Python only")
             return
         editable = version == "editable"

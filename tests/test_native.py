@@ -6,12 +6,15 @@ the source does is tests/session/test_compiled_rows.py."""
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 import assay.model
 from assay import _native
@@ -113,3 +116,17 @@ def test_the_compiled_modules_define_no_pydantic_models() -> None:
     for name in _native.MODULES:
         text = _source(name).read_text(encoding="utf-8")
         assert "BaseModel" not in text and "MetricOptions)" not in text, name
+
+
+def test_the_build_asks_for_cython_only_when_it_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hatch_build.py's hook adds Cython and setuptools to the build requirements, so an
+    install with ASSAY_BUILD_PURE=1 (an offline wheelhouse) needs only hatchling."""
+    spec = importlib.util.spec_from_file_location("_hatch_build", SOURCES.parent / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    ask = hook.CompiledModulesHook.dependencies
+    monkeypatch.delenv("ASSAY_BUILD_PURE", raising=False)
+    assert {d.split(">=")[0] for d in ask(None)} == {"cython", "setuptools"}
+    monkeypatch.setenv("ASSAY_BUILD_PURE", "1")
+    assert ask(None) == []
