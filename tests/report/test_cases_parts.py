@@ -35,6 +35,8 @@ def _report(path: Path, *, parts: bool) -> bytes:
             writer.add_cases_part(part)
         else:
             writer.add_encoded_cases(batch)
+        if parts and writer._parts is not None:
+            assert not list(writer._parts.iterdir())  # each part removed once appended
     writer.finish(SUMMARY)
     assert not list(path.parent.glob(".*parts*"))  # the part files' directory is gone
     return path.read_bytes()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import errno
 import io
 import json
 import math
@@ -250,9 +249,7 @@ class JsonReportWriter:
         self._parts: Path | None = None
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            # Unbuffered: every write is a batch's or a chunk of rows', and the cases
-            # of part files are appended by the kernel at the file's position.
-            self._file: IO[bytes] = self._tmp.open("wb", buffering=0)
+            self._file: IO[bytes] = self._tmp.open("wb")
         except OSError as exc:
             raise AssayError(
                 f"cannot write JSON report {self.target}: {exc.strerror or exc}"
@@ -265,12 +262,7 @@ class JsonReportWriter:
 
     def _write(self, data: bytes) -> None:
         try:
-            view = memoryview(data)
-            while view:  # an unbuffered write may take part of the bytes
-                written = self._file.write(view)
-                if not written:
-                    raise OSError(errno.EIO, "the file took no bytes")
-                view = view[written:]
+            self._file.write(data)
         except OSError as exc:
             raise AssayError(
                 f"cannot write JSON report {self.target}: {exc.strerror or exc}"
@@ -314,9 +306,13 @@ class JsonReportWriter:
         appended to the report and the part file removed."""
         path, cases = part
         if not cases:
+            Path(path).unlink(missing_ok=True)
             return
         self._write(b"\n" if self._cases == 0 else b",\n")
         try:
+            # What is buffered goes first; the kernel then appends the part at the
+            # file's position, after which buffered writes go on from there.
+            self._file.flush()
             _append_file(Path(path), self._file.fileno())
             os.unlink(path)
         except OSError as exc:
