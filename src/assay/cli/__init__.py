@@ -20,6 +20,7 @@ from assay.cli.catalog import formats_command, metrics_command
 from assay.cli.common import (
     EXIT_INTERRUPTED,
     FORMAT_DESCRIPTIONS,
+    as_program,
     command_app,
     parse_mapping,
     parse_metric_flags,
@@ -76,6 +77,7 @@ app.add_typer(keys_app, name="keys")
 
 def main() -> None:
     """Console-script entry point."""
+    as_program()
     show_assay_warnings()
     app()
 

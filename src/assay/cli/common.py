@@ -236,6 +236,33 @@ def gc_paused(pause: bool) -> Iterator[None]:
         gc.enable()
 
 
+class _Process:
+    program = False
+    """True in the `assay` program itself (`assay.cli.main`), which exits after one
+    command; False when a command runs inside another program (typer's CliRunner, a
+    test, a notebook)."""
+
+
+def as_program() -> None:
+    """Mark this process as the `assay` program (see `frozen_heap_released`)."""
+    _Process.program = True
+
+
+@contextmanager
+def frozen_heap_released() -> Iterator[None]:
+    """`assay eval` moves what lives until the end out of the collector's reach
+    (`gc.freeze`): in the `assay` program, which exits next, that spares the final
+    collection a walk over every result. Inside another program the command returns
+    instead, and what it froze would never be collected: it is unfrozen then (unless
+    the program had frozen objects of its own before, which stay frozen)."""
+    frozen_before = gc.get_freeze_count()
+    try:
+        yield
+    finally:
+        if not _Process.program and frozen_before == 0 and gc.get_freeze_count():
+            gc.unfreeze()
+
+
 def show_assay_warnings() -> None:
     """Print assay's warnings as one yellow `warning:` line each, without file and line.
 

@@ -37,6 +37,7 @@ from assay.cli.common import (
     check_distinct_ids,
     check_distinct_set_ids,
     check_format,
+    frozen_heap_released,
     gc_paused,
     parse_mapping,
     parse_metric_flags,
@@ -298,7 +299,7 @@ def eval_command(
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), frozen_heap_released():
             code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
     raise typer.Exit(code)
 
