@@ -10,6 +10,7 @@ of the picture. A new room must be given its floor here.
 from __future__ import annotations
 
 import ast
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,10 +69,23 @@ def _known(name: str) -> str | None:
     return name or None
 
 
+def _parse(path: Path) -> ast.Module:
+    # The collector paused while the tree is built: CPython 3.11's AST conversion can
+    # report a false "recursion depth mismatch" (SystemError) when a collection runs
+    # finalizers in the middle of it, which earlier tests' garbage can make happen.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(path.read_text(), str(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     """(imported assay module, line) for every import statement of `module`."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parse(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 target = _known(alias.name)

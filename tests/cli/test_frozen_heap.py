@@ -10,11 +10,20 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+
+
+@pytest.fixture(autouse=True)
+def _collected() -> Iterator[None]:
+    yield
+    gc.collect()  # the unfrozen heap's garbage, now rather than in a later test
+
 
 ROWS = [
     {"id": f"r{i}", "prompt": "p", "response": "the answer", "reference": "the answer"}
