@@ -38,6 +38,7 @@ MODULES = (
     "assay.metrics.call_equal",
     "assay.metrics.calldiff",
     "assay.metrics.lexical",
+    "assay.metrics.stats",
     "assay.metrics.tokenize",
     "assay.metrics.trajectory",
     "assay.model.jsonvalue",

@@ -108,3 +108,31 @@ def test_a_part_that_cannot_be_written_is_sent_as_bytes(tmp_path: Path) -> None:
     reports any error writing the report itself)."""
     assert write_cases_part(str(tmp_path / "missing"), _cases(0, 2)) is None
     assert not (tmp_path / "missing").exists()
+
+
+def _rows_report(path: Path, batches: list[list[dict[str, object]]]) -> bytes:
+    writer = JsonReportWriter(path, run_id="r", eval_set_ids=["s"], metrics=["m"])
+    for batch in batches:
+        writer.rows.add_encoded_rows([(tuple(r), orjson.dumps(r) + b"\n", None) for r in batch])
+    lines = list(writer.rows.lines())
+    assert lines == [orjson.dumps(r) for batch in batches for r in batch]
+    writer.finish(SUMMARY)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("copy", ["kernel", "buffered"])
+def test_the_rows_are_copied_into_the_report_as_the_array_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy: str
+) -> None:
+    """The rows are spooled as they stand in the report's `rows` array (indented, comma
+    after each), and appended to it by the kernel or a buffered copy at the end."""
+    if copy == "buffered":
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    batches = [[{"case_id": f"r{i}", "text": "ü\n"} for i in range(3)], [], [{"case_id": "r3"}]]
+    text = _rows_report(tmp_path / "rows.json", batches).decode()
+    rows = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for b in batches for r in b]
+    assert '  "rows": [\n    ' + ",\n    ".join(rows) + '\n  ],\n  "summary"' in text
+    assert json.loads(text)["rows"] == [r for b in batches for r in b]
+    empty = _rows_report(tmp_path / "empty.json", [[], []]).decode()
+    assert '  "rows": [],\n  "summary"' in empty
+    assert json.loads(empty)["rows"] == []

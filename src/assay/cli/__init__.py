@@ -10,7 +10,7 @@ input error (bad flags, unreadable data, unknown format or metric); 130 interrup
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -24,6 +24,7 @@ from assay.cli.common import (
     command_app,
     parse_mapping,
     parse_metric_flags,
+    run_program,
     show_assay_warnings,
 )
 from assay.cli.convert import convert_command
@@ -40,6 +41,7 @@ __all__ = [
     "main",
     "parse_mapping",
     "parse_metric_flags",
+    "program",
 ]
 
 app = command_app("assay", "Evaluate AI agents: trajectories, responses, retrieval and judges.")
@@ -76,11 +78,17 @@ app.add_typer(keys_app, name="keys")
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Run the command line on `sys.argv`; raises SystemExit with the exit code."""
     as_program()
     show_assay_warnings()
     app()
 
 
+def program() -> NoReturn:
+    """The `assay` program (its console script, `python -m assay`): `main`, then the
+    process ends with its exit code (`run_program`)."""
+    run_program(main)
+
+
 if __name__ == "__main__":
-    main()
+    program()

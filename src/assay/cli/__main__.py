@@ -1,5 +1,5 @@
 """`python -m assay.cli`: the same as the `assay` command."""
 
-from assay.cli import main
+from assay.cli import program
 
-main()
+program()

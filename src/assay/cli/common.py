@@ -12,10 +12,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -246,6 +246,46 @@ class _Process:
 def as_program() -> None:
     """Mark this process as the `assay` program (see `frozen_heap_released`)."""
     _Process.program = True
+
+
+def run_program(main: Callable[[], object]) -> NoReturn:
+    """Run the `assay` program's `main` and leave the process with its exit code.
+
+    The exit does what the interpreter's own does first (wait for the threads that are
+    not daemons, run the `atexit` functions, flush stdout and stderr), then ends the
+    process without tearing every module and object down one by one: after a large
+    `assay eval` that teardown alone took 0.14 s. An uncaught exception, or anything
+    not done exactly that way, takes Python's ordinary exit.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as stop:
+        code = stop.code
+    _exit_fast(code)
+
+
+def _exit_fast(code: object) -> NoReturn:
+    import atexit
+
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        raise SystemExit(code)  # a message: Python prints it
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None or threading.current_thread() is not threading.main_thread():
+        raise SystemExit(code)
+    shutdown()  # joins the threads that are not daemons, as the interpreter would
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None  # e.g. a closed pipe: Python reports it
+    os._exit(status)
 
 
 @contextmanager

@@ -9,7 +9,8 @@ from typing import Any
 
 from assay.engine.stats import bootstrap_ci, pass_at_k, pass_hat_k
 from assay.engine.tally import Tally
-from assay.metrics.base import Metric, mean
+from assay.metrics.base import Metric
+from assay.metrics.stats import mean
 from assay.model.results import CaseResult, EvalResult, InvocationResult, Score, Status
 
 

@@ -9,13 +9,13 @@ metrics that call an LLM judge override the async `ascore_case`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from assay.metrics.stats import mean, sample_std
 from assay.model.core import EvalCase, Turn
 from assay.model.error_types import ErrorType
 from assay.model.results import MetricResult, Score, status_for
@@ -32,10 +32,6 @@ class MetricOptions(BaseModel):
     )
 
     threshold: float | None = None
-
-
-def mean(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
 
 
 class Metric:
@@ -145,5 +141,5 @@ class Metric:
         m = mean(values)
         std: float | None = None
         if len(values) >= 2 and m is not None:
-            std = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - 1))
+            std = sample_std(values, m)
         return {f"{self.name}/mean": m, f"{self.name}/std": std}

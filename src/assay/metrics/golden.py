@@ -47,8 +47,9 @@ from pydantic import Field, field_validator, model_validator
 
 from assay.errors import ConfigError
 from assay.metrics.argmatch import json_contains, json_equal
-from assay.metrics.base import Metric, MetricOptions, mean
+from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
+from assay.metrics.stats import mean
 from assay.metrics.trajectory import max_weight_assignment
 from assay.model.core import EvalCase, Expectation, ToolCall, Turn
 from assay.model.results import Score

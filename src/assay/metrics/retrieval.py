@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from assay.metrics.base import Metric, mean
+from assay.metrics.base import Metric
 from assay.metrics.registry import register
+from assay.metrics.stats import mean
 from assay.model.core import Chunk, EvalCase, Turn
 from assay.model.results import Score
 

@@ -36,6 +36,7 @@ from assay.errors import AssayError
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
 _ITEM_INDENT = b"    "
+_ROW_SEPARATOR = b",\n" + _ITEM_INDENT
 _CSV_LINE_MAX = 100_000
 # Characters that make the CSV writer quote a cell (the delimiter, the quote, line
 # ends), and NUL, which some Python versions treat specially: cells with any of them
@@ -201,7 +202,10 @@ class RowSpool:
                         continue
                     self._mixed = True  # from here on, each line says its shape
                 csv_lines += (shape_number, csv_line)
-        self._file.write(b"".join(json_lines))
+        # Spooled as they stand in the report's rows array: each line's newline becomes
+        # the separator after it (a JSON line has no other newline), so `append_to`
+        # copies the file into the report without reading it back.
+        self._file.write(b"".join(json_lines).replace(b"\n", _ROW_SEPARATOR))
         if self._csv is not None:
             if csv_lines is None:
                 self._no_csv_lines()
@@ -210,16 +214,24 @@ class RowSpool:
         self.count += len(rows)
 
     def lines(self) -> Iterator[bytes]:
-        """The rows written so far, one JSON line each."""
-        for chunk in self.chunks():
-            yield from chunk
-
-    def chunks(self) -> Iterator[list[bytes]]:
-        """The rows written so far, as lists of JSON lines of about 1 MB."""
+        """The rows written so far, one JSON document each."""
         self._file.flush()
         with self.path.open("rb") as handle:
-            while chunk := handle.readlines(1 << 20):
-                yield chunk
+            while chunk := handle.readlines(1 << 20):  # about a megabyte at a time
+                for line in chunk:
+                    # "    {...},\n": the indent, the row, its separator's comma
+                    row = line.strip()
+                    if row:
+                        yield row[:-1]
+
+    def append_to(self, target: int) -> None:
+        """Append the rows written so far to the open file descriptor `target`, as the
+        items of a JSON array indented as the report's (without the indent before the
+        first row and without a separator after the last)."""
+        self._file.flush()
+        size = self._file.tell() - len(_ROW_SEPARATOR)
+        if size > 0:
+            _append_file(self.path, target, size)
 
     def close(self) -> None:
         self._file.close()
@@ -325,14 +337,18 @@ class JsonReportWriter:
         """Append the rows and the summary; the report is complete at `target` after this."""
         self._write(b"\n  ],\n" if self._cases else b"],\n")
         self._write(b'  "rows": [')
-        first = True
-        between = b",\n" + _ITEM_INDENT
-        for chunk in self.rows.chunks():  # a megabyte of rows per write
-            lines = [line.rstrip(b"\n") for line in chunk]
-            head = b"\n" + _ITEM_INDENT if first else between
-            self._write(head + between.join(lines))
-            first = False
-        self._write(b"\n  ],\n" if not first else b"],\n")
+        if self.rows.count:
+            self._write(b"\n" + _ITEM_INDENT)
+            try:
+                self._file.flush()
+                self.rows.append_to(self._file.fileno())  # in the kernel where it can
+            except OSError as exc:
+                raise AssayError(
+                    f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+                ) from None
+            self._write(b"\n  ],\n")
+        else:
+            self._write(b"],\n")
         self._write(b'  "summary": ' + _pretty(summary))
         if repeated:
             self._write(b',\n  "repeated": ' + _pretty(repeated))
@@ -392,11 +408,13 @@ def write_cases_part(directory: str, encoded: Sequence[bytes]) -> CasesPart | No
 _COPY_CHUNK = 1 << 20
 
 
-def _append_file(path: Path, target: int) -> None:
-    """Append the file at `path` to the open file descriptor `target`, in the kernel
-    (`copy_file_range`) where it can, else through a buffer."""
+def _append_file(path: Path, target: int, size: int | None = None) -> None:
+    """Append the file at `path` (its first `size` bytes, or all of it) to the open file
+    descriptor `target`, in the kernel (`copy_file_range`) where it can, else through a
+    buffer."""
     with path.open("rb", buffering=0) as source:
-        size = os.fstat(source.fileno()).st_size
+        if size is None:
+            size = os.fstat(source.fileno()).st_size
         copied = 0
         copy_range = getattr(os, "copy_file_range", None)
         if copy_range is not None:
@@ -409,10 +427,11 @@ def _append_file(path: Path, target: int) -> None:
             except OSError:  # another file system, no support, ...: copy it ourselves
                 pass
         source.seek(copied)
-        while True:
-            chunk = source.read(_COPY_CHUNK)
+        while copied < size:
+            chunk = source.read(min(_COPY_CHUNK, size - copied))
             if not chunk:
                 break
+            copied += len(chunk)
             view = memoryview(chunk)
             while view:
                 view = view[os.write(target, view) :]

@@ -39,7 +39,7 @@ POOL_OVERFLOW = 32
 # The newest migration (store/migrations/versions/): a store already at it is opened
 # without loading Alembic and its scripts (~0.1 s of every `assay` command). A test
 # holds it to Alembic's own head.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 # pg_advisory_xact_lock key serialising concurrent migrations ("assay" in ASCII).
 _MIGRATION_LOCK_KEY = 0x6173736179
 # Execution option marking write transactions, which take SQLite's write lock up front.
@@ -248,9 +248,6 @@ def migrate(engine: Engine, shown_url: str) -> None:
     """
     if at_head(engine):
         return
-    from alembic import command
-    from alembic.util.exc import CommandError
-
     sqlite = engine.dialect.name == "sqlite"
     try:
         with engine.connect() as conn:
@@ -267,21 +264,56 @@ def migrate(engine: Engine, shown_url: str) -> None:
                             text("SELECT pg_advisory_xact_lock(:key)"),
                             {"key": _MIGRATION_LOCK_KEY},
                         )
-                    command.upgrade(alembic_config(conn), "head")
+                    if sqlite and _empty_sqlite(conn):
+                        _create_at_head(conn)
+                    else:
+                        _upgrade(conn, shown_url)
             finally:
                 if sqlite and raw is not None:
                     raw.execute("PRAGMA foreign_keys=ON")
-    except CommandError as exc:
-        raise StoreError(
-            f"cannot migrate the store at {shown_url}: {exc}; it was probably written by "
-            "a newer version of assay, upgrade assay to use it"
-        ) from exc
     except SQLAlchemyError as exc:
         if unavailable(exc, engine.dialect.name):
             raise StoreUnavailableError(
                 f"cannot open the store at {shown_url} now: {_reason(exc)}"
             ) from exc
         raise StoreError(f"cannot open the store at {shown_url}: {_reason(exc)}") from exc
+
+
+def _upgrade(conn: Connection, shown_url: str) -> None:
+    """`alembic upgrade head` on `conn`, inside the caller's transaction."""
+    from alembic import command
+    from alembic.util.exc import CommandError
+
+    try:
+        command.upgrade(alembic_config(conn), "head")
+    except CommandError as exc:
+        raise StoreError(
+            f"cannot migrate the store at {shown_url}: {exc}; it was probably written by "
+            "a newer version of assay, upgrade assay to use it"
+        ) from exc
+
+
+def _empty_sqlite(conn: Connection) -> bool:
+    """Whether the SQLite database has no table at all (a new store), read under the
+    migration's write lock."""
+    return not conn.execute(text("SELECT 1 FROM sqlite_master WHERE type = 'table'")).first()
+
+
+def _create_at_head(conn: Connection) -> None:
+    """Create a new SQLite store's tables as `SCHEMA_HEAD` defines them, and record that
+    revision as Alembic does, without loading Alembic and running every migration
+    (0.12 s of a new store's first command). tests/store/test_schema_head.py holds the
+    result to what the migrations make."""
+    from assay.store.schema import metadata
+
+    metadata.create_all(conn)
+    conn.execute(
+        text(
+            "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+            "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+        )
+    )
+    conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": SCHEMA_HEAD})
 
 
 def _reason(exc: SQLAlchemyError) -> str:

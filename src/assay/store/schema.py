@@ -138,7 +138,8 @@ case_results = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("document", JSONValue, nullable=False),
     UniqueConstraint("run_id", "eval_set_id", "case_id", "run_index"),
-    Index(None, "run_id", "status"),
+    # Covers the counts by status and execution state (finish_run's recount).
+    Index(None, "run_id", "status", "execution_state"),
     # A case's history across runs (CES lastTenResults).
     Index(None, "case_id"),
 )

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.judges.types import JudgeModelOptions
-from assay.metrics.base import mean
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.parsing import (
     field,
@@ -26,6 +25,7 @@ from assay.metrics.judged.parsing import (
 )
 from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
+from assay.metrics.stats import mean
 from assay.model.results import Score
 
 

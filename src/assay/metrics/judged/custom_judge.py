@@ -37,7 +37,7 @@ from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 from assay.judges.types import JudgeModelOptions
-from assay.metrics.base import Metric, MetricOptions, mean
+from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.base import JudgeClient, JudgedOptions
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.yes_no import (
@@ -54,6 +54,7 @@ from assay.metrics.judged.yes_no import (
     single_turn,
 )
 from assay.metrics.registry import check_threshold, metric_names
+from assay.metrics.stats import mean
 from assay.model.core import Chunk, EvalCase, Turn
 from assay.model.results import Score
 

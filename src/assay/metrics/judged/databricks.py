@@ -27,7 +27,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from assay.metrics.base import MetricOptions, mean
+from assay.metrics.base import MetricOptions
 from assay.metrics.judged.base import JudgeClient, JudgedOptions
 from assay.metrics.judged.context import NO_PROMPT
 from assay.metrics.judged.prompts import get_prompt
@@ -46,6 +46,7 @@ from assay.metrics.judged.yes_no import (
 )
 from assay.metrics.judged.yes_no import rating_of as rating_of  # public here too
 from assay.metrics.registry import register
+from assay.metrics.stats import mean
 from assay.model.core import EvalCase, Turn
 from assay.model.results import Score
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.judges.types import JudgeModelOptions
-from assay.metrics.base import mean
 from assay.metrics.judged.asking import ask, no_parse_reason, settings_for
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.context import InvocationView, grounding_context
@@ -34,6 +33,7 @@ from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_choice, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.voting import binary_vote, label_vote
+from assay.metrics.stats import mean
 from assay.model.results import Score
 
 #: labels from the most negative to the most positive (label_vote's tie order)

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.metrics.base import mean
 from assay.metrics.judged.asking import no_parse_reason
 from assay.metrics.judged.parsing import field, parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
+from assay.metrics.stats import mean
 from assay.model.core import Rubric
 from assay.model.results import Score
 

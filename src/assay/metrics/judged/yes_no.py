@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from assay.metrics.base import mean
 from assay.metrics.judged.asking import (
     ask,
     case_details,
@@ -37,6 +36,7 @@ from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
 from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
+from assay.metrics.stats import mean
 from assay.model.core import Chunk, EvalCase, Turn
 from assay.model.results import MetricResult, Score
 
