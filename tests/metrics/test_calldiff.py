@@ -92,3 +92,28 @@ def test_ignored_arguments_are_not_reported_as_wrong() -> None:
     score = metric.score_invocation(_turn(call("a", x=1)), _turn(call("a", x=2), call("b")), case)
     assert score.value == 0.0
     assert score.explanation == "missing call b()"
+
+
+def test_format_value_encodes_as_json_dumps_does() -> None:
+    """The fast paths for strings, ints, booleans and None, and the one shared encoder,
+    write what `json.dumps(value, ensure_ascii=False, separators=(", ", ": "))` writes."""
+    import json
+    import random
+
+    from assay.metrics.calldiff import format_value
+
+    class Text(str):
+        pass
+
+    rng = random.Random(7)
+    values: list[object] = [
+        "", "a", 'q"uote\\', "ü\n\t\x00\u2028", "😀", Text("sub"), 0, -5, 10**40, True,
+        False, None, 1.5, -0.0, 1e300, float("nan"), float("inf"), float("-inf"),
+        [1, "a", None], {"k": [1, {"z": 2.5}]}, (1, 2),
+    ]  # fmt: skip
+    values += ["".join(chr(rng.randrange(0, 0x3000)) for _ in range(12)) for _ in range(200)]
+    values += [rng.randrange(-(10**20), 10**20) for _ in range(200)]
+    for value in values:
+        expected = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        assert format_value(value) == expected, value
+    assert format_value({1j}) == repr({1j})  # not JSON: its repr

@@ -38,10 +38,26 @@ class CallDifference:
     actual: Any = None
 
 
+# json.dumps(value, ensure_ascii=False, separators=(", ", ": ")) builds an encoder per
+# call; this one is built once and encodes the same way.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+_encode_string = json.encoder.encode_basestring
+
+
 def format_value(value: Any) -> str:
     """A value as compact JSON (strings quoted); non-JSON values by repr."""
+    # The usual argument values first, encoded as the JSON encoder encodes them.
+    kind = type(value)
+    if kind is str:
+        return _encode_string(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):
         return repr(value)
 
