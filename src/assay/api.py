@@ -32,7 +32,7 @@ from assay.api_rows import evaluate_recorded_streamed
 from assay.api_stream import aevaluate_streamed, check_keep_cases, finish_later, keep_at_most
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
-from assay.engine.judging import JudgeRunOptions
+from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.formats._common import gc_paused
 from assay.model.core import Persona

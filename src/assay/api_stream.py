@@ -110,7 +110,7 @@ async def aevaluate_streamed(
         resolve_agent,
         run_options,
     )
-    from assay.engine.judging import JudgeRunOptions
+    from assay.engine.judge_options import JudgeRunOptions
     from assay.session.agent_stream import AgentStreamingRun
     from assay.session.run_session import RunSession
 

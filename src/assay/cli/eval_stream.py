@@ -24,7 +24,7 @@ from assay.model.results import Status
 
 if TYPE_CHECKING:
     from assay.engine import RunOptions
-    from assay.engine.judging import JudgeRunOptions
+    from assay.engine.judge_options import JudgeRunOptions
     from assay.formats.stream import RowFile
     from assay.interop.sinks import SinkOptions
     from assay.metrics.base import Metric

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,8 +20,11 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
-from assay.engine.calibrate import CalibrationReport, ItemVerdict
 from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    # Imported where used: it loads every judged metric, which `assay eval` need not.
+    from assay.engine.calibrate import CalibrationReport, ItemVerdict
 
 judge_app = command_app("judge", "LLM judges: measure a judge's agreement with human labels.")
 

@@ -1,9 +1,32 @@
-"""The run pipeline: plan case runs, infer (golden replay, scenarios), score, aggregate."""
+"""The run pipeline: plan case runs, infer (golden replay, scenarios), score, aggregate.
 
-from assay.engine.build import build_metrics
-from assay.engine.replay import RunMethod
-from assay.engine.runner import RunObserver, RunOptions, arun, count_case_runs, run, runs_for
-from assay.engine.scoring import score_case
+The names below are imported when first used (PEP 562), so importing one submodule
+(`assay.engine.selection`, `assay.engine.tally`) does not load the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.engine.build import build_metrics
+    from assay.engine.options import RunOptions
+    from assay.engine.replay import RunMethod
+    from assay.engine.runner import RunObserver, arun, count_case_runs, run, runs_for
+    from assay.engine.scoring import score_case
+
+_WHERE = {
+    "build_metrics": "assay.engine.build",
+    "RunMethod": "assay.engine.replay",
+    "RunObserver": "assay.engine.runner",
+    "RunOptions": "assay.engine.options",
+    "arun": "assay.engine.runner",
+    "count_case_runs": "assay.engine.runner",
+    "run": "assay.engine.runner",
+    "runs_for": "assay.engine.runner",
+    "score_case": "assay.engine.scoring",
+}
 
 __all__ = [
     "RunMethod",
@@ -16,3 +39,16 @@ __all__ = [
     "runs_for",
     "score_case",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -43,6 +43,8 @@ _BUILTIN_MODULES = (
     "assay.metrics.judged",
 )
 _loaded = False
+_imported = 0
+"""How many of `_BUILTIN_MODULES` have been imported, in order (`_lookup`)."""
 
 
 def register(cls: _M) -> _M:
@@ -58,10 +60,30 @@ def _ensure_loaded() -> None:
     global _loaded
     if _loaded:
         return
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+    _import_builtins(len(_BUILTIN_MODULES))
     _load_plugins()
     _loaded = True
+
+
+def _import_builtins(upto: int) -> None:
+    global _imported
+    while _imported < upto:
+        importlib.import_module(_BUILTIN_MODULES[_imported])
+        _imported += 1
+
+
+def _lookup(name: str) -> type[Metric] | None:
+    """The class registered as `name`, importing the built-in modules in turn only until
+    it is registered (a run of trajectory and lexical metrics does not load the judged
+    ones, ~0.05 s), then everything and the plugins."""
+    found = _REGISTRY.get(name)
+    while found is None and _imported < len(_BUILTIN_MODULES):
+        _import_builtins(_imported + 1)
+        found = _REGISTRY.get(name)
+    if found is None:
+        _ensure_loaded()
+        found = _REGISTRY.get(name)
+    return found
 
 
 def _load_plugins() -> None:
@@ -110,11 +132,10 @@ def metric_names() -> list[str]:
 
 
 def get_metric_class(name: str) -> type[Metric]:
-    _ensure_loaded()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise _unavailable(name) or ConfigError.unknown("metric", name, _REGISTRY) from None
+    found = _lookup(name)
+    if found is None:
+        raise _unavailable(name) or ConfigError.unknown("metric", name, _REGISTRY)
+    return found
 
 
 def build_metric(
@@ -128,12 +149,10 @@ def build_metric(
     `custom` maps extra names (custom metrics of this evaluation) to factories; they
     take precedence over nothing and may not shadow a built-in name.
     """
-    if not (custom and name in custom):
-        _ensure_loaded()
-        if name not in _REGISTRY:
-            raise _unavailable(name) or ConfigError.unknown(
-                "metric", name, [*_REGISTRY, *(custom or {})]
-            )
+    if not (custom and name in custom) and _lookup(name) is None:
+        raise _unavailable(name) or ConfigError.unknown(
+            "metric", name, [*_REGISTRY, *(custom or {})]
+        )
     raw = _raw_options(name, criterion)
     if custom and name in custom:
         metric = custom[name]()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
 from assay.engine.build import build_metrics
-from assay.engine.judging import JudgeRunOptions
+from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.engine.runner import RunOptions, runs_for
 from assay.formats import ces

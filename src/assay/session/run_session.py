@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from assay.engine import RunObserver, RunOptions, arun, count_case_runs
 from assay.engine.aggregate import build_result
-from assay.engine.judging import JudgeRunOptions
+from assay.engine.judge_options import JudgeRunOptions
+from assay.engine.options import RunOptions
 from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
@@ -37,6 +37,7 @@ from assay.store.exceptions import store_unavailable
 if TYPE_CHECKING:
     from assay.agents.base import Agent
     from assay.engine.executors import Executor
+    from assay.engine.runner import RunObserver
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.store import EncodedCase, Store, StoreRecorder
@@ -183,6 +184,8 @@ class RunSession:
     @property
     def total(self) -> int:
         """Case runs of the whole run (those done by earlier sessions included)."""
+        from assay.engine.runner import count_case_runs
+
         return count_case_runs(self.evalsets, self.options, agent_given=self.agent is not None)
 
     @property
@@ -292,6 +295,8 @@ class RunSession:
             call()
 
     async def _execute(self) -> EvalResult:
+        from assay.engine.runner import arun
+
         await self._blocking(self.open)
         sinks: list[RunObserver] = [self._collected]
         if self._recorder is not None:

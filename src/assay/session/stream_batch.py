@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from assay.engine.runner import score_recorded
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
@@ -252,7 +251,7 @@ def _add_cases(spec: BatchSpec, out: BatchOutput, cases: list[EvalCase]) -> None
         out.case_ids.append(case.id)
         if spec.skip and (set_id, case.id, 0) in spec.skip:
             continue  # done by the run being resumed
-        result = score_recorded(case, metrics, eval_set_id=set_id)
+        result = _score_recorded(case, metrics, eval_set_id=set_id)
         out.tally.add(result)
         if encode is not None:
             out.encoded.append(encode(result))
@@ -292,12 +291,20 @@ def kept_case(spec: BatchSpec, file: str, kept: CaseResult | KeptRow) -> CaseRes
     cases, error = batch_cases(RawBatch(file, "jsonl", index, [(lineno, raw)]), spec.mapping)
     if error is not None:  # the row was read once already: it cannot fail now
         raise error
-    return score_recorded(cases[0], list(spec.metrics), eval_set_id=Path(file).stem)
+    return _score_recorded(cases[0], list(spec.metrics), eval_set_id=Path(file).stem)
 
 
 # -- in a worker process -------------------------------------------------------------
 
 _SPEC: BatchSpec | None = None
+
+
+def _score_recorded(case: EvalCase, metrics: list[Metric], *, eval_set_id: str) -> CaseResult:
+    # The engine's scoring of a whole case, imported where a row takes the ordinary path:
+    # a run of plain rows does not load the run pipeline (its judges, agents, ...).
+    from assay.engine.runner import score_recorded
+
+    return score_recorded(case, metrics, eval_set_id=eval_set_id)
 
 
 def init_worker(spec: BatchSpec) -> None:
