@@ -329,3 +329,31 @@ def test_processes_write_one_sqlite_file_at_once(tmp_path: Path) -> None:
             assert proc.returncode == 0, err
         assert store.get_run(run_id).case_count == 200
         assert len(store.completed_case_keys(run_id)) == 200
+
+
+def test_latencies_are_stored_as_floats_whatever_number_they_were_given_as(
+    store: Store,
+) -> None:
+    """On SQLite the FLOAT column's affinity stores ints as floats itself (SQLAlchemy's
+    per-row float() is skipped there, `_bulk._stored_as_given`); PostgreSQL binds them
+    through it. Both read back the floats."""
+    import dataclasses
+
+    from sqlalchemy import select
+
+    from assay.store.schema import case_results
+
+    run_id = _start(store)
+    latencies = [2, 2.5, None, 0]
+    store.add_case_results(
+        run_id,
+        [dataclasses.replace(row_result(i), latency_s=v) for i, v in enumerate(latencies)],
+    )
+    with store.engine.connect() as conn:
+        stored = (
+            conn.execute(select(case_results.c.latency_s).order_by(case_results.c.id))
+            .scalars()
+            .all()
+        )
+    assert stored == [2.0, 2.5, None, 0.0]
+    assert [type(v) for v in stored] == [float, float, type(None), float]

@@ -16,7 +16,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Final
 
-from sqlalchemy import Connection, Dialect, insert, null
+from sqlalchemy import Connection, Dialect, Float, insert, null
 
 from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult
@@ -160,11 +160,20 @@ def _for_dialect(dialect: Dialect) -> _Dialect:
         per_row=tuple(
             (i, processors[name])  # type: ignore[misc]
             for i, name in enumerate(CASE_COLUMNS)
-            if processors[name] is not None and name not in ("created_at", "document")
+            if processors[name] is not None
+            and name not in ("created_at", "document")
+            and not _stored_as_given(dialect, name)
         ),
     )
     _dialects[_dialect_key(dialect)] = found
     return found
+
+
+def _stored_as_given(dialect: Dialect, name: str) -> bool:
+    """Whether SQLite stores the column's values as its bind processor would make them:
+    a FLOAT column has REAL affinity, so SQLite itself stores an int or a numeric string
+    as the float that SQLAlchemy's `float(value)` would bind (one call per row saved)."""
+    return dialect.name == "sqlite" and isinstance(case_results.c[name].type, Float)
 
 
 def _plan(dialect: Dialect, nulls: tuple[bool, ...]) -> _Plan:
