@@ -7,7 +7,7 @@ For notebooks and scripts: `assay.evaluate(dataset, metrics, agent)` or Vertex-s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from assay.api import EvalTask as EvalTask
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from assay.model.results import EvalResult as EvalResult
 
 from assay import _native
+from assay._lazy import lazy_exports
 from assay._version import __version__ as __version__
 
 # The recorded-row path's modules run compiled when their compiled copy matches their
@@ -44,12 +45,4 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

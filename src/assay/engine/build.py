@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.config import DEFAULT_CRITERIA, EvalConfig
 from assay.errors import ConfigError
-from assay.metrics.base import Metric
+from assay.metrics.base import Metric, is_custom_judge_criterion
 from assay.metrics.efficiency import EFFICIENCY_METRICS
 from assay.metrics.registry import build_metric
 
@@ -53,16 +53,18 @@ def build_metrics(
         if (custom or (config and config.custom_metrics))
         else {}
     )
-    # Criteria that define a custom LLM judge ({"custom_judge": {...}}) become metrics too.
-    judge_module = importlib.import_module("assay.metrics.judged.custom_judge")
-    factories = {
-        **factories,
-        **judge_module.custom_judge_factories(
-            wanted,
-            where=config.source if config is not None and config.source else "config",
-            reserved=list(factories),
-        ),
-    }
+    # Criteria that define a custom LLM judge ({"custom_judge": {...}}) become metrics
+    # too (the judged metrics are imported only then).
+    if any(is_custom_judge_criterion(c) for c in wanted.values()):
+        judge_module = importlib.import_module("assay.metrics.judged.custom_judge")
+        factories = {
+            **factories,
+            **judge_module.custom_judge_factories(
+                wanted,
+                where=config.source if config is not None and config.source else "config",
+                reserved=list(factories),
+            ),
+        }
     metrics = [
         build_metric(name, criterion, custom=factories) for name, criterion in wanted.items()
     ]

@@ -9,7 +9,7 @@ metrics that call an LLM judge override the async `ascore_case`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +32,14 @@ class MetricOptions(BaseModel):
     )
 
     threshold: float | None = None
+
+
+def is_custom_judge_criterion(criterion: Any) -> bool:
+    """True for a criterion object with a `custom_judge` (or `customJudge`) key: it
+    defines an LLM judge of its own (`assay.metrics.judged.custom_judge`)."""
+    return isinstance(criterion, Mapping) and (
+        "custom_judge" in criterion or "customJudge" in criterion
+    )
 
 
 class Metric:

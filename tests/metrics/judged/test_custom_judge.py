@@ -16,11 +16,11 @@ from assay.config import load_config
 from assay.engine import score_case
 from assay.engine.aggregate import case_rows, summarize
 from assay.errors import ConfigError
+from assay.metrics.base import is_custom_judge_criterion
 from assay.metrics.judged.custom_judge import (
     CustomJudge,
     custom_judge_factories,
     custom_judge_from_criterion,
-    is_custom_judge_criterion,
 )
 from assay.metrics.registry import build_metric, metric_names
 from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn

@@ -37,7 +37,7 @@ from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 from assay.judges.types import JudgeModelOptions
-from assay.metrics.base import Metric, MetricOptions
+from assay.metrics.base import Metric, MetricOptions, is_custom_judge_criterion
 from assay.metrics.judged.base import JudgeClient, JudgedOptions
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.yes_no import (
@@ -276,13 +276,6 @@ class CustomJudgeCriterion(_Strict):
     custom_judge: CustomJudgeSpec
     threshold: float | None = None
     judge_model_options: JudgeModelOptions | None = None
-
-
-def is_custom_judge_criterion(criterion: Any) -> bool:
-    """True for a criterion object with a `custom_judge` (or `customJudge`) key."""
-    return isinstance(criterion, Mapping) and (
-        "custom_judge" in criterion or "customJudge" in criterion
-    )
 
 
 def custom_judge_from_criterion(
