@@ -90,16 +90,14 @@ def _widened(queue: Any) -> Any:
 def _pool_context() -> multiprocessing.context.BaseContext:
     """The worker pool's context: fork where there is one (forked workers inherit the
     loaded modules and the metrics, and start in milliseconds instead of re-importing
-    assay), its queues' pipes widened (`_widened`)."""
+    assay), the pipe of its results queue widened (`_widened`). The results are what
+    is large; the pool builds its call queue without asking the context for one."""
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     base = multiprocessing.get_context(method)
 
     class Widened(type(base)):  # type: ignore[misc]
         def SimpleQueue(self) -> Any:
             return _widened(super().SimpleQueue())
-
-        def Queue(self, maxsize: int = 0) -> Any:
-            return _widened(super().Queue(maxsize))
 
     return Widened()  # type: ignore[no-any-return]
 
