@@ -2,7 +2,8 @@
 
 hatchling runs it for every wheel, editable or not (`pip install .`, `pip install -e .`).
 The modules listed in `assay._native.MODULES` are compiled from their unchanged Python
-source into `assay/_built/`, each named after its source's hash, so a copy is used only
+source (and those in `assay._native.KERNELS` from their Cython source) into
+`assay/_built/`, each named after its source's hash, so a copy is used only
 while its source is unchanged. When compiling is not possible (no C compiler, no
 Cython, `ASSAY_BUILD_PURE=1`) the install goes on without them and assay runs the pure
 Python source, with the same results.
@@ -45,6 +46,7 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
     native = _native()
     jobs = jobs or min(4, os.cpu_count() or 1)
     sources = {name: SRC / (name.replace(".", "/") + ".py") for name in native.MODULES}
+    sources.update({name: SRC / (name.replace(".", "/") + ".pyx") for name in native.KERNELS})
     with tempfile.TemporaryDirectory(prefix="assay-build-") as tmp:
         extensions = cythonize(  # type: ignore[no-untyped-call]
             [Extension(name, [str(path)]) for name, path in sources.items()],

@@ -29,13 +29,20 @@ SHOW = textwrap.dedent(
     from assay import _native
     for name in _native.MODULES:
         importlib.import_module(name)
+    for name in _native.KERNELS:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a kernel exists only compiled
+            pass
     print(json.dumps(_native.compiled_modules()))
     """
 )
+EVERY = (*_native.MODULES, *_native.KERNELS)
 
 
 def _source(module: str) -> Path:
-    return SOURCES / (module.replace(".", "/") + ".py")
+    suffix = ".pyx" if module in _native.KERNELS else ".py"
+    return SOURCES / (module.replace(".", "/") + suffix)
 
 
 def _identity(module: str) -> bytes:
@@ -49,14 +56,14 @@ def _compiled_in_subprocess(**env: str) -> dict[str, bool]:
         timeout=120, check=True,
     )  # fmt: skip
     shown: dict[str, bool] = json.loads(done.stdout)
-    assert set(shown) == set(_native.MODULES)
+    assert set(_native.MODULES) <= set(shown) <= set(EVERY)
     return shown
 
 
 def _built_for_current_sources() -> list[str]:
     return [
         name
-        for name in _native.MODULES
+        for name in EVERY
         if (_native.BUILT / _native.built_name(name, _identity(name))).is_file()
     ]
 
@@ -65,14 +72,37 @@ def test_every_built_module_is_loaded_compiled() -> None:
     built = _built_for_current_sources()
     if REQUIRED:
         # CI installs assay as the README says: the install compiled every module.
-        assert built == list(_native.MODULES), "pip install -e . compiled only " + str(built)
+        assert built == list(EVERY), "pip install -e . compiled only " + str(built)
     shown = _compiled_in_subprocess()
-    assert shown == {name: name in built for name in _native.MODULES}
+    # A module runs compiled when built; a kernel is there only when built.
+    assert shown == {name: name in built for name in EVERY if name in built or name in shown}
+    assert {name for name in _native.KERNELS if name in shown} == {
+        name for name in _native.KERNELS if name in built
+    }
 
 
 def test_pure_python_on_request() -> None:
     shown = _compiled_in_subprocess(**{_native.PURE_ENV: "1"})
     assert not any(shown.values())
+    assert set(shown) == set(_native.MODULES), "no kernel without its compiled copy"
+
+
+def test_a_kernel_is_loaded_only_from_a_copy_of_its_current_source(tmp_path: Path) -> None:
+    """A kernel has no Python source to fall back on: without a copy built from its
+    current `.pyx`, its import fails and the Python code it stands in for runs."""
+    module = "assay.session.row_kernel"
+    assert module in _native.KERNELS
+    import assay.session
+
+    finder = _native._CompiledFinder(tmp_path)
+    package = assay.session.__path__
+    stale = tmp_path / _native.built_name(module, _identity(module) + b"\n# older\n")
+    stale.write_bytes(b"not loaded")
+    assert finder.find_spec(module, package) is None
+    current = tmp_path / _native.built_name(module, _identity(module))
+    current.write_bytes(b"a copy of this source")
+    spec = finder.find_spec(module, package)
+    assert spec is not None and spec.origin == str(current)
 
 
 def test_a_copy_built_from_another_source_is_never_loaded(tmp_path: Path) -> None:

@@ -55,6 +55,12 @@ metrics and their call matching, ROUGE, the call diffs, the tally). Each
 must be plain Python classes and functions: Cython's functions are not Python functions,
 so a module defining pydantic models cannot be compiled."""
 
+KERNELS = ("assay.session.row_kernel",)
+"""Modules that exist only compiled: Cython sources (`.pyx`) for code with no Python
+counterpart of its own, each standing in for pure Python code that does the same thing
+(the row kernel for the lean row path). Loaded, like `MODULES`, only while the compiled
+copy matches the source; without it the import fails and the Python code runs."""
+
 BUILT = Path(__file__).with_name("_built")
 """Where the compiled copies are (inside the package, in a source tree or installed)."""
 
@@ -103,20 +109,37 @@ class _CompiledFinder:
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MODULES:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        if fullname in KERNELS:
+            origin = kernel_source(fullname, path)
+        elif fullname in MODULES:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+                return None
+            origin = Path(spec.origin)
+        else:
             return None
         try:
-            source = Path(spec.origin).read_bytes()
+            source = origin.read_bytes() if origin is not None else None
         except OSError:
+            return None
+        if source is None:
             return None
         built = self.directory / built_name(fullname, identity(source))
         if not built.is_file():
             return None  # not built, or built from another version of the source
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(built))
         return importlib.machinery.ModuleSpec(fullname, loader, origin=str(built))
+
+
+def kernel_source(fullname: str, path: Any = None) -> Path | None:
+    """Where the `.pyx` source of the kernel module `fullname` is (beside its package's
+    modules), or None."""
+    package, _, name = fullname.rpartition(".")
+    for directory in path or [str(Path(__file__).parent.parent / package.replace(".", "/"))]:
+        candidate = Path(directory) / f"{name}.pyx"
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def install() -> None:
@@ -131,9 +154,10 @@ def install() -> None:
 
 
 def compiled_modules() -> dict[str, bool]:
-    """For each module of `MODULES` imported so far: whether it runs compiled."""
+    """For each module of `MODULES` and `KERNELS` imported so far: whether it runs
+    compiled (a kernel imported at all is compiled)."""
     return {
         name: not str(getattr(sys.modules[name], "__file__", "")).endswith(".py")
-        for name in MODULES
+        for name in (*MODULES, *KERNELS)
         if name in sys.modules
     }

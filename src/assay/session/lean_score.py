@@ -118,6 +118,31 @@ class LeanPlan:
             return None
         return cls(metrics)
 
+    def by_call_count(self, calls: int) -> dict[int, EncodedMetric]:
+        """The by-call-count metrics' results on a row of `calls` calls, by metric
+        index (each scored by the metric itself once per call count)."""
+        by_count = self._by_count.get(calls)
+        if by_count is None:
+            by_count = self._by_count[calls] = {
+                i: EncodedMetric(metric, _probe(metric, calls))
+                for i, metric, kind in self._kinds
+                if kind == 3
+            }
+        return by_count
+
+    def encoded(self, i: int, value: float | None, explanation: str | None) -> EncodedMetric:
+        """Metric `i`'s encoded result of one invocation scored `value` with
+        `explanation`, built once per distinct pair (the same call differences recur
+        across rows)."""
+        key = (i, value, explanation)
+        cached = self._memo.get(key)
+        if cached is None:
+            metric = self.metrics[i]
+            cached = self._memo[key] = EncodedMetric(
+                metric, metric.result_from_invocations([Score(value, explanation)])
+            )
+        return cached
+
     def score(self, lean: LeanRow) -> None:
         """Score every metric on `lean` (filling `metrics` and `status`)."""
         predicted = cast(list[ToolCall], lean.predicted)  # read as ToolCalls: name, args
@@ -134,11 +159,7 @@ class LeanPlan:
         key: tuple[int, float | None, str | None]
         by_count = self._by_count.get(len(predicted))
         if by_count is None:
-            by_count = self._by_count[len(predicted)] = {
-                i: EncodedMetric(metric, _probe(metric, len(predicted)))
-                for i, metric, kind in self._kinds
-                if kind == 3
-            }
+            by_count = self.by_call_count(len(predicted))
         for i, metric, kind in self._kinds:
             if kind == 3:
                 one = by_count[i]

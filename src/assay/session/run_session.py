@@ -354,6 +354,15 @@ class RunSession:
 
     # -- a run executed outside the engine (`session.streaming`) -------------------------
 
+    def encoded_writer(self) -> tuple[Store, str] | None:
+        """Where workers may store encoded results themselves (`record_encoded`'s
+        store and run), after anything buffered is written; None when nothing is
+        recorded."""
+        if self._recorder is None or self.store is None or self.run_id is None:
+            return None
+        self._recorder.flush()
+        return self.store, self.run_id
+
     def record_encoded(self, encoded: Sequence[EncodedCase]) -> None:
         """Store finished case runs a worker already encoded; durable on return."""
         if self._recorder is not None and encoded:

@@ -10,6 +10,7 @@ holds no per-case objects beyond the cases asked for.
 from __future__ import annotations
 
 import gc
+import os
 import signal
 from collections import _count_elements  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
@@ -32,13 +33,14 @@ from assay.session.lean_encode import (
     report_row,
     store_row,
 )
-from assay.session.lean_rows import EncodedMetric, LeanRow, plain_row
+from assay.session.lean_rows import EncodedMetric, plain_row
 from assay.session.lean_score import LeanPlan
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.model.core import EvalCase
+    from assay.store import Store
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ class BatchOutput:
     shapes: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     # An InputError does not survive pickling with its location: sent as its parts.
     error: tuple[str, str | None, str | None, str | None, str | None] | None = None
+    stored: bool = False
+    """`encoded` was stored by the worker itself (`WorkerStore`), and not sent back."""
 
     def raise_error(self) -> None:
         if self.error is not None:
@@ -158,11 +162,24 @@ def _lean_plan(spec: BatchSpec, batch: RawBatch) -> LeanPlan | None:
     global _PLAN
     if _PLAN is None or _PLAN[0] is not spec:
         # One run's spec at a time (a worker serves one run; so does a process).
-        _PLAN = (spec, LeanPlan.of(spec.metrics))
+        plan = LeanPlan.of(spec.metrics)
+        _PLAN = (spec, plan, _row_kernel(plan))
     return _PLAN[1]
 
 
-_PLAN: tuple[BatchSpec, LeanPlan | None] | None = None
+_PLAN: tuple[BatchSpec, LeanPlan | None, Any] | None = None
+
+
+def _row_kernel(plan: LeanPlan | None) -> Any:
+    """The compiled row kernel of `plan` (`session.row_kernel`), when assay was
+    installed with it and it knows the plan's metrics; else None (the lean path)."""
+    if plan is None:
+        return None
+    try:
+        from assay.session.row_kernel import RowKernel
+    except ImportError:  # not compiled (no C compiler, ASSAY_PURE_PYTHON=1, ...)
+        return None
+    return RowKernel.of(plan)
 
 
 def _add_lean(
@@ -181,6 +198,24 @@ def _add_lean(
     anything about it is unusual: it then takes the ordinary path, which reports it)."""
     if type(raw) is not bytes or (not batch.no_big_ints and may_hold_big_int(raw)):
         return False
+    kernel = _PLAN[2] if _PLAN is not None else None
+    if kernel is not None and not spec.skip:
+        # The same results and bytes as below, in one pass of C (`session.row_kernel`).
+        set_file = spec.eval_set_files.get(set_id)
+        done = kernel.row(raw, batch.start + offset, set_id, spec.run_id, set_file,
+                          spec.store, spec.cases_json, spec.rows, spec.csv)  # fmt: skip
+        if done is not None:
+            try:
+                testcase = (
+                    _lean_testcase(spec, done, batch, offset, lineno, raw) if spec.junit else None
+                )
+            except Exception:  # as on the lean path: the ordinary path decides
+                return False
+            _add_scored(spec, out, batch, offset, lineno, raw, counts, done,
+                        done.stored, done.case_json,
+                        None if done.line is None else (done.shape, done.line), done.csv,
+                        testcase)  # fmt: skip
+            return True
     try:
         row = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -205,6 +240,28 @@ def _add_lean(
         testcase = _lean_testcase(spec, lean, batch, offset, lineno, raw) if spec.junit else None
     except Exception:  # a metric or an encoder objects: the ordinary path decides
         return False
+    _add_scored(spec, out, batch, offset, lineno, raw, counts, lean, encoded, case_json, row,
+                csv_bytes, testcase)  # fmt: skip
+    return True
+
+
+def _add_scored(
+    spec: BatchSpec,
+    out: BatchOutput,
+    batch: RawBatch,
+    offset: int,
+    lineno: int,
+    raw: bytes,
+    counts: _LeanCounts | None,
+    lean: Any,
+    encoded: EncodedCase | None,
+    case_json: bytes | None,
+    row: tuple[tuple[str, ...], bytes] | None,
+    csv_bytes: bytes | None,
+    testcase: EncodedTestcase | None,
+) -> None:
+    """Add a row scored on the lean path or by the kernel (`lean`: its `case_id`,
+    `status` and `metrics`) to the batch's output."""
     if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
         out.kept.append((batch.start + offset, lineno, raw))
     out.case_ids.append(lean.case_id)
@@ -221,11 +278,10 @@ def _add_lean(
         out.cases_json.append(case_json)
     if row is not None:
         out.rows.append((row[0], row[1], csv_bytes))
-    return True
 
 
 def _lean_testcase(
-    spec: BatchSpec, lean: LeanRow, batch: RawBatch, offset: int, lineno: int, raw: bytes
+    spec: BatchSpec, lean: Any, batch: RawBatch, offset: int, lineno: int, raw: bytes
 ) -> EncodedTestcase:
     """The row's JUnit `<testcase>`, by the JUnit report's own code: a passing row's
     needs only its id (no time, no message); a failing one's names its failed metrics
@@ -296,7 +352,64 @@ def kept_case(spec: BatchSpec, file: str, kept: CaseResult | KeptRow) -> CaseRes
 
 # -- in a worker process -------------------------------------------------------------
 
+
+@dataclass
+class WorkerStore:
+    """Where the workers of a pool store their batches themselves, in file order.
+
+    Each batch is stored by the worker that scored it, in one transaction, before the
+    worker takes new work: the process writing the reports no longer spends its time in
+    the store, and a batch is durable as soon as it is scored. The batches are stored
+    in the order of the file, each after the one before it (`turn` holds the number of
+    the next batch to store, guarded by `ready`), so the store holds what the ordinary
+    order holds: a duplicate case id is refused in the later batch, and a batch that
+    stops the run (a malformed row, a batch the store refused) stops every later batch
+    from being stored (`turn` becomes -1). A batch the worker did not store is sent
+    back whole, and the reports' process stores it or reports why it cannot.
+
+    Shared with the workers by inheritance: a forked pool only (`inheritable`).
+    """
+
+    store: Store
+    run_id: str
+    turn: Any  # multiprocessing Value('q'): the next batch to store; -1: none
+    ready: Any  # multiprocessing Condition over `turn`
+
+    def store_in_turn(self, number: int, out: BatchOutput) -> None:
+        """Store `out` (batch `number`) once the batches before it are, unless one of
+        them stopped the run."""
+        stored = False
+        with self.ready:
+            while self.turn.value != number and self.turn.value >= 0:
+                if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
+                    return  # orphaned: the run is gone
+            if self.turn.value < 0:
+                return
+            try:
+                if out.encoded:
+                    self.store.add_encoded(self.run_id, out.encoded)
+                stored = True
+            except Exception:
+                stored = False
+            finally:
+                ok = stored and out.error is None
+                self.turn.value = number + 1 if ok else -1
+                self.ready.notify_all()
+        if stored:
+            out.stored, out.encoded = True, []
+
+    def give_up_turn(self, number: int) -> None:
+        """Batch `number` failed in the worker: no batch after it is stored."""
+        with self.ready:
+            while self.turn.value != number and self.turn.value >= 0:
+                if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
+                    return
+            self.turn.value = -1
+            self.ready.notify_all()
+
+
 _SPEC: BatchSpec | None = None
+_WORKER_STORE: WorkerStore | None = None
 
 
 def _score_recorded(case: EvalCase, metrics: list[Metric], *, eval_set_id: str) -> CaseResult:
@@ -307,19 +420,33 @@ def _score_recorded(case: EvalCase, metrics: list[Metric], *, eval_set_id: str) 
     return score_recorded(case, metrics, eval_set_id=eval_set_id)
 
 
-def init_worker(spec: BatchSpec) -> None:
-    """Pool initializer: keep the spec; Ctrl-C is the parent's to handle."""
-    global _SPEC
+def init_worker(spec: BatchSpec, worker_store: WorkerStore | None = None) -> None:
+    """Pool initializer: keep the spec (and where to store batches); Ctrl-C is the
+    parent's to handle."""
+    global _SPEC, _WORKER_STORE
     _SPEC = spec
+    _WORKER_STORE = worker_store
+    if worker_store is not None:
+        # The parent's pooled connections are its own: this process opens new ones.
+        worker_store.store.engine.dispose(close=False)
     # What the worker inherited (modules, metrics) is never garbage: out of the
     # collector's passes.
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def score_in_worker(batch: RawBatch | LineChunk) -> BatchOutput:
+def score_in_worker(batch: RawBatch | LineChunk, number: int = -1) -> BatchOutput:
+    """Score batch `number` of the run (see `WorkerStore`) in a worker process."""
     assert _SPEC is not None, "init_worker was not called"
-    out = score_batch(_SPEC, batch)
+    worker_store = _WORKER_STORE if number >= 0 else None
+    try:
+        out = score_batch(_SPEC, batch)
+    except BaseException:
+        if worker_store is not None:
+            worker_store.give_up_turn(number)
+        raise
+    if worker_store is not None:
+        worker_store.store_in_turn(number, out)
     if _SPEC.cases_dir is not None and out.cases_json:
         # The cases go to the report by a file the parent appends in the kernel: no
         # pickling, pipe or copy through the parent for ~5 KB a case.

@@ -42,6 +42,7 @@ from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
+    WorkerStore,
     init_worker,
     kept_case,
     score_batch,
@@ -333,21 +334,37 @@ class StreamingRun(StreamSettings):
             for batch in self._batches():
                 yield score_batch(spec, batch)
             return
-        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=init_worker,
-                                   initargs=(spec,))  # fmt: skip
+        context = _pool_context()
+        worker_store = self._worker_store(context)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
+                                   initargs=(spec, worker_store))  # fmt: skip
         pending: deque[Future[BatchOutput]] = deque()
         try:
             batches = self._batches()
             # Two batches per worker in flight: one being scored, one waiting; the rest
             # of the file stays unread.
-            for batch in batches:
-                pending.append(pool.submit(score_in_worker, batch))
+            for number, batch in enumerate(batches):
+                pending.append(pool.submit(score_in_worker, batch, number))
                 if len(pending) >= 2 * workers:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def _worker_store(self, context: multiprocessing.context.BaseContext) -> WorkerStore | None:
+        """Where the pool's workers store their batches themselves (`WorkerStore`):
+        a store in a file or a server, shared with workers forked from this process."""
+        if context.get_start_method() != "fork" or self.store is None:
+            return None
+        url = self.store.engine.url
+        if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+            return None  # a store in this process's memory: only it can write there
+        target = self._session.encoded_writer()
+        if target is None:
+            return None
+        store, run_id = target
+        return WorkerStore(store, run_id, context.Value("q", 0, lock=False), context.Condition())
 
     # -- writing ------------------------------------------------------------------------
 
@@ -375,8 +392,9 @@ class StreamingRun(StreamSettings):
                 )
             ids.add(case_id)
         # Durable before the next batch is taken: a kill re-scores only the batches in
-        # flight.
-        self._session.record_encoded(output.encoded)
+        # flight. A worker stores its batch itself where it can (`WorkerStore`).
+        if not output.stored:
+            self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
             if output.cases_part is not None:
