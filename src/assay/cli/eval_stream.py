@@ -140,7 +140,9 @@ def stream_settings(
         "fresh": req.fresh,
         "name": req.name,
         "case_score_metrics": tuple(req.min_means),
-        "keep_failing": MAX_FAILING_ROWS,
+        # The first failing cases, for the console's table of them: not with --quiet,
+        # which prints only the summary line (rebuilding them costs the run pipeline).
+        "keep_failing": 0 if req.quiet else MAX_FAILING_ROWS,
         "keep_all_up_to": MAX_CASE_ROWS,
         "progress": progress,
         "notify": lambda line: err.print(Text(line, style="yellow")),

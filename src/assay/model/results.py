@@ -27,6 +27,10 @@ class Status(StrEnum):
     FAILED = "FAILED"
     NOT_EVALUATED = "NOT_EVALUATED"
 
+    # The hash Enum gives a member (its name's, which here is its value) without the
+    # Python-level call of Enum.__hash__: statuses key the counts of every row tallied.
+    __hash__ = str.__hash__
+
     @property
     def adk_code(self) -> int:
         """ADK's `EvalStatus` integer (1 passed, 2 failed, 3 not evaluated)."""

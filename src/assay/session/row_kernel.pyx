@@ -23,13 +23,14 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_Size
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool
 from libc.stdint cimport int32_t, uint64_t
+from libc.stdio cimport snprintf
 from libc.stdlib cimport calloc, free, qsort, realloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 import orjson
 
 from assay.metrics.argmatch import CallMatcher
-from assay.metrics.calldiff import explain_calls
+from assay.metrics.calldiff import format_value, same_value
 from assay.metrics.call_equal import match_exact, match_name
 from assay.metrics.lexical import NO_REFERENCE, ResponseMatchScore
 from assay.metrics.porter import stem_uncached
@@ -48,6 +49,8 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     object PyUnicode_DecodeASCII(const char*, Py_ssize_t, const char*)
+    object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 # The metrics' kinds in the kernel.
 cdef enum:
@@ -77,9 +80,36 @@ _PLAIN = frozenset(
 )
 _STATUS_VALUES = {s: s._value_.encode() for s in Status}
 _ADK = {s: b"%d" % s.adk_code for s in Status}
+
+
+cdef inline bytes _status_value(object status):
+    # By identity: hashing an Enum member calls its Python-level __hash__.
+    if status is _FAILED:
+        return _FAILED_VALUE
+    if status is _PASSED:
+        return _PASSED_VALUE
+    if status is _NOT_EVALUATED:
+        return _NOT_EVALUATED_VALUE
+    return <bytes>_STATUS_VALUES[status]
+
+
+cdef inline bytes _adk_code(object status):
+    if status is _FAILED:
+        return _FAILED_ADK
+    if status is _PASSED:
+        return _PASSED_ADK
+    if status is _NOT_EVALUATED:
+        return _NOT_EVALUATED_ADK
+    return <bytes>_ADK[status]
 _PASSED = Status.PASSED
 _FAILED = Status.FAILED
 _NOT_EVALUATED = Status.NOT_EVALUATED
+_PASSED_VALUE = _STATUS_VALUES[_PASSED]
+_FAILED_VALUE = _STATUS_VALUES[_FAILED]
+_NOT_EVALUATED_VALUE = _STATUS_VALUES[_NOT_EVALUATED]
+_PASSED_ADK = _ADK[_PASSED]
+_FAILED_ADK = _ADK[_FAILED]
+_NOT_EVALUATED_ADK = _ADK[_NOT_EVALUATED]
 _NO_RESPONSE = "the agent gave no final response"
 _loads = orjson.loads
 _dumps = orjson.dumps
@@ -476,6 +506,7 @@ cdef class RowKernel:
     cdef _Buffer case
     cdef _Buffer row_line
     cdef _Buffer csv_line
+    cdef _Buffer diff
     # The row's texts (escaped for JSON) and calls (as JSON), written once for every
     # output: offsets into `pieces`.
     cdef _Buffer pieces
@@ -495,6 +526,7 @@ cdef class RowKernel:
         self.case = _Buffer()
         self.row_line = _Buffer()
         self.csv_line = _Buffer()
+        self.diff = _Buffer()
         self.pieces = _Buffer()
         self.rouge = _Rouge()
         self.templates = {}
@@ -615,6 +647,87 @@ cdef class RowKernel:
             self.pieces.size = 0
             return None
 
+    def scan(self, bytes data, Py_ssize_t position, Py_ssize_t lineno, Py_ssize_t offset,
+             Py_ssize_t start, str set_id, object run_id, object set_file, bint store,
+             bint cases, bint rows, bint csv, Py_ssize_t keep, object out, dict statuses,
+             dict counted):
+        """Score the rows of a chunk of JSON lines (`data`, from byte `position`, line
+        `lineno`, the chunk's row `offset`) until its end or a row the kernel leaves to
+        the lean path, adding each to the batch's output `out` as `stream_batch` does
+        (`statuses` and `counted`: its counts of statuses and encoded results).
+
+        Returns (position, lineno, offset) after the rows scored, and the row left:
+        its line number, its row offset in the chunk and its text, or -1, -1, None at
+        the end. Lines are split and skipped (blank) as `LineChunk.batch` does them."""
+        cdef Py_ssize_t counts[3]
+        counts[0] = counts[1] = counts[2] = 0
+        try:
+            return self._scan(data, position, lineno, offset, start, set_id, run_id,
+                              set_file, store, cases, rows, csv, keep, out, statuses,
+                              counted, counts)
+        finally:
+            # Counted here: hashing an Enum member calls its Python-level __hash__.
+            statuses[_PASSED] += counts[0]
+            statuses[_FAILED] += counts[1]
+            statuses[_NOT_EVALUATED] += counts[2]
+
+    cdef object _scan(self, bytes data, Py_ssize_t position, Py_ssize_t lineno,
+                      Py_ssize_t offset, Py_ssize_t start, str set_id, object run_id,
+                      object set_file, bint store, bint cases, bint rows, bint csv,
+                      Py_ssize_t keep, object out, dict statuses, dict counted,
+                      Py_ssize_t* counts):
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data), end, this_line, this_offset
+        cdef const char* text = PyBytes_AS_STRING(data)
+        cdef const char* newline
+        cdef list case_ids = out.case_ids
+        cdef list encoded = out.encoded
+        cdef list cases_json = out.cases_json
+        cdef list row_lines = out.rows
+        cdef list kept = out.kept
+        cdef KernelRow done
+        cdef object line, status
+        while position < n:
+            newline = <const char*>memchr(text + position, 10, n - position)
+            end = (newline - text) + 1 if newline != NULL else n
+            this_line = lineno
+            lineno += 1
+            if _blank(text + position, end - position):
+                position = end
+                continue
+            line = PyBytes_FromStringAndSize(text + position, end - position)
+            position = end
+            this_offset = offset
+            offset += 1
+            if _long_digits(PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line)):
+                return position, lineno, offset, this_line, this_offset, line
+            found = self.row(line, start + this_offset, set_id, run_id, set_file, store, cases,
+                             rows, csv)
+            if found is None:
+                return position, lineno, offset, this_line, this_offset, line
+            done = <KernelRow>found
+            status = done.status
+            if status is not _PASSED and PyList_GET_SIZE(kept) < keep:
+                kept.append((start + this_offset, this_line, line))
+            case_ids.append(done.case_id)
+            if status is _PASSED:
+                counts[0] += 1
+            elif status is _FAILED:
+                counts[1] += 1
+            elif status is _NOT_EVALUATED:
+                counts[2] += 1
+            else:
+                statuses[status] += 1
+            for metric in done.metrics:
+                number = counted.get(metric)
+                counted[metric] = 1 if number is None else number + 1
+            if store:
+                encoded.append(done.stored)
+            if cases:
+                cases_json.append(done.case_json)
+            if rows:
+                row_lines.append((done.shape, done.line, done.csv))
+        return position, lineno, offset, -1, -1, None
+
     cdef object _score_and_write(
         self, str case_id, object prompt, object response, object reference,
         list predicted, list expected, Py_ssize_t n_actual, Py_ssize_t n_expected,
@@ -628,7 +741,6 @@ cdef class RowKernel:
         cdef bint failed = False, not_evaluated = False, scored = False
         cdef dict memo = self.memo
         cdef dict by_count = None
-        cdef list lean_actual = None, lean_expected = None
         cdef double number
         if len(memo) > _MEMO_SIZE:
             memo.clear()  # bounded: as LeanPlan.score
@@ -666,11 +778,8 @@ cdef class RowKernel:
                         value = number
                         if number < 1.0:
                             if not self.explained_done[m]:
-                                if lean_actual is None:
-                                    lean_actual = _lean_calls(predicted)
-                                    lean_expected = _lean_calls(expected)
-                                self.explained[m] = explain_calls(
-                                    lean_expected, lean_actual, self.matcher_functions[m]
+                                self.explained[m] = self._diff(
+                                    m, predicted, expected, n_actual, n_expected
                                 )
                                 self.explained_done[m] = True
                             explanation = self.explained[m]
@@ -904,6 +1013,124 @@ cdef class RowKernel:
                 return 1.0
         return 0.0
 
+    # -- explaining ---------------------------------------------------------------------
+
+    cdef object _diff(self, int m, list predicted, list expected, Py_ssize_t n_actual,
+                      Py_ssize_t n_expected):
+        """`calldiff.explain_calls(expected, predicted, matches)` of the row, from the
+        comparison table of matcher `m`: the same text."""
+        cdef _Buffer out = self.diff
+        cdef Py_ssize_t e, a, k, n_left_expected = 0, n_left_actual = 0, paired, previous
+        cdef Py_ssize_t pair_of[MAX_CALLS]  # expected -> actual, -1: unpaired
+        cdef bint same_tool[MAX_CALLS]
+        cdef unsigned char used[MAX_CALLS]
+        cdef Py_ssize_t left_expected[MAX_CALLS]
+        cdef Py_ssize_t left_actual[MAX_CALLS]
+        cdef bint out_of_order = False
+        cdef Py_ssize_t parts = 0
+        out.size = 0
+        for a in range(n_actual):
+            used[a] = 0
+        # Matching calls pair first, each actual call once; then calls of the same tool.
+        for e in range(n_expected):
+            pair_of[e] = -1
+            same_tool[e] = False
+            for a in range(n_actual):
+                if not used[a] and self.table[m][e][a]:
+                    pair_of[e] = a
+                    used[a] = 1
+                    break
+        for e in range(n_expected):
+            if pair_of[e] >= 0:
+                continue
+            name = <object>PyList_GET_ITEM(expected, 2 * e)
+            for a in range(n_actual):
+                if not used[a] and PyObject_RichCompareBool(
+                    <object>PyList_GET_ITEM(predicted, 2 * a), name, Py_EQ
+                ):
+                    pair_of[e] = a
+                    same_tool[e] = True
+                    used[a] = 1
+                    break
+        # Wrong arguments of the same-tool pairs, in the expected order.
+        for e in range(n_expected):
+            if same_tool[e]:
+                parts = self._argument_differences(
+                    out, parts, <str>PyList_GET_ITEM(expected, 2 * e),
+                    <dict>PyList_GET_ITEM(expected, 2 * e + 1),
+                    <dict>PyList_GET_ITEM(predicted, 2 * pair_of[e] + 1),
+                )
+        for e in range(n_expected):
+            if pair_of[e] < 0:
+                left_expected[n_left_expected] = e
+                n_left_expected += 1
+        for a in range(n_actual):
+            if not used[a]:
+                left_actual[n_left_actual] = a
+                n_left_actual += 1
+        paired = min(n_left_expected, n_left_actual)
+        for k in range(paired):
+            parts = _separate(out, parts)
+            out.put_bytes(b"wrong tool: expected ")
+            _format_call(out, expected, left_expected[k])
+            out.put_bytes(b", got ")
+            _format_call(out, predicted, left_actual[k])
+        for k in range(paired, n_left_expected):
+            parts = _separate(out, parts)
+            out.put_bytes(b"missing call ")
+            _format_call(out, expected, left_expected[k])
+        for k in range(paired, n_left_actual):
+            parts = _separate(out, parts)
+            out.put_bytes(b"extra call ")
+            _format_call(out, predicted, left_actual[k])
+        # The pairs in another relative order: one wrong-order difference.
+        previous = -1
+        for e in range(n_expected):
+            if pair_of[e] >= 0:
+                if pair_of[e] < previous:
+                    out_of_order = True
+                    break
+                previous = pair_of[e]
+        if out_of_order:
+            parts = _separate(out, parts)
+            out.put_bytes(b"wrong order: expected ")
+            k = 0
+            for e in range(n_expected):
+                if pair_of[e] >= 0:
+                    if k:
+                        out.put_bytes(b", ")
+                    k += 1
+                    out.put_str(<str>PyList_GET_ITEM(expected, 2 * e))
+            out.put_bytes(b"; got ")
+            k = 0
+            for a in range(n_actual):
+                if used[a]:
+                    if k:
+                        out.put_bytes(b", ")
+                    k += 1
+                    out.put_str(<str>PyList_GET_ITEM(predicted, 2 * a))
+        if parts == 0:
+            return None
+        text = PyUnicode_DecodeUTF8(out.data, out.size, NULL)
+        out.size = 0
+        return text
+
+    cdef Py_ssize_t _argument_differences(self, _Buffer out, Py_ssize_t parts, str name,
+                                          dict want, dict got) except -1:
+        # Keys of the expected call, then the actual call's others, in their order.
+        for key, value in want.items():
+            other = got.get(key, _MISSING)
+            if other is not _MISSING and _same_value(value, other):
+                continue
+            parts = _separate(out, parts)
+            _wrong_argument(out, name, key, value, other)
+        for key, other in got.items():
+            if key in want:
+                continue
+            parts = _separate(out, parts)
+            _wrong_argument(out, name, key, _MISSING, other)
+        return parts
+
     # -- writing ------------------------------------------------------------------------
 
     cdef int _pieces(self, object prompt, object response, object reference, list predicted,
@@ -936,7 +1163,7 @@ cdef class RowKernel:
                 args = <object>PyList_GET_ITEM(calls, 2 * i + 1)
                 if PyDict_Size(args) == 0:
                     out.put_bytes(b"{}")
-                else:
+                elif not _put_flat_object(out, <dict>args):
                     out.put_bytes(_dumps(args))
                 out.put_bytes(b"}")
                 self.call_size[side][i] = out.size - self.call_at[side][i]
@@ -982,7 +1209,7 @@ cdef class RowKernel:
         out.put_bytes(_FORMAT_HEAD)
         out.put_json(case_id)
         out.put_bytes(b',"status":"')
-        out.put_bytes(<bytes>_STATUS_VALUES[status])
+        out.put_bytes(_status_value(status))
         out.put_bytes(b'"')
         if encoded:
             out.put_bytes(b',"metrics":[')
@@ -1037,9 +1264,9 @@ cdef class RowKernel:
         out.put_bytes(b',"eval_id":')
         out.put_json(case_id)
         out.put_bytes(b',"run_index":0,"final_eval_status":')
-        out.put_bytes(<bytes>_ADK[status])
+        out.put_bytes(_adk_code(status))
         out.put_bytes(b',"status":"')
-        out.put_bytes(<bytes>_STATUS_VALUES[status])
+        out.put_bytes(_status_value(status))
         out.put_bytes(b'","overall_eval_metric_results":[')
         for i in range(n):
             if i:
@@ -1148,6 +1375,139 @@ cdef str _csv_cell(str text):
     if _csv_plain(text):
         return text
     return '"' + text.replace('"', '""') + '"'
+
+
+cdef bint _put_flat_object(_Buffer out, dict args) except -1:
+    """`args` as orjson writes it, when its values are strings, integers of 64 bits,
+    booleans and nulls (else nothing is written and False returned)."""
+    cdef Py_ssize_t mark = out.size
+    cdef bint first = True
+    cdef long long number
+    cdef int overflow
+    cdef char digits[24]
+    cdef int length
+    out.put_bytes(b"{")
+    for key, value in args.items():
+        if type(key) is not str:
+            out.size = mark
+            return False
+        if not first:
+            out.put_bytes(b",")
+        first = False
+        out.put_json(<str>key)
+        out.put_bytes(b":")
+        kind = type(value)
+        if kind is str:
+            out.put_json(<str>value)
+        elif kind is int:
+            number = PyLong_AsLongLongAndOverflow(value, &overflow)
+            if overflow:
+                out.size = mark
+                return False
+            length = snprintf(digits, 24, "%lld", number)
+            out.put(digits, length)
+        elif value is None:
+            out.put_bytes(b"null")
+        elif value is True:
+            out.put_bytes(b"true")
+        elif value is False:
+            out.put_bytes(b"false")
+        else:
+            out.size = mark
+            return False
+    out.put_bytes(b"}")
+    return True
+
+
+cdef inline Py_ssize_t _separate(_Buffer out, Py_ssize_t parts) except -1:
+    if parts:
+        out.put_bytes(b"; ")
+    return parts + 1
+
+
+cdef int _wrong_argument(_Buffer out, str name, object key, object want,
+                         object got) except -1:
+    out.put_bytes(b"wrong argument ")
+    out.put_str(name)
+    out.put_bytes(b".")
+    out.put_str(<str>key)
+    out.put_bytes(b": expected ")
+    if want is _MISSING:
+        out.put_bytes(b"(absent)")
+    else:
+        _format_value(out, want)
+    out.put_bytes(b", got ")
+    if got is _MISSING:
+        return out.put_bytes(b"(absent)")
+    return _format_value(out, got)
+
+
+cdef int _format_call(_Buffer out, list calls, Py_ssize_t i) except -1:
+    """`calldiff.format_call`: `name(key="value", n=22)`."""
+    cdef bint first = True
+    out.put_str(<str>PyList_GET_ITEM(calls, 2 * i))
+    out.put_bytes(b"(")
+    for key, value in (<dict>PyList_GET_ITEM(calls, 2 * i + 1)).items():
+        if not first:
+            out.put_bytes(b", ")
+        first = False
+        out.put_str(<str>key)
+        out.put_bytes(b"=")
+        _format_value(out, value)
+    return out.put_bytes(b")")
+
+
+cdef int _format_value(_Buffer out, object value) except -1:
+    """`calldiff.format_value`: strings as JSON strings (the same escapes as orjson's),
+    integers, null, true and false here; anything else by calldiff itself."""
+    cdef type kind = type(value)
+    if kind is str:
+        return out.put_json(<str>value)
+    if kind is int:
+        return out.put_str(int.__repr__(value))
+    if value is None:
+        return out.put_bytes(b"null")
+    if kind is bool:
+        return out.put_bytes(b"true" if value else b"false")
+    return out.put_str(format_value(value))
+
+
+cdef bint _same_value(object a, object b) except -1:
+    """`calldiff.same_value` (JSON equality), strings and integers here."""
+    cdef type ta = type(a), tb = type(b)
+    if ta is str and tb is str:
+        return PyObject_RichCompareBool(a, b, Py_EQ)
+    if ta is int and tb is int:
+        return PyObject_RichCompareBool(a, b, Py_EQ)
+    return bool(same_value(a, b))
+
+
+cdef bint _blank(const char* line, Py_ssize_t n) noexcept:
+    """`bytes.isspace`: not empty, and only ASCII white space."""
+    cdef Py_ssize_t i
+    cdef char c
+    if n == 0:
+        return False
+    for i in range(n):
+        c = line[i]
+        if not (c == 32 or c == 9 or c == 10 or c == 13 or c == 11 or c == 12):
+            return False
+    return True
+
+
+cdef bint _long_digits(const char* line, Py_ssize_t n) noexcept:
+    """`formats.stream.may_hold_big_int`: nineteen digits in a row."""
+    cdef Py_ssize_t i, run = 0
+    cdef char c
+    for i in range(n):
+        c = line[i]
+        if 48 <= c <= 57:
+            run += 1
+            if run >= 19:
+                return True
+        else:
+            run = 0
+    return False
 
 
 _MEMO_SIZE = 20_000  # as lean_score._MEMO_SIZE

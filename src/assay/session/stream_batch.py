@@ -109,7 +109,51 @@ def score_batch(spec: BatchSpec, batch: RawBatch | LineChunk) -> BatchOutput:
     # The rows, cases and results of a batch make no reference cycles: the collector's
     # passes over them found nothing and cost ~40 % of the batch's CPU (measured).
     with gc_paused():
-        return _score_batch(spec, batch if isinstance(batch, RawBatch) else batch.batch())
+        if isinstance(batch, LineChunk):
+            scanned = _score_chunk(spec, batch)
+            if scanned is not None:
+                return scanned
+            batch = batch.batch()
+        return _score_batch(spec, batch)
+
+
+def _score_chunk(spec: BatchSpec, chunk: LineChunk) -> BatchOutput | None:
+    """A chunk of JSON lines scored by the row kernel, which splits its lines and
+    scores them in C, handing each row it leaves to the lean path (and that to the
+    ordinary one) in its place; None when the kernel cannot take the run."""
+    plan = _lean_plan(spec, chunk)
+    kernel = _PLAN[2] if _PLAN is not None else None
+    if plan is None or kernel is None or spec.skip or spec.junit or spec.case_score_metrics:
+        return None
+    out = BatchOutput(
+        chunk.file, chunk.start, [], Tally((m.name for m in spec.metrics), spec.case_score_metrics)
+    )
+    counts = _LeanCounts()
+    set_id = Path(chunk.file).stem
+    set_file = spec.eval_set_files.get(set_id)
+    names: dict[str, str] = {}
+    position, lineno, offset = 0, chunk.first_line, 0
+    while True:
+        position, lineno, offset, left_line, left_offset, raw = kernel.scan(
+            chunk.data, position, lineno, offset, chunk.start, set_id, spec.run_id, set_file,
+            spec.store, spec.cases_json, spec.rows, spec.csv, spec.keep, out, counts.statuses,
+            counts.metrics,
+        )  # fmt: skip
+        if raw is None:
+            break
+        # A row the kernel leaves: the lean path's, or the ordinary one's, in its place.
+        rows = RawBatch(chunk.file, "jsonl", chunk.start, [])
+        if _add_lean(spec, plan, out, rows, set_id, left_offset, left_line, raw, names, counts,
+                     kernel=False):  # fmt: skip
+            continue
+        one = RawBatch(chunk.file, "jsonl", chunk.start + left_offset, [(left_line, raw)])
+        cases, error = batch_cases(one, spec.mapping)
+        _add_cases(spec, out, cases)
+        if error is not None:
+            out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
+            break
+    out.tally.add_counted(counts.statuses, [(m.result, n) for m, n in counts.metrics.items()])
+    return out
 
 
 def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
@@ -153,11 +197,12 @@ class _LeanCounts:
         self.metrics: dict[EncodedMetric, int] = {}
 
 
-def _lean_plan(spec: BatchSpec, batch: RawBatch) -> LeanPlan | None:
+def _lean_plan(spec: BatchSpec, batch: RawBatch | LineChunk) -> LeanPlan | None:
     """The lean plan of the spec's metrics, when its batches can take the lean path:
     JSON lines without a column mapping, and no case table (it needs every case result
     whole)."""
-    if batch.kind != "jsonl" or spec.mapping or spec.keep_all:
+    kind = batch.kind if isinstance(batch, RawBatch) else "jsonl"
+    if kind != "jsonl" or spec.mapping or spec.keep_all:
         return None
     global _PLAN
     if _PLAN is None or _PLAN[0] is not spec:
@@ -193,17 +238,20 @@ def _add_lean(
     raw: bytes | dict[str, Any],
     names: dict[str, str],
     counts: _LeanCounts | None,
+    *,
+    kernel: bool = True,
 ) -> bool:
-    """Score and encode one row on the lean path; False when the row is not plain (or
-    anything about it is unusual: it then takes the ordinary path, which reports it)."""
+    """Score and encode one row on the lean path (by the row kernel where there is one,
+    unless `kernel` is False); False when the row is not plain (or anything about it is
+    unusual: it then takes the ordinary path, which reports it)."""
     if type(raw) is not bytes or (not batch.no_big_ints and may_hold_big_int(raw)):
         return False
-    kernel = _PLAN[2] if _PLAN is not None else None
-    if kernel is not None and not spec.skip:
+    row_kernel = _PLAN[2] if _PLAN is not None and kernel else None
+    if row_kernel is not None and not spec.skip:
         # The same results and bytes as below, in one pass of C (`session.row_kernel`).
         set_file = spec.eval_set_files.get(set_id)
-        done = kernel.row(raw, batch.start + offset, set_id, spec.run_id, set_file,
-                          spec.store, spec.cases_json, spec.rows, spec.csv)  # fmt: skip
+        done = row_kernel.row(raw, batch.start + offset, set_id, spec.run_id, set_file,
+                              spec.store, spec.cases_json, spec.rows, spec.csv)  # fmt: skip
         if done is not None:
             try:
                 testcase = (

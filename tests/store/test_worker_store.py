@@ -1,0 +1,162 @@
+"""Workers of a streamed run store their own batches (`session.stream_batch.WorkerStore`),
+in file order: the store ends up holding what a run in one process stores — the same
+documents, and the same rows when a duplicate id, a malformed row or a batch the store
+refuses stops the run — on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.session.run_session import RunSession
+
+runner = CliRunner()
+CRITERIA = {
+    "trajectory_exact_match": 1.0,
+    "trajectory_recall": 0.5,
+    "response_match_score": 0.5,
+}
+ROWS = 4_500  # five batches of 1,000
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    rng = random.Random(11)
+    rows = []
+    for i in range(n):
+        calls = [{"tool_name": rng.choice("abc"), "tool_input": {"n": rng.randint(1, 2)}}
+                 for _ in range(rng.randint(0, 3))]  # fmt: skip
+        rows.append({
+            "id": f"case-{i}", "prompt": f"p{i}", "response": rng.choice(["a b", "a c"]),
+            "reference": "a b", "predicted_trajectory": calls[::-1],
+            "reference_trajectory": calls,
+        })  # fmt: skip
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]], bad: dict[int, str] | None = None) -> Path:
+    lines = [json.dumps(r) for r in rows]
+    for index, line in (bad or {}).items():
+        lines[index] = line
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _eval(data: Path, url: str, workers: int, name: str, tmp_path: Path) -> Any:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    return runner.invoke(
+        app,
+        ["eval", str(data), "--config", str(config), "--store", url, "--workers", str(workers),
+         "--name", name, "--quiet", "--fresh"],
+    )  # fmt: skip
+
+
+def _stored(url: str, name: str) -> dict[str, str]:
+    """The documents of the run named `name`, by case id."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT r.case_id, r.document FROM case_results r JOIN runs u ON"
+                    " u.id = r.run_id WHERE u.name = :name"
+                ),
+                {"name": name},
+            ).fetchall()
+    finally:
+        engine.dispose()
+    out = {}
+    for case_id, document in rows:
+        doc = json.loads(document) if isinstance(document, str) else document
+        out[case_id] = json.dumps(doc, sort_keys=True)
+    return out
+
+
+def _stored_by_main(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many results the reports' process stored itself, batch by batch."""
+    counted: list[int] = []
+    real = RunSession.record_encoded
+
+    def spy(self: RunSession, encoded: Any) -> None:
+        counted.append(len(encoded))
+        real(self, encoded)
+
+    monkeypatch.setattr(RunSession, "record_encoded", spy)
+    return counted
+
+
+def test_workers_store_what_one_process_stores(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
+    by_main = _stored_by_main(monkeypatch)
+    two = _eval(data, store_url, 2, "two", tmp_path)
+    assert two.exit_code in (0, 1), two.output
+    assert sum(by_main) == 0, "the workers stored every batch themselves"
+    one = _eval(data, store_url, 1, "one", tmp_path)
+    assert one.exit_code == two.exit_code
+    assert sum(by_main) == ROWS
+    stored = _stored(store_url, "two")
+    assert len(stored) == ROWS
+    assert stored == _stored(store_url, "one")
+
+
+def _without_run_ids(output: str) -> str:
+    return re.sub(r"\brun [0-9a-z]{16}\b", "run RUN", output)
+
+
+def _compare_stopped_runs(data: Path, url: str, tmp_path: Path) -> tuple[Any, dict[str, str]]:
+    two = _eval(data, url, 2, "two", tmp_path)
+    one = _eval(data, url, 1, "one", tmp_path)
+    assert two.exit_code == one.exit_code != 0
+    assert _without_run_ids(two.output) == _without_run_ids(one.output)
+    stored = _stored(url, "two")
+    assert stored == _stored(url, "one")
+    return two, stored
+
+
+def test_a_duplicate_id_in_a_later_batch_stops_where_one_process_stops(tmp_path: Path) -> None:
+    rows = _rows(ROWS)
+    rows[2_600]["id"] = rows[10]["id"]
+    data = _write(tmp_path / "rows.jsonl", rows)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    result, stored = _compare_stopped_runs(data, url, tmp_path)
+    assert "duplicate case id" in result.output and "case-10" in result.output
+    # The batches before the duplicate's; none of its batch, nor of any after it.
+    assert set(stored) == {f"case-{i}" for i in range(2_000)}
+
+
+def test_a_malformed_row_stops_where_one_process_stops(tmp_path: Path) -> None:
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS), bad={2_600: '{"id": "x", "prompt": '})
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    result, stored = _compare_stopped_runs(data, url, tmp_path)
+    assert "line 2601" in result.output
+    # Every row before the malformed one, its own batch's included; none after it.
+    assert set(stored) == {f"case-{i}" for i in range(2_600)}
+
+
+def test_a_batch_the_store_refuses_stops_where_one_process_stops(tmp_path: Path) -> None:
+    """A worker whose batch the store refuses leaves it, and every batch after it, to
+    the reports' process, which reports the store's error as a run in one process does."""
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
+    db = tmp_path / "store.db"
+    url = f"sqlite:///{db}"
+    assert _eval(tmp_path / "rows.jsonl", url, 1, "setup", tmp_path).exit_code in (0, 1)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(
+            "CREATE TRIGGER refuse BEFORE INSERT ON case_results WHEN NEW.case_id = 'case-3100'"
+            " BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END"
+        ))  # fmt: skip
+    engine.dispose()
+    result, stored = _compare_stopped_runs(data, url, tmp_path)
+    assert "refused by a trigger" in result.output
+    assert set(stored) == {f"case-{i}" for i in range(3_000)}
