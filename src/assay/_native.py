@@ -55,11 +55,12 @@ metrics and their call matching, ROUGE, the call diffs, the tally). Each
 must be plain Python classes and functions: Cython's functions are not Python functions,
 so a module defining pydantic models cannot be compiled."""
 
-KERNELS = ("assay.session.row_kernel",)
+KERNELS = ("assay.report.csv_kernel", "assay.session.row_kernel")
 """Modules that exist only compiled: Cython sources (`.pyx`) for code with no Python
 counterpart of its own, each standing in for pure Python code that does the same thing
-(the row kernel for the lean row path). Loaded, like `MODULES`, only while the compiled
-copy matches the source; without it the import fails and the Python code runs."""
+(the row kernel for the lean row path, the CSV report's remapping of spooled lines).
+Loaded, like `MODULES`, only while the compiled copy matches the source; without it the
+import fails and the Python code runs."""
 
 BUILT = Path(__file__).with_name("_built")
 """Where the compiled copies are (inside the package, in a source tree or installed)."""

@@ -518,11 +518,12 @@ def _write_csv_lines(out: IO[str], lines: Path, spool: RowSpool, columns: list[s
     joined again, as bytes: a field's encoding depends on its value alone, so the bytes
     are the ones `write_csv_from` writes from the JSON rows."""
     shapes = spool.shapes
-    picks = []
+    indexes = []
     for shape in shapes:
         # One "" is appended after the row's fields, for the columns it does not have.
         where = {key: i for i, key in enumerate(shape)}
-        picks.append(itemgetter(*[where.get(c, len(shape)) for c in columns]))
+        indexes.append(tuple([where.get(c, len(shape)) for c in columns]))
+    picks = [itemgetter(*each) for each in indexes]
     plain = spool.plain_csv_bytes
     out.flush()
     binary: IO[bytes] = out.buffer  # type: ignore[attr-defined]
@@ -532,6 +533,15 @@ def _write_csv_lines(out: IO[str], lines: Path, spool: RowSpool, columns: list[s
                 chunk = raw.read(min(plain, 1 << 20))
                 binary.write(chunk)
                 plain -= len(chunk)
+        position, start = raw.tell(), binary.tell()
+        if _remapped_in_c(raw, binary, plain, indexes, len(columns)):
+            binary.flush()
+            return
+        # The Python way (no compiled kernel, or a record it does not know): from the
+        # same place again.
+        binary.seek(start)
+        binary.truncate()
+        raw.seek(position)
         parts: list[bytes] = []
         size = 0
         for number, record in _csv_records(raw, plain):
@@ -547,6 +557,30 @@ def _write_csv_lines(out: IO[str], lines: Path, spool: RowSpool, columns: list[s
                 parts, size = [], 0
         binary.write(b"".join(parts))
     binary.flush()
+
+
+def _remapped_in_c(
+    raw: IO[bytes], out: IO[bytes], plain: int, indexes: list[tuple[int, ...]], columns: int
+) -> bool:
+    """`_write_csv_lines`' loop by the compiled CSV kernel (`report.csv_kernel`), a
+    megabyte of the spool at a time; False when there is no kernel or it met a record
+    it does not know (nothing it wrote is then kept)."""
+    try:
+        from assay.report.csv_kernel import remap_csv
+    except ImportError:  # installed without compiling
+        return False
+    rest = b""
+    while True:
+        chunk = raw.read(1 << 20)
+        data = rest + chunk if rest else chunk
+        done = remap_csv(data, plain, indexes, columns, not chunk)
+        if done is None:
+            return False
+        lines, used, plain = done
+        out.write(lines)
+        rest = data[used:]
+        if not chunk:
+            return True
 
 
 def _csv_records(raw: IO[bytes], plain: int) -> Iterator[tuple[int, bytes]]:

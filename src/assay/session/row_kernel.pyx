@@ -1604,3 +1604,4 @@ cdef bint _same_call(int mode, object e_name, object e_args, object a_name,
         if not same_json(v, (<dict>a_args)[k]):
             return False
     return True
+

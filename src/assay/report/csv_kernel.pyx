@@ -1,0 +1,144 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""The CSV report's spooled lines put under the union of the run's columns, in C.
+
+`report.json_stream._write_csv_lines` does this in Python, record by record, after the
+last row is scored: with rows of several shapes (a metric explains only the rows it
+does not score perfectly, so its explanation column comes and goes) that cost ~20 us a
+row of one process while the others waited. `remap_csv` does the same work on a chunk
+of the spool at a time. It exists only compiled (`assay._native.KERNELS`); without it
+the Python loop runs, with the same bytes (tests/report/test_csv_kernel.py).
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+
+
+cdef class _Buffer:
+    cdef char* data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t capacity
+
+    def __cinit__(self):
+        self.data = NULL
+        self.size = 0
+        self.capacity = 0
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int put(self, const char* text, Py_ssize_t n) except -1:
+        cdef Py_ssize_t capacity
+        cdef char* data
+        if self.size + n > self.capacity:
+            capacity = self.capacity or 65536
+            while capacity < self.size + n:
+                capacity *= 2
+            data = <char*>realloc(self.data, capacity)
+            if data == NULL:
+                raise MemoryError()
+            self.data, self.capacity = data, capacity
+        memcpy(self.data + self.size, text, n)
+        self.size += n
+        return 0
+
+    cdef bytes take(self):
+        cdef bytes out = PyBytes_FromStringAndSize(self.data, self.size)
+        self.size = 0
+        return out
+
+
+# -- the CSV report's lines under the union of the columns --------------------------------
+
+
+def remap_csv(bytes data, Py_ssize_t plain, list picks, Py_ssize_t columns, bint last):
+    """`json_stream._write_csv_lines`' loop over the complete records of `data`: each
+    spooled CSV record (the first `plain` bytes are shape 0's lines without their
+    shape's number, the rest `number,fields...`) with its fields picked by its shape's
+    `picks` (a list of column indexes per shape; an index past the record's fields picks
+    an empty field) and joined again.
+
+    Returns (the lines, the bytes of `data` used, `plain` left); a record cut at the
+    end of `data` is left for the next call, unless `last`. None where a record is not
+    one this module spooled (the caller then does it the Python way)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), p = 0, start, end, q, number, f, k, index
+    cdef const char* text = PyBytes_AS_STRING(data)
+    cdef Py_ssize_t quotes
+    cdef _Buffer out = _Buffer()
+    cdef Py_ssize_t field_at[4096]
+    cdef Py_ssize_t field_end[4096]
+    cdef Py_ssize_t fields
+    cdef tuple pick
+    while p < n:
+        # A record runs to a line end outside quotes.
+        start = p
+        quotes = 0
+        end = -1
+        q = p
+        while q < n:
+            if text[q] == 34:
+                quotes += 1
+            elif text[q] == 10 and quotes % 2 == 0:
+                end = q + 1
+                break
+            q += 1
+        if end < 0:
+            if not last:
+                break
+            end = n
+        p = end
+        if plain > 0:
+            number = 0
+            plain -= end - start
+        else:
+            number = 0
+            q = start
+            while q < end and 48 <= text[q] <= 57:
+                number = number * 10 + (text[q] - 48)
+                q += 1
+            if q == start or q >= end or text[q] != 44 or number >= len(picks):
+                return None
+            start = q + 1
+        # The fields, without the record's "\r\n".
+        if end - start < 2 or text[end - 2] != 13 or text[end - 1] != 10:
+            return None
+        end -= 2
+        fields = 0
+        q = start
+        while True:
+            if fields >= 4095:
+                return None
+            field_at[fields] = q
+            if q < end and text[q] == 34:  # quoted: up to its closing quote
+                q += 1
+                while q < end:
+                    if text[q] == 34:
+                        if q + 1 < end and text[q + 1] == 34:
+                            q += 2
+                            continue
+                        break
+                    q += 1
+                q += 1
+                if q < end and text[q] != 44:
+                    return None
+            else:
+                while q < end and text[q] != 44:
+                    q += 1
+            field_end[fields] = q
+            fields += 1
+            if q >= end:
+                break
+            q += 1  # the comma
+        field_at[fields] = field_end[fields] = end  # the empty field for missing columns
+        pick = <tuple>picks[number]
+        if len(pick) != columns:
+            return None
+        for k in range(columns):
+            index = <Py_ssize_t>pick[k]
+            if index > fields:
+                return None
+            if k:
+                out.put(",", 1)
+            out.put(text + field_at[index], field_end[index] - field_at[index])
+        out.put("\r\n", 2)
+    return out.take(), p, plain
