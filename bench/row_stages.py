@@ -128,10 +128,28 @@ def main() -> None:
     ]:  # fmt: skip
         _stage(name, n, run)
 
+    kernel = _row_kernel(metrics)
+    if kernel is not None:
+        print("row kernel (session.row_kernel, compiled), each row read, scored and written:")
+        _stage("RowKernel.row (all four outputs)", n, lambda: [
+            kernel.row(raw, i, set_id, "run", FILE, True, True, True, True)
+            for i, raw in enumerate(raws)
+        ])  # fmt: skip
+    else:
+        print("row kernel: not compiled here (the lean path scores every row)")
+
     print("whole batches, as a worker scores them (stream_batch.score_batch):")
     spec = BatchSpec(metrics=tuple(metrics), run_id="run", csv=True, keep=200,
                      eval_set_files={set_id: FILE})  # fmt: skip
-    _, outs = _stage("score_batch, lean", n, lambda: [score_batch(spec, b) for b in batches])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rows.jsonl"
+        write_rows(path, ns.rows)
+        chunks = list(RowFile(path, "jsonl").chunks(1000))
+    _stage("score_batch of line chunks, as workers get them", n,
+           lambda: [score_batch(spec, c) for c in chunks])  # fmt: skip
+    _, outs = _stage(
+        "score_batch of numbered rows", n, lambda: [score_batch(spec, b) for b in batches]
+    )
     protocol = pickle.HIGHEST_PROTOCOL
     _, blobs = _stage("  its output pickled (to the CLI process)", n,
                       lambda: [pickle.dumps(o, protocol=protocol) for o in outs])  # fmt: skip
@@ -143,6 +161,17 @@ def main() -> None:
         _stage("score_batch, ordinary (before)", n, lambda: [score_batch(spec, b) for b in batches])
     finally:
         stream_batch._lean_plan = real_plan  # type: ignore[assignment]
+
+
+def _row_kernel(metrics: list[Any]) -> Any:
+    try:
+        from assay.session.row_kernel import RowKernel
+    except ImportError:
+        return None
+    from assay.session.lean_score import LeanPlan
+
+    plan = LeanPlan.of(metrics)
+    return None if plan is None else RowKernel.of(plan)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ and, as the named baseline in the same process run, google-adk's own evaluators
 `response_match_score` evaluator) on the same rows.
 
     python bench/score_rows.py [--rows 100000] [--adk-rows 5000] [--repeat 3]
+        [--baseline-tree ../assay-at-an-older-commit]
 """
 
 from __future__ import annotations
@@ -252,6 +253,12 @@ def main() -> None:
         help="run each size (and each of its outputs) this many times, alternating, and"
         " print the median and the best: a shared machine varies by 10%% between minutes",
     )
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="a checkout of another commit (its row path compiled there with `python"
+        " hatch_build.py`): its runs alternate with this tree's, and the ratio is printed",
+    )
     ns = parser.parse_args()
     adk_elapsed = run_adk(make_rows(ns.adk_rows))
     adk_rate = ns.adk_rows / adk_elapsed
@@ -259,19 +266,55 @@ def main() -> None:
         f"google-adk evaluators (3 trajectory match types + ROUGE, in-process): "
         f"{ns.adk_rows} rows in {adk_elapsed:.2f}s = {adk_rate:,.0f} rows/s"
     )
+    trees: list[Path | None] = [None] if ns.baseline_tree is None else [ns.baseline_tree, None]
     for n in ns.rows:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            warm_up(work)
+            for tree in trees:
+                with _tree(tree):
+                    warm_up(work)
             data = work / "rows.jsonl"
             write_rows(data, n)
             outputs = (True, False) if ns.also_without_csv else (True,)
-            runs: dict[bool, list[tuple[float, float, int, float]]] = {c: [] for c in outputs}
+            runs: dict[tuple[Path | None, bool], list[tuple[float, float, int, float]]] = {
+                (t, c): [] for t in trees for c in outputs
+            }
             for _ in range(ns.repeat):
                 for csv in outputs:
-                    runs[csv].append(run_assay(data, work, ns.assay_args.split(), csv=csv))
+                    for tree in trees:  # alternating: the same minutes for both
+                        with _tree(tree):
+                            run = run_assay(data, work, ns.assay_args.split(), csv=csv)
+                        runs[tree, csv].append(run)
             for csv in outputs:
-                _report(n, csv, runs[csv], adk_rate)
+                for tree in trees:
+                    if tree is not None:
+                        print(f"baseline tree {tree}:", end=" ")
+                    _report(n, csv, runs[tree, csv], adk_rate)
+                if ns.baseline_tree is not None:
+                    base = _median(runs[ns.baseline_tree, csv])
+                    this = _median(runs[None, csv])
+                    print(f"  this tree / baseline tree: {base / this:.2f}x rows/s (medians)")
+
+
+@contextlib.contextmanager
+def _tree(tree: Path | None) -> Iterator[None]:
+    """Run `assay` from `tree`'s source (its own compiled copies) while inside."""
+    if tree is None:
+        yield
+        return
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree.resolve() / "src")
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = previous
+
+
+def _median(runs: list[tuple[float, float, int, float]]) -> float:
+    return sorted(r[0] for r in runs)[len(runs) // 2]
 
 
 def _report(

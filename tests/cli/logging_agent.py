@@ -68,6 +68,12 @@ def call_log(tmp_path: Path) -> list[tuple[str, str]]:
     ]
 
 
+def default_sigint() -> None:
+    """For a child process that is sent Ctrl-C: SIGINT handled as in a terminal, even
+    when these tests run with it ignored (a background job of a shell inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stop_midway(
     command: list[str],
     env: dict[str, str],
@@ -79,7 +85,7 @@ def stop_midway(
 ) -> tuple[int, str, set[str]]:
     """Run `command` until the agent has answered `after_ends` calls, wait `settle_s`,
     send `sig`; the exit code, stderr and the cases whose call had ended before `sig`."""
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True,
+    proc = subprocess.Popen(command, env=env, cwd=tmp_path, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 60

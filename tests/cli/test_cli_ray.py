@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from logging_agent import default_sigint
 from typer.testing import CliRunner
 
 from assay.cli import app
@@ -89,7 +90,7 @@ def test_a_stopped_ray_run_is_interrupted_and_resumes(
 ) -> None:
     command, db = _setup(tmp_path, address)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, text=True,
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from logging_agent import call_log, eval_command
+from logging_agent import call_log, default_sigint, eval_command
 
 from assay.store import Store
 
@@ -42,7 +42,7 @@ def _first_run_id(db: Path) -> str:
 @contextmanager
 def _started(command: list[str], env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     """`command` running in the background; killed at the end if still running."""
-    proc = subprocess.Popen(command, env=env, cwd=cwd, text=True,
+    proc = subprocess.Popen(command, env=env, cwd=cwd, text=True, preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         yield proc

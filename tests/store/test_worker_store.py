@@ -8,6 +8,11 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +165,56 @@ def test_a_batch_the_store_refuses_stops_where_one_process_stops(tmp_path: Path)
     result, stored = _compare_stopped_runs(data, url, tmp_path)
     assert "refused by a trigger" in result.output
     assert set(stored) == {f"case-{i}" for i in range(3_000)}
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # even where these tests run with it ignored
+
+
+@pytest.mark.slow
+def test_ctrl_c_counts_every_batch_the_workers_stored(tmp_path: Path) -> None:
+    """Ctrl-C stops the pool before the run is marked INTERRUPTED: the batches its
+    workers were storing are counted, and the same command resumes after them."""
+    data = _write(tmp_path / "rows.jsonl", _rows(60_000))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    db = tmp_path / "store.db"
+    command = [sys.executable, "-m", "assay", "eval", str(data), "--config", str(config),
+               "--store", f"sqlite:///{db}", "--workers", "2", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=tmp_path, text=True, preexec_fn=_default_sigint,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if db.exists() and _count(db, "SELECT count(*) FROM case_results") >= 3_000:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    stored = _count(db, "SELECT count(*) FROM case_results")
+    assert 3_000 <= stored < 60_000
+    status, counted = _one(db, "SELECT status, case_count FROM runs")
+    assert (status, counted) == ("INTERRUPTED", stored)
+    again = subprocess.run(command, cwd=tmp_path, text=True, capture_output=True, timeout=300)
+    assert again.returncode in (0, 1), again.stderr
+    assert f"{stored} of 60000 case runs already done" in again.stderr
+    assert _count(db, "SELECT count(*) FROM case_results") == 60_000
+    assert _count(db, "SELECT count(DISTINCT case_id) FROM case_results") == 60_000
+    assert _one(db, "SELECT status, case_count FROM runs") == ("COMPLETED", 60_000)
+
+
+def _one(db: Path, sql: str) -> tuple[Any, ...]:
+    with sqlite3.connect(db) as conn:
+        row: tuple[Any, ...] = conn.execute(sql).fetchone()
+    return row
+
+
+def _count(db: Path, sql: str) -> int:
+    try:
+        return int(_one(db, sql)[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0

@@ -122,7 +122,7 @@ def _score_chunk(spec: BatchSpec, chunk: LineChunk) -> BatchOutput | None:
     scores them in C, handing each row it leaves to the lean path (and that to the
     ordinary one) in its place; None when the kernel cannot take the run."""
     plan = _lean_plan(spec, chunk)
-    kernel = _PLAN[2] if _PLAN is not None else None
+    kernel = _kernel_for(plan)
     if plan is None or kernel is None or spec.skip or spec.junit or spec.case_score_metrics:
         return None
     out = BatchOutput(
@@ -205,11 +205,18 @@ def _lean_plan(spec: BatchSpec, batch: RawBatch | LineChunk) -> LeanPlan | None:
     if kind != "jsonl" or spec.mapping or spec.keep_all:
         return None
     global _PLAN
-    if _PLAN is None or _PLAN[0] is not spec:
+    cached = _PLAN
+    if cached is None or cached[0] is not spec:
         # One run's spec at a time (a worker serves one run; so does a process).
         plan = LeanPlan.of(spec.metrics)
-        _PLAN = (spec, plan, _row_kernel(plan))
-    return _PLAN[1]
+        cached = _PLAN = (spec, plan, _row_kernel(plan))
+    return cached[1]
+
+
+def _kernel_for(plan: LeanPlan | None) -> Any:
+    """The row kernel made with `plan` (`_lean_plan`), if it is still the one kept."""
+    cached = _PLAN
+    return cached[2] if plan is not None and cached is not None and cached[1] is plan else None
 
 
 _PLAN: tuple[BatchSpec, LeanPlan | None, Any] | None = None
@@ -246,7 +253,7 @@ def _add_lean(
     unusual: it then takes the ordinary path, which reports it)."""
     if type(raw) is not bytes or (not batch.no_big_ints and may_hold_big_int(raw)):
         return False
-    row_kernel = _PLAN[2] if _PLAN is not None and kernel else None
+    row_kernel = _kernel_for(plan) if kernel else None
     if row_kernel is not None and not spec.skip:
         # The same results and bytes as below, in one pass of C (`session.row_kernel`).
         set_file = spec.eval_set_files.get(set_id)

@@ -255,8 +255,9 @@ class StreamingRun(StreamSettings):
         done = len(previous)
         if self.progress is not None:
             self.progress.on_start(total)
+        outputs = self._outputs(spec, workers)
         try:
-            for output in self._outputs(spec, workers):
+            for output in outputs:
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
                     self._write(output, spec, tally, json_writer, spool, failing, seen)
                     if junit is not None:
@@ -274,6 +275,7 @@ class StreamingRun(StreamSettings):
         except KeyboardInterrupt:
             outcome.interrupted = True
         except BaseException as exc:
+            outputs.close()
             self._session.mark_error(f"{type(exc).__name__}: {exc}")
             if json_writer is not None:
                 json_writer.discard()
@@ -282,6 +284,9 @@ class StreamingRun(StreamSettings):
             if junit is not None:
                 junit.discard()
             raise
+        # The pool is shut down before the run is finished: batches its workers were
+        # storing are in the store when the run's counts are taken.
+        outputs.close()
         outcome.summary = {**tally.summary(self.metrics), **tally.status_columns()}
         self._finish(outcome, json_writer, spool)
         if junit is not None:
