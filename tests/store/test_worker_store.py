@@ -64,15 +64,15 @@ def _eval(data: Path, url: str, workers: int, name: str, tmp_path: Path) -> Any:
     )  # fmt: skip
 
 
-def _stored(url: str, name: str) -> dict[str, str]:
-    """The documents of the run named `name`, by case id."""
+def _stored(url: str, name: str, *, by: str = "name") -> dict[str, str]:
+    """The documents of the run named `name` (or with the id `name`), by case id."""
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
             rows = conn.execute(
                 text(
                     "SELECT r.case_id, r.document FROM case_results r JOIN runs u ON"
-                    " u.id = r.run_id WHERE u.name = :name"
+                    f" u.id = r.run_id WHERE u.{'id' if by == 'id' else 'name'} = :name"
                 ),
                 {"name": name},
             ).fetchall()
@@ -218,3 +218,45 @@ def _count(db: Path, sql: str) -> int:
         return int(_one(db, sql)[0])
     except sqlite3.OperationalError:  # not created yet
         return 0
+
+
+def test_cases_the_report_refuses_are_written_by_the_reports_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that cannot append its batch's cases to the report (here the third
+    batch's) leaves them, and every later batch, to the `assay` process: the report and
+    the store come out as a run in one process writes them."""
+    from assay.session import stream_batch
+
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
+    real = stream_batch.WorkerWrites._append
+
+    refused = tmp_path / "refused"
+
+    def refuse_third(self: Any, cases: list[bytes]) -> None:
+        if self.cases.value >= 2_000:
+            refused.touch()  # in the worker: seen by the test through the file system
+            raise OSError(28, "No space left on device")
+        real(self, cases)
+
+    reports = {}
+    for workers in (2, 1):
+        with monkeypatch.context() as patch:
+            patch.setattr(stream_batch.WorkerWrites, "_append", refuse_third)  # forked: inherited
+            out = tmp_path / f"report-{workers}.json"
+            config = tmp_path / "config.json"
+            config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+            url = f"sqlite:///{tmp_path / f'store-{workers}.db'}"
+            done = runner.invoke(app, [
+                "eval", str(data), "--config", str(config), "--store", url,
+                "--workers", str(workers), "--out", str(out), "--quiet",
+            ])  # fmt: skip
+            assert done.exit_code in (0, 1), done.output
+            document = json.loads(out.read_bytes())
+            reports[workers] = (
+                out.read_bytes().replace(document["run_id"].encode(), b"RUN"),
+                sorted(_stored(url, document["run_id"], by="id").values()),
+            )
+    assert refused.exists(), "a worker was refused"
+    assert reports[2] == reports[1]
+    assert len(json.loads(reports[2][0])["cases"]) == ROWS

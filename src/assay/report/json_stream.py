@@ -259,6 +259,7 @@ class JsonReportWriter:
         self._owns_rows = rows is None
         self._cases = 0
         self._parts: Path | None = None
+        self._grown = False  # other processes appended cases (`hand_over`)
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             self._file: IO[bytes] = self._tmp.open("wb")
@@ -274,6 +275,10 @@ class JsonReportWriter:
 
     def _write(self, data: bytes) -> None:
         try:
+            if self._grown:
+                # Cases appended by other processes since: write after them.
+                self._file.seek(0, os.SEEK_END)
+                self._grown = False
             self._file.write(data)
         except OSError as exc:
             raise AssayError(
@@ -293,8 +298,26 @@ class JsonReportWriter:
         if not encoded:
             return
         head = b"\n" if self._cases == 0 else b",\n"
-        self._write(head + _cases_text(encoded))
+        self._write(head + cases_text(encoded))
         self._cases += len(encoded)
+
+    def hand_over(self) -> tuple[str, int]:
+        """The report's file, everything written so far in it, and how many cases it
+        holds: worker processes append their batches' cases to it from here on (in file
+        order, `session.stream_batch.WorkerWrites`), each counted by `appended`."""
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
+        return str(self._tmp), self._cases
+
+    def appended(self, cases: int) -> None:
+        """Another process appended `cases` cases to the report (`hand_over`)."""
+        if cases:
+            self._cases += cases
+            self._grown = True
 
     def parts_directory(self) -> Path:
         """Where worker processes write their batches' cases (`write_cases_part`): a
@@ -385,8 +408,9 @@ CasesPart = tuple[str, int]
 _PART_NUMBERS = count()
 
 
-def _cases_text(encoded: Sequence[bytes]) -> bytes:
-    # Cases in the report's `cases` array: one per line, indented.
+def cases_text(encoded: Sequence[bytes]) -> bytes:
+    """Cases in the report's `cases` array: one per line, indented (without the line
+    end or comma before the first)."""
     return _ITEM_INDENT + (b",\n" + _ITEM_INDENT).join(encoded)
 
 
@@ -397,7 +421,7 @@ def write_cases_part(directory: str, encoded: Sequence[bytes]) -> CasesPart | No
     path = os.path.join(directory, f"{os.getpid()}-{next(_PART_NUMBERS)}.part")
     try:
         with open(path, "wb") as part:
-            part.write(_cases_text(encoded))
+            part.write(cases_text(encoded))
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(path)

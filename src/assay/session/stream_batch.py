@@ -24,7 +24,7 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
-from assay.report.json_stream import CasesPart, csv_line, write_cases_part
+from assay.report.json_stream import CasesPart, cases_text, csv_line, write_cases_part
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
 from assay.session.lean_encode import (
     encoded_calls,
@@ -96,7 +96,9 @@ class BatchOutput:
     # An InputError does not survive pickling with its location: sent as its parts.
     error: tuple[str, str | None, str | None, str | None, str | None] | None = None
     stored: bool = False
-    """`encoded` was stored by the worker itself (`WorkerStore`), and not sent back."""
+    """`encoded` was stored by the worker itself (`WorkerWrites`), and not sent back."""
+    cases_appended: int = 0
+    """How many cases the worker appended to the JSON report itself (`WorkerWrites`)."""
 
     def raise_error(self) -> None:
         if self.error is not None:
@@ -409,62 +411,94 @@ def kept_case(spec: BatchSpec, file: str, kept: CaseResult | KeptRow) -> CaseRes
 
 
 @dataclass
-class WorkerStore:
-    """Where the workers of a pool store their batches themselves, in file order.
+class WorkerWrites:
+    """What the workers of a pool write themselves, in file order: each batch to the
+    store and its cases to the JSON report.
 
     Each batch is stored by the worker that scored it, in one transaction, before the
-    worker takes new work: the process writing the reports no longer spends its time in
-    the store, and a batch is durable as soon as it is scored. The batches are stored
-    in the order of the file, each after the one before it (`turn` holds the number of
-    the next batch to store, guarded by `ready`), so the store holds what the ordinary
-    order holds: a duplicate case id is refused in the later batch, and a batch that
-    stops the run (a malformed row, a batch the store refused) stops every later batch
-    from being stored (`turn` becomes -1). A batch the worker did not store is sent
-    back whole, and the reports' process stores it or reports why it cannot.
+    worker takes new work, and its report cases are appended to the report (`--out`)
+    there and then: the process writing the rest of the reports no longer spends its
+    time in the store nor copies ~5 KB a case, and a batch is durable as soon as it is
+    scored. The batches are written in the order of the file, each after the one before
+    it (`turn` holds the number of the next batch to write, guarded by `ready`), so the
+    store and the report hold what the ordinary order writes: a duplicate case id is
+    refused in the later batch, and a batch that stops the run (a malformed row, a batch
+    the store or the file refused) stops every later batch from being written (`turn`
+    becomes -1). What a worker did not write is sent back, and the reports' process
+    writes it or reports why it cannot.
 
-    Shared with the workers by inheritance: a forked pool only (`inheritable`).
+    Shared with the workers by inheritance: a forked pool only.
     """
 
-    store: Store
-    run_id: str
-    turn: Any  # multiprocessing Value('q'): the next batch to store; -1: none
-    ready: Any  # multiprocessing Condition over `turn`
+    store: Store | None
+    run_id: str | None
+    report: str | None
+    """The JSON report's file while it is written (`JsonReportWriter.hand_over`)."""
+    cases: Any  # multiprocessing Value('q'): cases in the report so far
+    turn: Any  # multiprocessing Value('q'): the next batch to write; -1: none
+    ready: Any  # multiprocessing Condition over `turn` and `cases`
+    _fd: tuple[int, int] | None = None  # (pid, descriptor) of the report, per process
 
-    def store_in_turn(self, number: int, out: BatchOutput) -> None:
-        """Store `out` (batch `number`) once the batches before it are, unless one of
+    def write_in_turn(self, number: int, out: BatchOutput) -> None:
+        """Write `out` (batch `number`) once the batches before it are, unless one of
         them stopped the run."""
-        stored = False
+        stored = appended = False
         with self.ready:
-            while self.turn.value != number and self.turn.value >= 0:
-                if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
-                    return  # orphaned: the run is gone
-            if self.turn.value < 0:
+            if not self._wait_turn(number) or self.turn.value < 0:
                 return
             try:
-                if out.encoded:
-                    self.store.add_encoded(self.run_id, out.encoded)
-                stored = True
-            except Exception:
-                stored = False
+                if self.store is not None and self.run_id is not None:
+                    if out.encoded:
+                        self.store.add_encoded(self.run_id, out.encoded)
+                    stored = True
+                if self.report is not None and out.cases_json:
+                    self._append(out.cases_json)
+                    appended = True
+            except Exception:  # the reports' process writes it, or says why not
+                pass
             finally:
-                ok = stored and out.error is None
-                self.turn.value = number + 1 if ok else -1
+                whole = (stored or self.store is None) and (appended or not out.cases_json
+                                                            or self.report is None)  # fmt: skip
+                self.turn.value = number + 1 if whole and out.error is None else -1
                 self.ready.notify_all()
         if stored:
             out.stored, out.encoded = True, []
+        if appended:
+            out.cases_appended, out.cases_json = len(out.cases_json), []
 
     def give_up_turn(self, number: int) -> None:
-        """Batch `number` failed in the worker: no batch after it is stored."""
+        """Batch `number` failed in the worker: no batch after it is written."""
         with self.ready:
-            while self.turn.value != number and self.turn.value >= 0:
-                if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
-                    return
-            self.turn.value = -1
-            self.ready.notify_all()
+            if self._wait_turn(number):
+                self.turn.value = -1
+                self.ready.notify_all()
+
+    def _wait_turn(self, number: int) -> bool:
+        while self.turn.value != number and self.turn.value >= 0:
+            if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
+                return False  # orphaned: the run is gone
+        return True
+
+    def _append(self, cases: list[bytes]) -> None:
+        """Append the batch's cases to the report, whole or not at all."""
+        pid = os.getpid()
+        if self._fd is None or self._fd[0] != pid:
+            assert self.report is not None
+            self._fd = (pid, os.open(self.report, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+        fd = self._fd[1]
+        size = os.fstat(fd).st_size
+        data = memoryview((b"\n" if self.cases.value == 0 else b",\n") + cases_text(cases))
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            os.ftruncate(fd, size)  # a cut batch would break the report
+            raise
+        self.cases.value += len(cases)
 
 
 _SPEC: BatchSpec | None = None
-_WORKER_STORE: WorkerStore | None = None
+_WORKER_WRITES: WorkerWrites | None = None
 
 
 def _score_recorded(case: EvalCase, metrics: list[Metric], *, eval_set_id: str) -> CaseResult:
@@ -475,15 +509,15 @@ def _score_recorded(case: EvalCase, metrics: list[Metric], *, eval_set_id: str) 
     return score_recorded(case, metrics, eval_set_id=eval_set_id)
 
 
-def init_worker(spec: BatchSpec, worker_store: WorkerStore | None = None) -> None:
-    """Pool initializer: keep the spec (and where to store batches); Ctrl-C is the
-    parent's to handle."""
-    global _SPEC, _WORKER_STORE
+def init_worker(spec: BatchSpec, writes: WorkerWrites | None = None) -> None:
+    """Pool initializer: keep the spec (and what the worker writes itself); Ctrl-C is
+    the parent's to handle."""
+    global _SPEC, _WORKER_WRITES
     _SPEC = spec
-    _WORKER_STORE = worker_store
-    if worker_store is not None:
+    _WORKER_WRITES = writes
+    if writes is not None and writes.store is not None:
         # The parent's pooled connections are its own: this process opens new ones.
-        worker_store.store.engine.dispose(close=False)
+        writes.store.engine.dispose(close=False)
     # What the worker inherited (modules, metrics) is never garbage: out of the
     # collector's passes.
     gc.freeze()
@@ -491,17 +525,17 @@ def init_worker(spec: BatchSpec, worker_store: WorkerStore | None = None) -> Non
 
 
 def score_in_worker(batch: RawBatch | LineChunk, number: int = -1) -> BatchOutput:
-    """Score batch `number` of the run (see `WorkerStore`) in a worker process."""
+    """Score batch `number` of the run (see `WorkerWrites`) in a worker process."""
     assert _SPEC is not None, "init_worker was not called"
-    worker_store = _WORKER_STORE if number >= 0 else None
+    writes = _WORKER_WRITES if number >= 0 else None
     try:
         out = score_batch(_SPEC, batch)
     except BaseException:
-        if worker_store is not None:
-            worker_store.give_up_turn(number)
+        if writes is not None:
+            writes.give_up_turn(number)
         raise
-    if worker_store is not None:
-        worker_store.store_in_turn(number, out)
+    if writes is not None:
+        writes.write_in_turn(number, out)
     if _SPEC.cases_dir is not None and out.cases_json:
         # The cases go to the report by a file the parent appends in the kernel: no
         # pickling, pipe or copy through the parent for ~5 KB a case.

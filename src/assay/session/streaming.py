@@ -27,9 +27,9 @@ import multiprocessing
 import multiprocessing.context
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,7 +42,7 @@ from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
-    WorkerStore,
+    WorkerWrites,
     init_worker,
     kept_case,
     score_batch,
@@ -238,16 +238,16 @@ class StreamingRun(StreamSettings):
             case_score_metrics=self.case_score_metrics,
             keep=keep,
             keep_all=keep_all,
-            cases_dir=(
-                str(json_writer.parts_directory())
-                if json_writer is not None and workers > 1
-                else None
-            ),
+            cases_dir=None,
         )
         for case in previous:  # the resumed run's results join the summary and reports
             self._write_previous(case, spec, tally, json_writer, spool, failing)
             if junit is not None:
                 junit.add_case(case, case.eval_set_id or "")
+        writes = self._worker_writes(workers, json_writer)
+        if json_writer is not None and workers > 1 and (writes is None or writes.report is None):
+            # Without a forked pool, workers write their cases to part files instead.
+            spec = replace(spec, cases_dir=str(json_writer.parts_directory()))
         outcome = StreamOutcome(run_id, {}, tally, failing, total, kept_all=keep_all)
         # Case ids seen, per file (each file is its own eval set): bare strings, a
         # file's dropped when the next file starts (1M ids: ~60 MB, not ~160 MB).
@@ -255,7 +255,7 @@ class StreamingRun(StreamSettings):
         done = len(previous)
         if self.progress is not None:
             self.progress.on_start(total)
-        outputs = self._outputs(spec, workers)
+        outputs = self._outputs(spec, workers, writes)
         try:
             for output in outputs:
                 with gc_paused():  # a batch's bytes and rows make no cycles (see score_batch)
@@ -334,15 +334,15 @@ class StreamingRun(StreamSettings):
         for row_file in self.files:
             yield from row_file.chunks(self.batch_rows)
 
-    def _outputs(self, spec: BatchSpec, workers: int) -> Iterator[BatchOutput]:
+    def _outputs(
+        self, spec: BatchSpec, workers: int, writes: WorkerWrites | None
+    ) -> Generator[BatchOutput, None, None]:
         if workers <= 1:
             for batch in self._batches():
                 yield score_batch(spec, batch)
             return
-        context = _pool_context()
-        worker_store = self._worker_store(context)
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
-                                   initargs=(spec, worker_store))  # fmt: skip
+        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=init_worker,
+                                   initargs=(spec, writes))  # fmt: skip
         pending: deque[Future[BatchOutput]] = deque()
         try:
             batches = self._batches()
@@ -357,19 +357,31 @@ class StreamingRun(StreamSettings):
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _worker_store(self, context: multiprocessing.context.BaseContext) -> WorkerStore | None:
-        """Where the pool's workers store their batches themselves (`WorkerStore`):
-        a store in a file or a server, shared with workers forked from this process."""
-        if context.get_start_method() != "fork" or self.store is None:
+    def _worker_writes(
+        self, workers: int, json_writer: JsonReportWriter | None
+    ) -> WorkerWrites | None:
+        """What the pool's workers write themselves (`WorkerWrites`): their batches to
+        a store in a file or a server, their cases to the JSON report; None without a
+        forked pool of workers."""
+        if workers <= 1 or _pool_context().get_start_method() != "fork":
             return None
-        url = self.store.engine.url
-        if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
-            return None  # a store in this process's memory: only it can write there
-        target = self._session.encoded_writer()
-        if target is None:
+        target = None
+        if self.store is not None:
+            url = self.store.engine.url
+            in_memory = url.get_backend_name() == "sqlite" and url.database in (
+                None, "", ":memory:",
+            )  # fmt: skip
+            if not in_memory:  # a store in this process's memory: only it writes there
+                target = self._session.encoded_writer()
+        report, cases = json_writer.hand_over() if json_writer is not None else (None, 0)
+        if target is None and report is None:
             return None
-        store, run_id = target
-        return WorkerStore(store, run_id, context.Value("q", 0, lock=False), context.Condition())
+        store, run_id = target if target is not None else (None, None)
+        context = multiprocessing.get_context("fork")
+        return WorkerWrites(
+            store, run_id, report, context.Value("q", cases, lock=False),
+            context.Value("q", 0, lock=False), context.Condition(),
+        )  # fmt: skip
 
     # -- writing ------------------------------------------------------------------------
 
@@ -397,11 +409,12 @@ class StreamingRun(StreamSettings):
                 )
             ids.add(case_id)
         # Durable before the next batch is taken: a kill re-scores only the batches in
-        # flight. A worker stores its batch itself where it can (`WorkerStore`).
+        # flight. A worker stores its batch itself where it can (`WorkerWrites`).
         if not output.stored:
             self._session.record_encoded(output.encoded)
         tally.merge(output.tally)
         if json_writer is not None:
+            json_writer.appended(output.cases_appended)
             if output.cases_part is not None:
                 json_writer.add_cases_part(output.cases_part)
             else:
