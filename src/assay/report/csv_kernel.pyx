@@ -10,45 +10,9 @@ the Python loop runs, with the same bytes (tests/report/test_csv_kernel.py).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-
-cdef class _Buffer:
-    cdef char* data
-    cdef Py_ssize_t size
-    cdef Py_ssize_t capacity
-
-    def __cinit__(self):
-        self.data = NULL
-        self.size = 0
-        self.capacity = 0
-
-    def __dealloc__(self):
-        free(self.data)
-
-    cdef int put(self, const char* text, Py_ssize_t n) except -1:
-        cdef Py_ssize_t capacity
-        cdef char* data
-        if self.size + n > self.capacity:
-            capacity = self.capacity or 65536
-            while capacity < self.size + n:
-                capacity *= 2
-            data = <char*>realloc(self.data, capacity)
-            if data == NULL:
-                raise MemoryError()
-            self.data, self.capacity = data, capacity
-        memcpy(self.data + self.size, text, n)
-        self.size += n
-        return 0
-
-    cdef bytes take(self):
-        cdef bytes out = PyBytes_FromStringAndSize(self.data, self.size)
-        self.size = 0
-        return out
-
-
-# -- the CSV report's lines under the union of the columns --------------------------------
 
 
 def remap_csv(bytes data, Py_ssize_t plain, list picks, Py_ssize_t columns, bint last):
@@ -61,10 +25,34 @@ def remap_csv(bytes data, Py_ssize_t plain, list picks, Py_ssize_t columns, bint
     Returns (the lines, the bytes of `data` used, `plain` left); a record cut at the
     end of `data` is left for the next call, unless `last`. None where a record is not
     one this module spooled (the caller then does it the Python way)."""
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), p = 0, start, end, q, number, f, k, index
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), p = 0, lines = 0, bound
     cdef const char* text = PyBytes_AS_STRING(data)
+    cdef char* out
+    for pick in picks:
+        # Each field at most once (the bound below counts on it): a shape's columns are
+        # distinct, and its missing ones share one index past its fields, its largest.
+        missing = max(pick, default=0)
+        chosen = [index for index in pick if index != missing]
+        if len(set(chosen)) != len(chosen):
+            return None
+    for p in range(n):
+        lines += text[p] == 10
+    # A line's fields are its record's, each at most once, and empty ones: the lines
+    # are at most the records' bytes and a comma and line end per column.
+    bound = n + (lines + 1) * (columns + 2)
+    out = <char*>malloc(bound)
+    if out == NULL:
+        raise MemoryError()
+    try:
+        return _remap(text, n, plain, picks, columns, last, out)
+    finally:
+        free(out)
+
+
+cdef object _remap(const char* text, Py_ssize_t n, Py_ssize_t plain, list picks,
+                   Py_ssize_t columns, bint last, char* out):
+    cdef Py_ssize_t p = 0, start, end, q, number, k, index, size = 0, length
     cdef Py_ssize_t quotes
-    cdef _Buffer out = _Buffer()
     cdef Py_ssize_t field_at[4096]
     cdef Py_ssize_t field_end[4096]
     cdef Py_ssize_t fields
@@ -138,7 +126,13 @@ def remap_csv(bytes data, Py_ssize_t plain, list picks, Py_ssize_t columns, bint
             if index > fields:
                 return None
             if k:
-                out.put(",", 1)
-            out.put(text + field_at[index], field_end[index] - field_at[index])
-        out.put("\r\n", 2)
-    return out.take(), p, plain
+                out[size] = 44
+                size += 1
+            length = field_end[index] - field_at[index]
+            memcpy(out + size, text + field_at[index], length)
+            size += length
+        out[size] = 13
+        out[size + 1] = 10
+        size += 2
+    return PyBytes_FromStringAndSize(out, size), p, plain
+

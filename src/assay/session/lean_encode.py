@@ -16,10 +16,12 @@ byte for byte.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from assay.report.json_stream import csv_fields
-from assay.session.lean_rows import LeanCall, LeanRow
+from assay.session.lean_rows import EncodedMetric, LeanCall, LeanRow
 from assay.store import EncodedCase
 from assay.store._document import FORMAT
 
@@ -145,12 +147,7 @@ def report_row(lean: LeanRow, eval_set_id: str) -> tuple[tuple[str, ...], bytes]
     key = (reference is None, *[m.columns_id for m in metrics])
     shape = _SHAPES.get(key)
     if shape is None:
-        if len(_SHAPES) > 10_000:
-            _SHAPES.clear()
-        names = [*_HEAD, "reference"] if reference is not None else list(_HEAD)
-        for m in metrics:
-            names.extend(m.columns)
-        shape = _SHAPES[key] = tuple(names)
+        shape = row_shape(key, metrics)
     line = b"".join((
         b'{"eval_set_id":', _J(eval_set_id),
         b',"case_id":', _J(lean.case_id),
@@ -161,6 +158,19 @@ def report_row(lean: LeanRow, eval_set_id: str) -> tuple[tuple[str, ...], bytes]
         b"}\n",
     ))  # fmt: skip
     return shape, line
+
+
+def row_shape(key: tuple[Any, ...], metrics: list[EncodedMetric]) -> tuple[str, ...]:
+    """The columns of a report row of `key` (whether it has no reference, then its
+    metrics' column lists' numbers), kept in `_SHAPES`: the row's head, its reference,
+    its metrics' columns."""
+    if len(_SHAPES) > 10_000:
+        _SHAPES.clear()
+    names = list(_HEAD) if key[0] else [*_HEAD, "reference"]
+    for m in metrics:
+        names.extend(m.columns)
+    shape = _SHAPES[key] = tuple(names)
+    return shape
 
 
 def report_csv_line(lean: LeanRow, eval_set_id: str) -> bytes:

@@ -41,7 +41,7 @@ from assay.model.results import MetricResult, Score, Status
 from assay.report.json_stream import csv_fields
 from assay.session.lean_rows cimport EncodedMetric
 from assay.session.lean_rows import LeanCall
-from assay.session.lean_encode import _SHAPES, _HEAD
+from assay.session.lean_encode import _SHAPES, row_shape
 from assay.store._document import FORMAT
 
 cdef extern from "Python.h":
@@ -82,37 +82,27 @@ _STATUS_VALUES = {s: s._value_.encode() for s in Status}
 _ADK = {s: b"%d" % s.adk_code for s in Status}
 
 
-cdef inline bytes _status_value(object status):
-    # By identity: hashing an Enum member calls its Python-level __hash__.
+cdef inline tuple _status_bytes(object status):
+    """The status's value and ADK code as written, by identity: hashing an Enum member
+    calls its Python-level __hash__."""
     if status is _FAILED:
-        return _FAILED_VALUE
+        return _FAILED_BYTES
     if status is _PASSED:
-        return _PASSED_VALUE
+        return _PASSED_BYTES
     if status is _NOT_EVALUATED:
-        return _NOT_EVALUATED_VALUE
-    return <bytes>_STATUS_VALUES[status]
-
-
-cdef inline bytes _adk_code(object status):
-    if status is _FAILED:
-        return _FAILED_ADK
-    if status is _PASSED:
-        return _PASSED_ADK
-    if status is _NOT_EVALUATED:
-        return _NOT_EVALUATED_ADK
-    return <bytes>_ADK[status]
+        return _NOT_EVALUATED_BYTES
+    return (_STATUS_VALUES[status], _ADK[status])
 _PASSED = Status.PASSED
 _FAILED = Status.FAILED
 _NOT_EVALUATED = Status.NOT_EVALUATED
-_PASSED_VALUE = _STATUS_VALUES[_PASSED]
-_FAILED_VALUE = _STATUS_VALUES[_FAILED]
-_NOT_EVALUATED_VALUE = _STATUS_VALUES[_NOT_EVALUATED]
-_PASSED_ADK = _ADK[_PASSED]
-_FAILED_ADK = _ADK[_FAILED]
-_NOT_EVALUATED_ADK = _ADK[_NOT_EVALUATED]
+_PASSED_BYTES = (_STATUS_VALUES[_PASSED], _ADK[_PASSED])
+_FAILED_BYTES = (_STATUS_VALUES[_FAILED], _ADK[_FAILED])
+_NOT_EVALUATED_BYTES = (_STATUS_VALUES[_NOT_EVALUATED], _ADK[_NOT_EVALUATED])
 _NO_RESPONSE = "the agent gave no final response"
 _loads = orjson.loads
 _dumps = orjson.dumps
+# Each control character as orjson escapes it inside a string (\n, \u0001, ...).
+_CONTROL_ESCAPES = [orjson.dumps(chr(c))[1:-1] for c in range(0x20)]
 
 
 # -- a growing byte buffer ----------------------------------------------------------------
@@ -166,7 +156,6 @@ cdef class _Buffer:
         cdef Py_ssize_t n, i, start = 0
         cdef const char* utf8 = PyUnicode_AsUTF8AndSize(text, &n)
         cdef unsigned char c
-        cdef char escape[6]
         for i in range(n):
             c = <unsigned char>utf8[i]
             if c >= 0x20 and c != 0x22 and c != 0x5C:
@@ -178,24 +167,8 @@ cdef class _Buffer:
                 self.put_bytes(b'\\"')
             elif c == 0x5C:
                 self.put_bytes(b"\\\\")
-            elif c == 0x08:
-                self.put_bytes(b"\\b")
-            elif c == 0x09:
-                self.put_bytes(b"\\t")
-            elif c == 0x0A:
-                self.put_bytes(b"\\n")
-            elif c == 0x0C:
-                self.put_bytes(b"\\f")
-            elif c == 0x0D:
-                self.put_bytes(b"\\r")
-            else:
-                escape[0] = b"\\"[0]
-                escape[1] = b"u"[0]
-                escape[2] = b"0"[0]
-                escape[3] = b"0"[0]
-                escape[4] = b"0123456789abcdef"[c >> 4]
-                escape[5] = b"0123456789abcdef"[c & 15]
-                self.put(escape, 6)
+            else:  # a control character
+                self.put_bytes(<bytes>PyList_GET_ITEM(_CONTROL_ESCAPES, c))
         if n > start:
             self.put(utf8 + start, n - start)
         return 0
@@ -1209,7 +1182,7 @@ cdef class RowKernel:
         out.put_bytes(_FORMAT_HEAD)
         out.put_json(case_id)
         out.put_bytes(b',"status":"')
-        out.put_bytes(_status_value(status))
+        out.put_bytes(<bytes>_status_bytes(status)[0])
         out.put_bytes(b'"')
         if encoded:
             out.put_bytes(b',"metrics":[')
@@ -1264,9 +1237,9 @@ cdef class RowKernel:
         out.put_bytes(b',"eval_id":')
         out.put_json(case_id)
         out.put_bytes(b',"run_index":0,"final_eval_status":')
-        out.put_bytes(_adk_code(status))
+        out.put_bytes(<bytes>_status_bytes(status)[1])
         out.put_bytes(b',"status":"')
-        out.put_bytes(_status_value(status))
+        out.put_bytes(<bytes>_status_bytes(status)[0])
         out.put_bytes(b'","overall_eval_metric_results":[')
         for i in range(n):
             if i:
@@ -1312,12 +1285,7 @@ cdef class RowKernel:
         key = (reference is None, *[(<EncodedMetric>m).columns_id for m in encoded])
         shape = _SHAPES.get(key)
         if shape is None:
-            if len(_SHAPES) > 10_000:
-                _SHAPES.clear()
-            names = [*_HEAD, "reference"] if reference is not None else list(_HEAD)
-            for m in encoded:
-                names.extend(m.columns)
-            shape = _SHAPES[key] = tuple(names)
+            shape = row_shape(key, encoded)
         out.put_bytes(b'{"eval_set_id":')
         out.put_json(set_id)
         out.put_bytes(b',"case_id":')
