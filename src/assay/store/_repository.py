@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.exc import SQLAlchemyError
 
 from assay.errors import StoreError
@@ -44,3 +44,16 @@ def database_errors(
             raise StoreError(f"store {self.url}: {reason}") from exc
 
     return wrapper
+
+
+def upsert_insert(conn: Connection, table: Table) -> Any:
+    """An INSERT into `table` in `conn`'s dialect, which can take `on_conflict_do_update`
+    (PostgreSQL's or SQLite's; the PostgreSQL dialect's package, ~40 ms to import, is
+    loaded only for a PostgreSQL store)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)

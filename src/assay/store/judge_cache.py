@@ -14,11 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Text, cast, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from assay.errors import StoreError
 from assay.models.cache import judge_cache_key as judge_cache_key
-from assay.store._repository import Repository, database_errors
+from assay.store._repository import Repository, database_errors, upsert_insert
 from assay.store.schema import judge_cache
 from assay.store.types import utcnow
 
@@ -67,8 +66,7 @@ class JudgeCache(Repository):
         if reply is None:
             raise StoreError("a judge reply to cache cannot be None (None means a cache miss)")
         with self._writer.begin() as conn:
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            stmt = dialect.insert(judge_cache).values(
+            stmt = upsert_insert(conn, judge_cache).values(
                 key=key, backend=backend, model=model, reply=reply, created_at=utcnow()
             )
             conn.execute(
@@ -105,8 +103,7 @@ class JudgeCache(Repository):
         if not rows:
             return
         with self._writer.begin() as conn:
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            stmt = dialect.insert(judge_cache)
+            stmt = upsert_insert(conn, judge_cache)
             upsert = stmt.on_conflict_do_update(
                 index_elements=["key"],
                 set_={

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
@@ -27,7 +26,7 @@ from assay.store._bulk import (
 )
 from assay.store._document import expand_document
 from assay.store._json import gc_paused
-from assay.store._repository import Repository, database_errors
+from assay.store._repository import Repository, database_errors, upsert_insert
 from assay.store.exceptions import DuplicateCaseResultError, RunNotFoundError
 from assay.store.namespace import DEFAULT_LOCATION, DEFAULT_PROJECT, current_namespace
 from assay.store.schema import DEFAULT_APP, RunStatus, case_results
@@ -333,8 +332,7 @@ class RunRepository(Repository):
 
     @staticmethod
     def _upsert(conn: Connection) -> Any:
-        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(case_results)
+        stmt = upsert_insert(conn, case_results)
         replaced = ("status", "execution_state", "error_type", "latency_s", "created_at")
         return stmt.on_conflict_do_update(
             index_elements=["run_id", "eval_set_id", "case_id", "run_index"],
