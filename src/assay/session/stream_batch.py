@@ -419,13 +419,15 @@ class WorkerWrites:
     worker takes new work, and its report cases are appended to the report (`--out`)
     there and then: the process writing the rest of the reports no longer spends its
     time in the store nor copies ~5 KB a case, and a batch is durable as soon as it is
-    scored. The batches are written in the order of the file, each after the one before
-    it (`turn` holds the number of the next batch to write, guarded by `ready`), so the
-    store and the report hold what the ordinary order writes: a duplicate case id is
-    refused in the later batch, and a batch that stops the run (a malformed row, a batch
-    the store or the file refused) stops every later batch from being written (`turn`
-    becomes -1). What a worker did not write is sent back, and the reports' process
-    writes it or reports why it cannot.
+    scored. The batches are stored in the order of the file, each after the one before
+    it (`stored_turn` holds the number of the next batch to store), and appended to the
+    report in that order too (`appended_turn`): two turns, so that one worker appends
+    its batch's cases while the next batch is being stored. The store and the report
+    hold what the ordinary order writes: a duplicate case id is refused in the later
+    batch, a batch's cases are appended only once it is stored, and a batch that stops
+    the run (a malformed row, a batch the store or the file refused) stops every later
+    batch from being written (its turns become -1). What a worker did not write is sent
+    back, and the reports' process writes it or reports why it cannot.
 
     Shared with the workers by inheritance: a forked pool only.
     """
@@ -435,49 +437,69 @@ class WorkerWrites:
     report: str | None
     """The JSON report's file while it is written (`JsonReportWriter.hand_over`)."""
     cases: Any  # multiprocessing Value('q'): cases in the report so far
-    turn: Any  # multiprocessing Value('q'): the next batch to write; -1: none
-    ready: Any  # multiprocessing Condition over `turn` and `cases`
+    stored_turn: Any  # multiprocessing Value('q'): the next batch to store; -1: none
+    appended_turn: Any  # multiprocessing Value('q'): the next batch to append; -1: none
+    ready: Any  # multiprocessing Condition over the turns
     _fd: tuple[int, int] | None = None  # (pid, descriptor) of the report, per process
 
     def write_in_turn(self, number: int, out: BatchOutput) -> None:
-        """Write `out` (batch `number`) once the batches before it are, unless one of
-        them stopped the run."""
-        stored = appended = False
-        with self.ready:
-            if not self._wait_turn(number) or self.turn.value < 0:
-                return
+        """Store `out` (batch `number`) once the batches before it are stored, then
+        append its cases once theirs are appended, unless one of them stopped the run.
+        The turns are held, not the lock: while this worker writes, the other can wait
+        for, or take, the turn after it."""
+        in_turn = stored = False
+        if self._take_turn(self.stored_turn, number):
+            in_turn = True
             try:
                 if self.store is not None and self.run_id is not None:
                     if out.encoded:
                         self.store.add_encoded(self.run_id, out.encoded)
                     stored = True
-                if self.report is not None and out.cases_json:
-                    self._append(out.cases_json)
-                    appended = True
-            except Exception:  # the reports' process writes it, or says why not
+            except Exception:  # the reports' process stores it, or says why not
                 pass
             finally:
-                whole = (stored or self.store is None) and (appended or not out.cases_json
-                                                            or self.report is None)  # fmt: skip
-                self.turn.value = number + 1 if whole and out.error is None else -1
-                self.ready.notify_all()
+                kept = stored or self.store is None
+                self._pass_turn(self.stored_turn, number, kept and out.error is None)
         if stored:
             out.stored, out.encoded = True, []
+        if not self._take_turn(self.appended_turn, number):
+            return
+        appended = False
+        kept = in_turn and (stored or self.store is None)
+        try:
+            if kept and self.report is not None and out.cases_json:
+                self._append(out.cases_json)
+                appended = True
+        except Exception:  # the reports' process appends them, or says why not
+            pass
+        finally:
+            whole = kept and (appended or not out.cases_json or self.report is None)
+            self._pass_turn(self.appended_turn, number, whole and out.error is None)
         if appended:
             out.cases_appended, out.cases_json = len(out.cases_json), []
 
     def give_up_turn(self, number: int) -> None:
         """Batch `number` failed in the worker: no batch after it is written."""
-        with self.ready:
-            if self._wait_turn(number):
-                self.turn.value = -1
-                self.ready.notify_all()
+        for turn in (self.stored_turn, self.appended_turn):
+            if self._take_turn(turn, number):
+                self._pass_turn(turn, number, False)
 
-    def _wait_turn(self, number: int) -> bool:
-        while self.turn.value != number and self.turn.value >= 0:
-            if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
-                return False  # orphaned: the run is gone
+    def _take_turn(self, turn: Any, number: int) -> bool:
+        """Wait until batch `number` has `turn`; False when a batch before it stopped
+        the run, or the run is gone (this worker orphaned)."""
+        with self.ready:
+            while turn.value != number:
+                if turn.value < 0:
+                    return False
+                if not self.ready.wait(timeout=1.0) and os.getppid() == 1:
+                    return False
         return True
+
+    def _pass_turn(self, turn: Any, number: int, go_on: bool) -> None:
+        """Give `turn` to the batch after `number`, or stop every later one."""
+        with self.ready:
+            turn.value = number + 1 if go_on else -1
+            self.ready.notify_all()
 
     def _append(self, cases: list[bytes]) -> None:
         """Append the batch's cases to the report, whole or not at all."""

@@ -344,18 +344,24 @@ class StreamingRun(StreamSettings):
         pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=init_worker,
                                    initargs=(spec, writes))  # fmt: skip
         pending: deque[Future[BatchOutput]] = deque()
+        checkpoints = contextlib.ExitStack()
         try:
             batches = self._batches()
             # Two batches per worker in flight: one being scored, one waiting; the rest
             # of the file stays unread.
             for number, batch in enumerate(batches):
                 pending.append(pool.submit(score_in_worker, batch, number))
+                if number == 0 and writes is not None and writes.store is not None:
+                    # The workers' writes checkpointed from a thread of this process,
+                    # started once the first submit has forked them (none inherits it).
+                    checkpoints.enter_context(writes.store.checkpointing())
                 if len(pending) >= 2 * workers:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            checkpoints.close()
 
     def _worker_writes(
         self, workers: int, json_writer: JsonReportWriter | None
@@ -380,7 +386,8 @@ class StreamingRun(StreamSettings):
         context = multiprocessing.get_context("fork")
         return WorkerWrites(
             store, run_id, report, context.Value("q", cases, lock=False),
-            context.Value("q", 0, lock=False), context.Condition(),
+            context.Value("q", 0, lock=False), context.Value("q", 0, lock=False),
+            context.Condition(),
         )  # fmt: skip
 
     # -- writing ------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -11,7 +12,7 @@ from sqlalchemy import Engine
 from assay.model.results import CaseResult
 from assay.store._bulk import EncodedCase
 from assay.store.api_keys import ApiKeyRepository
-from assay.store.connect import create_store_engine, migrate, resolve_url
+from assay.store.connect import create_store_engine, migrate, resolve_url, wal_checkpoints
 from assay.store.judge_cache import JudgeCache
 from assay.store.resources import ResourceRepository
 from assay.store.runs import CaseKey, RunInfo, RunRepository
@@ -153,6 +154,12 @@ class Store:
         a resume runs them again (store them with `replace=True`).
         """
         return self._runs.completed_case_keys(run_id, include_errors=include_errors)
+
+    def checkpointing(self) -> contextlib.AbstractContextManager[None]:
+        """While other processes write to this store (a pool's workers), copy their
+        commits from a SQLite file's WAL into the database in a thread of this one,
+        off the writers' way (`connect.wal_checkpoints`); nothing for PostgreSQL."""
+        return wal_checkpoints(self._engine)
 
     def close(self) -> None:
         """Release the store's connections."""
