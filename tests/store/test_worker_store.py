@@ -1,7 +1,8 @@
-"""Workers of a streamed run store their own batches (`session.stream_batch.WorkerStore`),
-in file order: the store ends up holding what a run in one process stores — the same
-documents, and the same rows when a duplicate id, a malformed row or a batch the store
-refuses stops the run — on SQLite and on PostgreSQL."""
+"""Workers of a streamed run store their own batches and append their cases to the JSON
+report (`session.stream_batch.WorkerWrites`), in file order: the store ends up holding
+what a run in one process stores — the same documents, and the same rows when a
+duplicate id, a malformed row or a batch the store refuses stops the run — on SQLite
+and on PostgreSQL, while the next batch is stored as one is appended."""
 
 from __future__ import annotations
 
@@ -260,3 +261,42 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     assert refused.exists(), "a worker was refused"
     assert reports[2] == reports[1]
     assert len(json.loads(reports[2][0])["cases"]) == ROWS
+
+
+def test_the_next_batch_is_stored_while_one_is_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing and appending take separate turns: the worker appending the first
+    batch's cases is not holding up the second batch's store. Here the first append
+    waits (up to a minute) for the second batch to be in the store; with one turn for
+    both it would wait the whole minute, and the test fails."""
+    from assay.session import stream_batch
+
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
+    db = tmp_path / "store.db"
+    seen = tmp_path / "seen"
+    real = stream_batch.WorkerWrites._append
+
+    def wait_for_second_batch(self: Any, cases: list[bytes]) -> None:
+        if self.cases.value == 0:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if _count(db, "SELECT count(*) FROM case_results") >= 2_000:
+                    seen.write_text("stored during the append")
+                    break
+                time.sleep(0.01)
+        real(self, cases)
+
+    monkeypatch.setattr(stream_batch.WorkerWrites, "_append", wait_for_second_batch)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    out = tmp_path / "report.json"
+    done = runner.invoke(app, [
+        "eval", str(data), "--config", str(config), "--store", f"sqlite:///{db}",
+        "--workers", "2", "--out", str(out), "--quiet",
+    ])  # fmt: skip
+    assert done.exit_code in (0, 1), done.output
+    assert seen.read_text() == "stored during the append"
+    document = json.loads(out.read_bytes())
+    assert [c["eval_id"] for c in document["cases"]] == [f"case-{i}" for i in range(ROWS)]
+    assert _count(db, "SELECT count(*) FROM case_results") == ROWS
