@@ -509,7 +509,7 @@ class WorkerWrites:
             self._fd = (pid, os.open(self.report, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
         fd = self._fd[1]
         size = os.fstat(fd).st_size
-        data = memoryview((b"\n" if self.cases.value == 0 else b",\n") + cases_text(cases))
+        data = memoryview(cases_text(cases, b"\n" if self.cases.value == 0 else b",\n"))
         try:
             while data:
                 data = data[os.write(fd, data) :]
