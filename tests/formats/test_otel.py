@@ -192,9 +192,9 @@ def test_the_cli_prints_a_skipped_trace_as_one_warning_line(tmp_path: Path) -> N
     result = CliRunner().invoke(
         app, ["eval", str(broken), "--from", "otel", "--no-store", "--metric", "tool_call_count"]
     )
-    # The console wraps at its width, wherever the (temporary, any length) path ends.
-    shown = " ".join(result.output.split())
-    assert "warning: " in shown and f"{broken}: line 2 is not JSON" in shown
+    # The console wraps at its width, wherever in the (temporary, any length) path.
+    shown = "".join(result.output.split())
+    assert "warning:" in shown and "".join(f"{broken}: line 2 is not JSON".split()) in shown
     assert "weather_paris" in shown and "Traceback" not in shown
 
 
