@@ -5,15 +5,13 @@ doubles, `stats.pxd`) as in the source, for a tally's arrays and for plain lists
 from __future__ import annotations
 
 import math
-import os
 import random
 from array import array
 
 import pytest
 
 from assay.metrics import stats
-
-REQUIRED = os.environ.get("ASSAY_REQUIRE_COMPILED", "") not in ("", "0")
+from compiled import REQUIRED
 
 
 def _reference(values: list[float], m: float) -> float:

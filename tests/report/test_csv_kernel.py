@@ -4,29 +4,17 @@ the fields hold (commas, quotes, line ends) and wherever the spool's chunks end.
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assay import _native
 from assay.report import json_stream
 from assay.report.json_stream import RowSpool, csv_line, dumps, write_csv_from
+from compiled import kernel
 
-try:
-    from assay.report.csv_kernel import remap_csv
-except ImportError:  # installed without compiling
-    remap_csv = None
-
-if remap_csv is None:
-    if os.environ.get("ASSAY_REQUIRE_COMPILED", "") not in ("", "0"):
-        raise AssertionError("the CSV kernel was not compiled (ASSAY_REQUIRE_COMPILED)")
-    pytest.skip(
-        f"the CSV kernel is not compiled here (no C compiler, or {_native.PURE_ENV}=1)",
-        allow_module_level=True,
-    )
+remap_csv = kernel("assay.report.csv_kernel", "remap_csv", "the CSV kernel")
 
 TEXTS = ["plain", "a, b", 'say "hi"', "two\nlines", "\r\nx", '",", ""', "", "é 東", "x" * 300]
 

@@ -17,8 +17,7 @@ import pytest
 from test_lean_rows import CRITERIA, EDGE_ROWS, _plain_rows, _write, stored_rows
 
 from assay import _native
-
-REQUIRED = os.environ.get("ASSAY_REQUIRE_COMPILED", "") not in ("", "0")
+from compiled import REQUIRED
 
 # The CLI, then which of the row path's modules ran compiled (on stderr's last line).
 EVAL = textwrap.dedent(

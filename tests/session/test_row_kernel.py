@@ -7,7 +7,6 @@ every metric configuration the kernel knows."""
 from __future__ import annotations
 
 import json
-import os
 import random
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay import _native
 from assay.engine import build_metrics
 from assay.session.lean_encode import (
     encoded_calls,
@@ -27,20 +25,9 @@ from assay.session.lean_encode import (
 )
 from assay.session.lean_rows import plain_row
 from assay.session.lean_score import LeanPlan
+from compiled import kernel
 
-try:
-    from assay.session.row_kernel import RowKernel
-except ImportError:  # installed without compiling
-    RowKernel = None
-
-if RowKernel is None:
-    if os.environ.get("ASSAY_REQUIRE_COMPILED", "") not in ("", "0"):
-        raise AssertionError("the row kernel was not compiled (ASSAY_REQUIRE_COMPILED)")
-    pytest.skip(
-        "the row kernel is not compiled here (no C compiler at install, or "
-        f"{_native.PURE_ENV}=1); the lean path runs instead",
-        allow_module_level=True,
-    )
+RowKernel = kernel("assay.session.row_kernel", "RowKernel", "the row kernel")
 
 SET, RUN, FILE = "rows", "run-1", "rows.jsonl"
 ALL = {

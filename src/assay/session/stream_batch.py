@@ -447,9 +447,9 @@ class WorkerWrites:
         append its cases once theirs are appended, unless one of them stopped the run.
         The turns are held, not the lock: while this worker writes, the other can wait
         for, or take, the turn after it."""
-        in_turn = stored = False
+        stored = False  # by this worker
+        in_store = False  # stored, or there is no store: its cases may be appended
         if self._take_turn(self.stored_turn, number):
-            in_turn = True
             try:
                 if self.store is not None and self.run_id is not None:
                     if out.encoded:
@@ -458,22 +458,21 @@ class WorkerWrites:
             except Exception:  # the reports' process stores it, or says why not
                 pass
             finally:
-                kept = stored or self.store is None
-                self._pass_turn(self.stored_turn, number, kept and out.error is None)
+                in_store = stored or self.store is None
+                self._pass_turn(self.stored_turn, number, in_store and out.error is None)
         if stored:
             out.stored, out.encoded = True, []
         if not self._take_turn(self.appended_turn, number):
             return
         appended = False
-        kept = in_turn and (stored or self.store is None)
         try:
-            if kept and self.report is not None and out.cases_json:
+            if in_store and self.report is not None and out.cases_json:
                 self._append(out.cases_json)
                 appended = True
         except Exception:  # the reports' process appends them, or says why not
             pass
         finally:
-            whole = kept and (appended or not out.cases_json or self.report is None)
+            whole = in_store and (appended or not out.cases_json or self.report is None)
             self._pass_turn(self.appended_turn, number, whole and out.error is None)
         if appended:
             out.cases_appended, out.cases_json = len(out.cases_json), []
