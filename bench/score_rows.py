@@ -143,6 +143,11 @@ def run_assay(
     shutil.rmtree(workdir / ".assay", ignore_errors=True)
     for name in ("results.json", "results.csv"):
         (workdir / name).unlink(missing_ok=True)
+    # Nor with the last run's ~1.3 GB still being written back to the disk (and its
+    # removed files' blocks freed): that work of the kernel's, on the same two cores,
+    # made the same run vary by 4.6-7.2 s; after a sync and a pause, by 5.1-5.7 s.
+    os.sync()
+    time.sleep(1.0)
     args = [
         sys.executable,
         "-m",

@@ -188,3 +188,37 @@ def test_csv_from_the_spool_equals_the_in_memory_csv(tmp_path: Path) -> None:
     streamed = write_csv_from(spool, tmp_path / "streamed.csv").read_text(encoding="utf-8")
     spool.close()
     assert streamed == write_csv(result, tmp_path / "rows.csv").read_text(encoding="utf-8")
+
+
+def test_rows_appended_by_other_processes_keep_their_place(tmp_path: Path) -> None:
+    """Workers append their batches' rows to the spool itself (`RowSpool.hand_over`):
+    the report holds every row once, in the order they were added, whichever process
+    wrote them; a spool that also makes the CSV's lines keeps its rows (None)."""
+    import os
+
+    from assay.report.json_stream import JsonReportWriter, RowSpool, dumps, rows_text
+
+    rows = [{"case_id": f"c{i}", "n": i, "text": "a\u00e9\n\"b\""} for i in range(9)]
+    spool = RowSpool(tmp_path / "results.json")
+    writer = JsonReportWriter(
+        tmp_path / "results.json", run_id="r", eval_set_ids=["s"], metrics=["m"], rows=spool
+    )
+    spool.add(rows[0])
+    path = spool.hand_over()
+    assert path is not None
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # as a worker opens it
+    try:
+        os.write(fd, rows_text([dumps(r) + b"\n" for r in rows[1:4]]))
+        spool.appended(3)
+        spool.add(rows[4])  # this process writes after what was appended
+        os.write(fd, rows_text([dumps(r) + b"\n" for r in rows[5:]]))
+        spool.appended(4)
+    finally:
+        os.close(fd)
+    report = json.loads(writer.finish({}).read_text(encoding="utf-8"))
+    assert report["rows"] == rows
+    assert spool.count == 9
+
+    with_csv = RowSpool(tmp_path / "other.json", csv=True)
+    assert with_csv.hand_over() is None
+    with_csv.close()

@@ -221,29 +221,32 @@ def _count(db: Path, sql: str) -> int:
         return 0
 
 
+@pytest.mark.parametrize("refusing", ["report", "rows"])
 def test_cases_the_report_refuses_are_written_by_the_reports_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusing: str
 ) -> None:
-    """A worker that cannot append its batch's cases to the report (here the third
-    batch's) leaves them, and every later batch, to the `assay` process: the report and
-    the store come out as a run in one process writes them."""
+    """A worker that cannot append its batch's cases to the report, or its rows to the
+    report's row spool (here the third batch's), leaves both, and every later batch, to
+    the `assay` process: the report (its cases and rows) and the store come out as a
+    run in one process writes them. A refused row spool takes back the batch's cases
+    already appended."""
     from assay.session import stream_batch
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
-    real = stream_batch.WorkerWrites._append
+    real = stream_batch.WorkerWrites._append_to
 
     refused = tmp_path / "refused"
 
-    def refuse_third(self: Any, cases: list[bytes]) -> None:
-        if self.cases.value >= 2_000:
+    def refuse_third(self: Any, path: str, data: bytes) -> tuple[int, int]:
+        if self.cases.value >= 2_000 and path == getattr(self, refusing):
             refused.touch()  # in the worker: seen by the test through the file system
             raise OSError(28, "No space left on device")
-        real(self, cases)
+        return real(self, path, data)
 
     reports = {}
     for workers in (2, 1):
         with monkeypatch.context() as patch:
-            patch.setattr(stream_batch.WorkerWrites, "_append", refuse_third)  # forked: inherited
+            patch.setattr(stream_batch.WorkerWrites, "_append_to", refuse_third)  # inherited
             out = tmp_path / f"report-{workers}.json"
             config = tmp_path / "config.json"
             config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
@@ -261,6 +264,7 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     assert refused.exists(), "a worker was refused"
     assert reports[2] == reports[1]
     assert len(json.loads(reports[2][0])["cases"]) == ROWS
+    assert len(json.loads(reports[2][0])["rows"]) == ROWS
 
 
 def test_the_next_batch_is_stored_while_one_is_appended(
@@ -277,7 +281,7 @@ def test_the_next_batch_is_stored_while_one_is_appended(
     seen = tmp_path / "seen"
     real = stream_batch.WorkerWrites._append
 
-    def wait_for_second_batch(self: Any, cases: list[bytes]) -> None:
+    def wait_for_second_batch(self: Any, cases: list[bytes], rows: list[Any]) -> None:
         if self.cases.value == 0:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -285,7 +289,7 @@ def test_the_next_batch_is_stored_while_one_is_appended(
                     seen.write_text("stored during the append")
                     break
                 time.sleep(0.01)
-        real(self, cases)
+        real(self, cases, rows)
 
     monkeypatch.setattr(stream_batch.WorkerWrites, "_append", wait_for_second_batch)
     config = tmp_path / "config.json"
@@ -300,3 +304,42 @@ def test_the_next_batch_is_stored_while_one_is_appended(
     document = json.loads(out.read_bytes())
     assert [c["eval_id"] for c in document["cases"]] == [f"case-{i}" for i in range(ROWS)]
     assert _count(db, "SELECT count(*) FROM case_results") == ROWS
+
+
+def test_the_workers_append_the_rows_which_never_come_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `--out` (and no `--csv`), each worker appends its batch's report rows to the
+    row spool with its cases: the `assay` process writes none of them (nor unpickles
+    ~1.6 KB a row), and the report is the one a run in one process writes."""
+    from assay.report.json_stream import RowSpool
+
+    data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    real = RowSpool.add_encoded_rows
+    written_here: dict[int, int] = {}
+
+    def counted(self: RowSpool, rows: Any) -> None:
+        written_here[workers] = written_here.get(workers, 0) + len(rows)
+        real(self, rows)
+
+    reports = {}
+    for workers in (2, 1):
+        with monkeypatch.context() as patch:
+            patch.setattr(RowSpool, "add_encoded_rows", counted)
+            out = tmp_path / f"report-{workers}.json"
+            url = f"sqlite:///{tmp_path / f'store-{workers}.db'}"
+            done = runner.invoke(app, [
+                "eval", str(data), "--config", str(config), "--store", url,
+                "--workers", str(workers), "--out", str(out), "--quiet",
+            ])  # fmt: skip
+            assert done.exit_code in (0, 1), done.output
+            document = json.loads(out.read_bytes())
+            reports[workers] = out.read_bytes().replace(document["run_id"].encode(), b"RUN")
+    assert written_here.get(2, 0) == 0
+    assert written_here[1] == ROWS
+    assert reports[2] == reports[1]
+    assert [r["case_id"] for r in json.loads(reports[2])["rows"]] == [
+        f"case-{i}" for i in range(ROWS)
+    ]

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
 from assay.formats._fit_ces import EVALUATION_FIELDS, fit, synth_resource
 from assay.formats._loss import refuse
@@ -62,6 +60,8 @@ def _resources(evalset: EvalSet) -> list[dict[str, Any]]:
 def write(evalset: EvalSet, path: Path) -> None:
     data = dump(evalset)
     if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml  # only for a YAML file: not on every start (see `parse_yaml`)
+
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     else:
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -121,6 +121,8 @@ class RowSpool:
         """The bytes of CSV lines spooled without their shape's number: rows of the
         first shape, until another shape comes (`_mixed`)."""
         self._mixed = False
+        self._handed_over = False  # other processes may append rows (`hand_over`)
+        self._grown = False  # other processes appended rows since this one wrote
         try:
             beside.parent.mkdir(parents=True, exist_ok=True)
             self._file: IO[bytes] = self.path.open("wb")
@@ -202,16 +204,40 @@ class RowSpool:
                         continue
                     self._mixed = True  # from here on, each line says its shape
                 csv_lines += (shape_number, csv_line)
-        # Spooled as they stand in the report's rows array: each line's newline becomes
-        # the separator after it (a JSON line has no other newline), so `append_to`
-        # copies the file into the report without reading it back.
-        self._file.write(b"".join(json_lines).replace(b"\n", _ROW_SEPARATOR))
+        self._at_end()
+        self._file.write(rows_text(json_lines))
+        if self._handed_over:
+            self._file.flush()  # in the file before another process appends after it
         if self._csv is not None:
             if csv_lines is None:
                 self._no_csv_lines()
             else:
                 self._csv.write(b"".join(csv_lines))
         self.count += len(rows)
+
+    def hand_over(self) -> str | None:
+        """The spool's file, everything added so far in it: worker processes append
+        their batches' rows to it from here on (`rows_text`, in file order, with the
+        report's cases: `session.stream_batch.WorkerWrites`), each batch counted by
+        `appended`. None while the rows are spooled as CSV lines too: those are
+        numbered by their shapes here, so they keep coming through this process."""
+        if self._csv is not None:
+            return None
+        self._file.flush()
+        self._handed_over = True
+        return str(self.path)
+
+    def appended(self, rows: int) -> None:
+        """Another process appended `rows` rows to the spool (`hand_over`)."""
+        if rows:
+            self.count += rows
+            self._grown = True
+
+    def _at_end(self) -> None:
+        if self._grown:
+            # Rows appended by other processes since: write (or measure) after them.
+            self._file.seek(0, os.SEEK_END)
+            self._grown = False
 
     def lines(self) -> Iterator[bytes]:
         """The rows written so far, one JSON document each."""
@@ -228,6 +254,7 @@ class RowSpool:
         """Append the rows written so far to the open file descriptor `target`, as the
         items of a JSON array indented as the report's (without the indent before the
         first row and without a separator after the last)."""
+        self._at_end()
         self._file.flush()
         size = self._file.tell() - len(_ROW_SEPARATOR)
         if size > 0:
@@ -408,6 +435,14 @@ _PART_NUMBERS = count()
 
 
 _CASE_SEPARATOR = b",\n" + _ITEM_INDENT
+
+
+def rows_text(lines: Sequence[bytes]) -> bytes:
+    """Report rows (JSON lines) as they are spooled: as they stand in the report's
+    `rows` array, each line's newline become the separator after it (a JSON line has
+    no other newline), so `RowSpool.append_to` copies the file into the report without
+    reading it back."""
+    return b"".join(lines).replace(b"\n", _ROW_SEPARATOR)
 
 
 def cases_text(encoded: Sequence[bytes], head: bytes = b"") -> bytes:

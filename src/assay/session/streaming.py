@@ -380,6 +380,7 @@ class StreamingRun(StreamSettings):
             if not in_memory:  # a store in this process's memory: only it writes there
                 target = self._session.encoded_writer()
         report, cases = json_writer.hand_over() if json_writer is not None else (None, 0)
+        rows = json_writer.rows.hand_over() if json_writer is not None else None
         if target is None and report is None:
             return None
         store, run_id = target if target is not None else (None, None)
@@ -387,7 +388,7 @@ class StreamingRun(StreamSettings):
         return WorkerWrites(
             store, run_id, report, context.Value("q", cases, lock=False),
             context.Value("q", 0, lock=False), context.Value("q", 0, lock=False),
-            context.Condition(),
+            context.Condition(), rows,
         )  # fmt: skip
 
     # -- writing ------------------------------------------------------------------------
@@ -427,7 +428,9 @@ class StreamingRun(StreamSettings):
             else:
                 json_writer.add_encoded_cases(output.cases_json)
         if spool is not None:
-            spool.add_encoded_rows(output.rows)
+            spool.appended(output.rows_appended)
+            if output.rows:
+                spool.add_encoded_rows(output.rows)
         for kept in output.kept:
             if len(failing) >= spec.keep:
                 break  # enough to show: the rest are not rebuilt
