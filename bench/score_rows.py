@@ -110,10 +110,10 @@ def iter_rows(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
         }
 
 
-def _tree_rss(proc: psutil.Process) -> int:
-    """Resident memory of a process and all its descendants (a pool's workers included)."""
+def _tree_rss(tree: list[psutil.Process]) -> int:
+    """Resident memory of a process and its descendants (a pool's workers included)."""
     total = 0
-    for p in [proc, *proc.children(recursive=True)]:
+    for p in tree:
         with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
     return total
@@ -174,9 +174,18 @@ def run_assay(
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.append(child.stderr.read()), daemon=True)  # type: ignore[union-attr]
     reader.start()
+    # The tree is looked up every 0.5 s (psutil reads every process on the machine for
+    # that: 1.3 ms here), its members' RSS every 0.05 s (0.05 ms): the sampling takes
+    # ~0.4 % of a core, where looking the tree up at every sample took ~2.6 %.
+    tree: list[psutil.Process] = [watched]
+    looked_up = 0.0
     while child.poll() is None:
-        with contextlib.suppress(psutil.Error):
-            peak = max(peak, _tree_rss(watched))
+        now = time.perf_counter()
+        if now - looked_up >= 0.5:
+            with contextlib.suppress(psutil.Error):
+                tree = [watched, *watched.children(recursive=True)]
+            looked_up = now
+        peak = max(peak, _tree_rss(tree))
         time.sleep(0.05)
     elapsed = time.perf_counter() - t0
     cpu = _children_cpu() - cpu0
