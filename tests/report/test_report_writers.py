@@ -198,7 +198,7 @@ def test_rows_appended_by_other_processes_keep_their_place(tmp_path: Path) -> No
 
     from assay.report.json_stream import JsonReportWriter, RowSpool, dumps, rows_text
 
-    rows = [{"case_id": f"c{i}", "n": i, "text": "a\u00e9\n\"b\""} for i in range(9)]
+    rows = [{"case_id": f"c{i}", "n": i, "text": 'a\u00e9\n"b"'} for i in range(9)]
     spool = RowSpool(tmp_path / "results.json")
     writer = JsonReportWriter(
         tmp_path / "results.json", run_id="r", eval_set_ids=["s"], metrics=["m"], rows=spool
