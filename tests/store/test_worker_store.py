@@ -65,6 +65,22 @@ def _eval(data: Path, url: str, workers: int, name: str, tmp_path: Path) -> Any:
     )  # fmt: skip
 
 
+def _eval_out(data: Path, tmp_path: Path, workers: int) -> tuple[bytes, str, str]:
+    """`assay eval DATA --out` on `workers` processes, into a store of its own: the
+    report (its run id replaced by RUN), the store's URL and the run's id."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    out = tmp_path / f"report-{workers}.json"
+    url = f"sqlite:///{tmp_path / f'store-{workers}.db'}"
+    done = runner.invoke(app, [
+        "eval", str(data), "--config", str(config), "--store", url,
+        "--workers", str(workers), "--out", str(out), "--quiet",
+    ])  # fmt: skip
+    assert done.exit_code in (0, 1), done.output
+    run_id = json.loads(out.read_bytes())["run_id"]
+    return out.read_bytes().replace(run_id.encode(), b"RUN"), url, run_id
+
+
 def _stored(url: str, name: str, *, by: str = "name") -> dict[str, str]:
     """The documents of the run named `name` (or with the id `name`), by case id."""
     engine = create_engine(url)
@@ -247,20 +263,8 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     for workers in (2, 1):
         with monkeypatch.context() as patch:
             patch.setattr(stream_batch.WorkerWrites, "_append_to", refuse_third)  # inherited
-            out = tmp_path / f"report-{workers}.json"
-            config = tmp_path / "config.json"
-            config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
-            url = f"sqlite:///{tmp_path / f'store-{workers}.db'}"
-            done = runner.invoke(app, [
-                "eval", str(data), "--config", str(config), "--store", url,
-                "--workers", str(workers), "--out", str(out), "--quiet",
-            ])  # fmt: skip
-            assert done.exit_code in (0, 1), done.output
-            document = json.loads(out.read_bytes())
-            reports[workers] = (
-                out.read_bytes().replace(document["run_id"].encode(), b"RUN"),
-                sorted(_stored(url, document["run_id"], by="id").values()),
-            )
+            report, url, run_id = _eval_out(data, tmp_path, workers)
+            reports[workers] = (report, sorted(_stored(url, run_id, by="id").values()))
     assert refused.exists(), "a worker was refused"
     assert reports[2] == reports[1]
     assert len(json.loads(reports[2][0])["cases"]) == ROWS
@@ -315,8 +319,6 @@ def test_the_workers_append_the_rows_which_never_come_back(
     from assay.report.json_stream import RowSpool
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
     real = RowSpool.add_encoded_rows
     written_here: dict[int, int] = {}
 
@@ -328,15 +330,7 @@ def test_the_workers_append_the_rows_which_never_come_back(
     for workers in (2, 1):
         with monkeypatch.context() as patch:
             patch.setattr(RowSpool, "add_encoded_rows", counted)
-            out = tmp_path / f"report-{workers}.json"
-            url = f"sqlite:///{tmp_path / f'store-{workers}.db'}"
-            done = runner.invoke(app, [
-                "eval", str(data), "--config", str(config), "--store", url,
-                "--workers", str(workers), "--out", str(out), "--quiet",
-            ])  # fmt: skip
-            assert done.exit_code in (0, 1), done.output
-            document = json.loads(out.read_bytes())
-            reports[workers] = out.read_bytes().replace(document["run_id"].encode(), b"RUN")
+            reports[workers] = _eval_out(data, tmp_path, workers)[0]
     assert written_here.get(2, 0) == 0
     assert written_here[1] == ROWS
     assert reports[2] == reports[1]
