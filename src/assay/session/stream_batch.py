@@ -426,11 +426,11 @@ class WorkerWrites:
     rows). The batches are stored in the order of the file, each after the one before
     it (`stored_turn` holds the number of the next batch to store), and appended to the
     report in that order too (`appended_turn`): two turns, so that one worker appends
-    its batch's cases and rows while the next batch is being stored. The store and the report
-    hold what the ordinary order writes: a duplicate case id is refused in the later
-    batch, a batch's cases are appended only once it is stored, and a batch that stops
-    the run (a malformed row, a batch the store or the file refused) stops every later
-    batch from being written (its turns become -1). What a worker did not write is sent
+    its batch's cases and rows while the next batch is being stored. The store and the
+    report hold what the ordinary order writes: a duplicate case id is refused in the
+    later batch, a batch's cases are appended only once it is stored, and a batch that
+    stops the run (a malformed row, a batch the store or the file refused) stops every
+    later batch from being written (its turns become -1). What a worker did not write is sent
     back, and the reports' process writes it or reports why it cannot.
 
     Shared with the workers by inheritance: a forked pool only.
@@ -514,23 +514,26 @@ class WorkerWrites:
     def _append(self, cases: list[bytes], rows: list[tuple[Any, bytes, Any]]) -> None:
         """Append the batch's cases to the report and its rows to the row spool, all
         or nothing."""
-        assert self.report is not None
+        writes: list[tuple[str, bytes]] = []  # made whole before anything is written
+        if cases:
+            assert self.report is not None
+            head = b"\n" if self.cases.value == 0 else b",\n"
+            writes.append((self.report, cases_text(cases, head)))
+        if rows:
+            assert self.rows is not None
+            writes.append((self.rows, rows_text([r[1] for r in rows])))
         appended: list[tuple[int, int]] = []  # (descriptor, size before)
         try:
-            if cases:
-                head = b"\n" if self.cases.value == 0 else b",\n"
-                appended.append(self._append_to(self.report, cases_text(cases, head)))
-            if rows:
-                assert self.rows is not None
-                appended.append(self._append_to(self.rows, rows_text([r[1] for r in rows])))
-        except OSError:
+            for path, data in writes:
+                appended.append(self._append_to(path, data))
+        except BaseException:
             for fd, size in appended:
                 os.ftruncate(fd, size)  # a cut batch would break the report
             raise
         self.cases.value += len(cases)
 
     def _append_to(self, path: str, data: bytes) -> tuple[int, int]:
-        """Append `data` to the file at `path`, whole or (OSError) cut back to its size
+        """Append `data` to the file at `path`, whole or (an error) cut back to its size
         before; that descriptor and size."""
         pid = os.getpid()
         opened = self._fds.get(path)
@@ -544,7 +547,7 @@ class WorkerWrites:
         try:
             while view:
                 view = view[os.write(fd, view) :]
-        except OSError:
+        except BaseException:
             os.ftruncate(fd, size)
             raise
         return fd, size
