@@ -635,6 +635,7 @@ def _run_streamed(
 ) -> int | None:
     """Score `files` streamed (through `req.agent` when given); None when the run needs
     the loaded path (a judged metric, an ADK agent's eval history)."""
+    from assay._malloc import keep_freed_memory
     from assay.cli.eval_stream import (
         judged_notice,
         report_streamed,
@@ -675,6 +676,9 @@ def _run_streamed(
         "agent": req.agent,
     }
     progress = _progress_for(req, err)
+    # This process is the `assay` program's own: its batches' buffers are kept for the
+    # next batch (`assay._malloc`; the pool's workers do the same, `init_worker`).
+    keep_freed_memory()
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     try:
         if req.agent is not None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from assay._malloc import keep_freed_memory
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
@@ -587,6 +588,7 @@ def init_worker(spec: BatchSpec, writes: WorkerWrites | None = None) -> None:
     # on 100,000 rows and found nothing. The worker collects every `_COLLECT_EVERY`
     # batches instead, between batches, when the last one's output is gone.
     gc.disable()
+    keep_freed_memory()  # a batch's buffers of a few MB: not fresh pages each time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
