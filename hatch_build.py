@@ -47,6 +47,7 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
     jobs = jobs or min(4, os.cpu_count() or 1)
     sources = {name: SRC / (name.replace(".", "/") + ".py") for name in native.MODULES}
     sources.update({name: SRC / (name.replace(".", "/") + ".pyx") for name in native.KERNELS})
+    _say(f"compiling {len(sources)} modules with Cython ({jobs} jobs): " + ", ".join(sources))
     with tempfile.TemporaryDirectory(prefix="assay-build-") as tmp:
         extensions = cythonize(  # type: ignore[no-untyped-call]
             [Extension(name, [str(path)]) for name, path in sources.items()],
@@ -71,7 +72,7 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
             old.unlink()
         built = []
         for name, path in sources.items():
-            target = out / native.built_name(name, native.identity(path.read_bytes()))
+            target = out / native.built_name(name, native.identity(name, path.read_bytes()))
             shutil.copyfile(command.get_ext_fullpath(name), target)
             built.append(target)
     return built

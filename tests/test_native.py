@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,7 +46,7 @@ def _source(module: str) -> Path:
 
 
 def _identity(module: str) -> bytes:
-    return _native.identity(_source(module).read_bytes())
+    return _native.identity(module, _source(module).read_bytes())
 
 
 def _compiled_in_subprocess(**env: str) -> dict[str, bool]:
@@ -159,3 +160,45 @@ def test_the_build_asks_for_cython_only_when_it_compiles(monkeypatch: pytest.Mon
     assert {d.split(">=")[0] for d in ask(None)} == {"cython", "setuptools"}
     monkeypatch.setenv("ASSAY_BUILD_PURE", "1")
     assert ask(None) == []
+
+
+def test_a_copy_reading_another_modules_objects_goes_stale_with_that_module() -> None:
+    """A compiled module that cimports another (reads its objects as C structs) carries
+    that module's Python source in its identity: editing `lean_rows.py` makes the copies
+    of `lean_score`, `lean_encode` and the row kernel stale too, so no compiled code
+    reads a Python object at C offsets."""
+    base = _identity("assay.session.lean_score")
+    assert _source("assay.session.lean_rows").read_bytes() in base
+    assert "assay.session.lean_rows" in _native.cimported("assay.session.row_kernel")
+    assert _native.cimported("assay.model.verdict") == []
+
+
+STALE_SHOW = SHOW + "print(json.dumps(_native.stale_modules()))\n"
+
+
+def test_an_edited_row_module_runs_as_python_and_says_so_once(tmp_path: Path) -> None:
+    """The editable-install case: a row-path source edited without rebuilding. Every
+    copy that depends on it is left unloaded (the Python source runs, with the same
+    results), and assay says once on stderr which command rebuilds them."""
+    if not _built_for_current_sources():
+        pytest.skip("assay was installed without compiling its row path")
+    copy = tmp_path / "src"
+    shutil.copytree(SOURCES / "assay", copy / "assay", ignore=shutil.ignore_patterns("__pycache__"))
+    edited = copy / "assay" / "session" / "lean_rows.py"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n# an edit, not rebuilt\n")
+    environment = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV}
+    environment["PYTHONPATH"] = str(copy)
+    done = subprocess.run(
+        [sys.executable, "-c", STALE_SHOW], env=environment, capture_output=True, text=True,
+        timeout=120, check=True, cwd=tmp_path,
+    )  # fmt: skip
+    shown, stale = (json.loads(line) for line in done.stdout.splitlines()[-2:])
+    for name in ("lean_rows", "lean_score", "lean_encode"):
+        name = f"assay.session.{name}"
+        assert shown[name] is False, name
+    assert "assay.session.row_kernel" not in shown  # a kernel without a current copy
+    assert shown["assay.model.verdict"] is True  # unrelated copies still load
+    assert set(stale) >= {"assay.session.lean_rows", "assay.session.lean_score"}
+    warnings = [line for line in done.stderr.splitlines() if "older than its source" in line]
+    assert len(warnings) == 1, done.stderr
+    assert _native.REBUILD in warnings[0]

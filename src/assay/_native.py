@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -84,20 +85,79 @@ def built_name(module: str, source: bytes) -> str:
 
 _DECLARATIONS: list[bytes] = []
 
+_CIMPORT = re.compile(
+    rb"^\s*(?:from\s+(assay(?:\.\w+)+)\s+cimport\b|cimport\s+(assay(?:\.\w+)+))", re.M
+)
 
-def identity(source: bytes) -> bytes:
-    """What a compiled copy is built from: the module's source and every `.pxd` file
-    of `MODULES` (Cython's declarations: types and fields, which one module's compiled
-    code may read from another's), so editing either makes every copy stale."""
+
+def _path_of(module: str, suffix: str) -> Path:
+    return Path(__file__).parent.parent / (module.replace(".", "/") + suffix)
+
+
+def cimported(module: str) -> list[str]:
+    """The modules of `MODULES` whose compiled layout `module`'s compiled copy depends
+    on: those it cimports (from its `.pyx` or `.pxd`), and theirs, in a stable order."""
+    seen: list[str] = []
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        for suffix in (".pyx", ".pxd"):
+            path = _path_of(name, suffix)
+            if not path.is_file():
+                continue
+            for match in _CIMPORT.finditer(path.read_bytes()):
+                other = (match.group(1) or match.group(2)).decode()
+                if other in MODULES and other != module and other not in seen:
+                    seen.append(other)
+                    todo.append(other)
+    return sorted(seen)
+
+
+def identity(module: str, source: bytes) -> bytes:
+    """What `module`'s compiled copy is built from: its source, every `.pxd` file of
+    `MODULES` (Cython's declarations: types and fields, which one module's compiled code
+    may read from another's), and the Python source of every module it cimports. So an
+    edit of a module makes stale every copy that reads its objects as C structs, not only
+    its own: an edited `lean_rows.py` runs as Python, and so do the modules that would
+    otherwise read its (now Python) objects at C offsets."""
     if not _DECLARATIONS:
-        root = Path(__file__).parent.parent
         parts = []
         for name in MODULES:
-            pxd = root / (name.replace(".", "/") + ".pxd")
+            pxd = _path_of(name, ".pxd")
             if pxd.is_file():
                 parts.append(name.encode() + b"\0" + pxd.read_bytes())
         _DECLARATIONS.append(b"\0".join(parts))
-    return source + b"\0" + _DECLARATIONS[0]
+    linked = [
+        other.encode() + b"\0" + _path_of(other, ".py").read_bytes()
+        for other in cimported(module)
+        if _path_of(other, ".py").is_file()
+    ]
+    return b"\0".join([source, _DECLARATIONS[0], *linked])
+
+
+REBUILD = "python hatch_build.py"
+"""The command that compiles the copies again in a source checkout (or `pip install -e .`)."""
+
+_stale: list[str] = []
+
+
+def stale_modules() -> list[str]:
+    """The modules found with a compiled copy built from an older source (so running as
+    pure Python, or, for a kernel, not at all), in this process so far."""
+    return list(_stale)
+
+
+def _say_stale(module: str) -> None:
+    """Say once per process that compiled copies are out of date: the results are the
+    same, the row path is slower, and which command rebuilds them."""
+    first = not _stale
+    _stale.append(module)
+    if first and os.environ.get("ASSAY_QUIET_STALE", "").strip() in ("", "0"):
+        sys.stderr.write(
+            f"assay: the compiled copy of {module} is older than its source (or a module it "
+            f"reads from); running the Python source instead: same results, slower. "
+            f"Rebuild with `{REBUILD}` (or `pip install -e .`).\n"
+        )
 
 
 class _CompiledFinder:
@@ -125,9 +185,13 @@ class _CompiledFinder:
             return None
         if source is None:
             return None
-        built = self.directory / built_name(fullname, identity(source))
+        built = self.directory / built_name(fullname, identity(fullname, source))
         if not built.is_file():
-            return None  # not built, or built from another version of the source
+            # Not built, or built from another version of the source (or of a module
+            # whose objects it reads as C structs): the Python source runs.
+            if fullname not in _stale and any(self.directory.glob(f"{fullname}.*{_SUFFIX}")):
+                _say_stale(fullname)
+            return None
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(built))
         return importlib.machinery.ModuleSpec(fullname, loader, origin=str(built))
 
