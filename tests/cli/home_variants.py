@@ -14,3 +14,24 @@ def forgetful_agent(prompt: str, state: dict[str, Any]) -> Turn:
     if prompt.strip() == "Turn off device_2.":
         return Turn(final_response="OK, the Bedroom Lamp (device_2) is now off.")
     return root_agent(prompt, state)
+
+
+#: the prompts of three single-call cases that pass with the example agent
+LOST_CALL_PROMPTS = frozenset(
+    {
+        "Turn off device_2.",
+        "Which devices are in the bedroom?",
+        "Is the kitchen light on?",
+    }
+)
+
+
+def lost_call_agent(prompt: str, state: dict[str, Any]) -> Turn:
+    """The example agent, except that in three cases its last tool call (and the tool's
+    reply) is lost: the same answer, one call fewer, so those three cases fail."""
+    turn = root_agent(prompt, state)
+    if prompt.strip() not in LOST_CALL_PROMPTS:
+        return turn
+    calls = [i for i, step in enumerate(turn.steps) if step.tool_call is not None]
+    kept = [s for i, s in enumerate(turn.steps) if i < calls[-1]]
+    return turn.model_copy(update={"steps": kept})

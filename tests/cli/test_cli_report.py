@@ -82,8 +82,40 @@ def test_compare_identical_reruns_of_a_deterministic_agent_is_not_a_regression(
         app, ["compare", first, second, "--store", store, "--fail-on-regression"]
     )
     assert result.exit_code == 0, result.output
-    assert "No regression: 14 cases in common, 0 newly failing, 0 newly passing" in result.output
-    assert "within noise" in result.output
+    out = " ".join(result.output.split())
+    assert "No regression: 14 cases in common, 14 unchanged, 0 newly failing" in out
+    assert "Cases: 14 unchanged" in out and "within noise" in out
+    assert "-0.00" not in out and "Changed cases" not in out
+    doc = json.loads(
+        runner.invoke(app, ["compare", first, second, "--store", store, "--json"]).output
+    )
+    assert doc["counts"]["unchanged"] == 14 and doc["regression"] is False
+    assert all(c["change"] == "unchanged" and c["response_diff"] is None for c in doc["cases"])
+    duration = next(m for m in doc["metrics"] if m["metric"] == "invocation_duration_v1")
+    assert duration["verdict"] == "informational" and duration["better"] == "lower"
+    assert all(m["delta"] == 0 for m in doc["metrics"] if m["gated"])
+
+
+def test_compare_three_cases_that_lose_a_tool_call_is_a_regression_beyond_noise(
+    store: str,
+) -> None:
+    base = _eval(store)
+    worse = _eval(store, "home_variants:lost_call_agent")
+    as_json = runner.invoke(app, ["compare", base, worse, "--store", store, "--json",
+                                  "--fail-on-regression"])  # fmt: skip
+    assert as_json.exit_code == 1, as_json.output
+    doc = json.loads(as_json.output)
+    assert doc["regression"] is True
+    assert doc["counts"]["regressed"] == 3 and doc["counts"]["unchanged"] == 11
+    trajectory = next(m for m in doc["metrics"] if m["metric"] == "tool_trajectory_avg_score")
+    assert trajectory["delta"] == pytest.approx(-3 / 14)
+    low, high = trajectory["ci95"]
+    assert low < high < 0 and trajectory["verdict"] == "regressed"
+    shown = runner.invoke(app, ["compare", base, worse, "--store", store], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert max(len(line) for line in shown.output.splitlines()) <= 80
+    assert "Cases: 3 regressed, 11 unchanged" in shown.output
+    assert "why: missing call set_device_info" in shown.output
 
 
 def test_compare_finds_the_seeded_regression_and_fails(store: str) -> None:
