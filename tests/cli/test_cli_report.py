@@ -39,11 +39,19 @@ def store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'runs.db'}"
 
 
-def test_runs_lists_full_ids_at_any_width_and_show_accepts_a_prefix(store: str) -> None:
-    run_id = _eval(store)
+def test_runs_lists_unique_id_prefixes_and_show_accepts_them(store: str) -> None:
+    _eval(store), _eval(store)
+    with Store.open(store) as db:
+        run_id, other_id = (info.id for info in db.list_runs(limit=2))
     narrow = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0, narrow.output
-    assert run_id in narrow.output  # never cut, even at 60 columns
+    for full in (run_id, other_id):
+        # A unique prefix (the two ids share their time-ordered start), never the full id.
+        shown = next(w for line in narrow.output.splitlines() for w in line.split()
+                     if full.startswith(w) and len(w) >= 8)  # fmt: skip
+        assert shown != full and not (run_id if full == other_id else other_id).startswith(shown)
+        found = runner.invoke(app, ["runs", "show", shown, "--store", store])
+        assert found.exit_code == 0 and full in found.output, found.output
     shown = runner.invoke(app, ["runs", "show", run_id[:12], "--store", store],
                           env={"COLUMNS": "160"})  # fmt: skip
     assert shown.exit_code == 0, shown.output
@@ -85,7 +93,7 @@ def test_compare_identical_reruns_of_a_deterministic_agent_is_not_a_regression(
     out = " ".join(result.output.split())
     assert "No regression: 14 cases in common, 14 unchanged, 0 newly failing" in out
     assert "Cases: 14 unchanged" in out and "within noise" in out
-    assert "-0.00" not in out and "Changed cases" not in out
+    assert not re.search(r"-0\.0+(?![0-9])", out) and "Changed cases" not in out
     doc = json.loads(
         runner.invoke(app, ["compare", first, second, "--store", store, "--json"]).output
     )

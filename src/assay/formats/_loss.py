@@ -60,19 +60,22 @@ def by_case(losses: list[Loss]) -> list[tuple[str | None, list[tuple[str, int]]]
 
 
 def describe(losses: list[Loss], target: str, limit: int = 20) -> str:
-    """One message naming each case and field (the first `limit` cases)."""
+    """A message naming each case and field: the fields on the line when one case lost
+    them, else one case per line, the first `limit` cases, then "and N more cases"."""
     groups = by_case(losses)
-    parts = []
-    single = len(groups) == 1 and groups[0][0] is not None  # the error names the case
-    for case_id, fields in groups[:limit]:
-        where = "the set" if case_id is None else f"case {case_id!r}"
-        if single:
-            parts.append(", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields))
-            continue
-        names = ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
-        parts.append(f"{where}: {names}")
-    more = f"; and {len(groups) - limit} more cases" if len(groups) > limit else ""
-    return f"{target} cannot hold these fields: {'; '.join(parts)}{more}"
+
+    def fields_of(fields: list[tuple[str, int]]) -> str:
+        return ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
+
+    if len(groups) == 1 and groups[0][0] is not None:  # the error names the case
+        return f"{target} cannot hold these fields: {fields_of(groups[0][1])}"
+    lines = [
+        f"  {'the set' if case_id is None else f'case {case_id!r}'}: {fields_of(fields)}"
+        for case_id, fields in groups[:limit]
+    ]
+    if len(groups) > limit:
+        lines.append(f"  and {len(groups) - limit} more cases")
+    return f"{target} cannot hold these fields:\n" + "\n".join(lines)
 
 
 def refuse(losses: list[Loss], target: str) -> ConversionLossError:
