@@ -9,6 +9,8 @@ import random
 
 import pytest
 from home_runs import home_result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.errors import InputError
 from assay.metrics.registry import metric_names, metric_traits
@@ -289,3 +291,37 @@ def test_word_diff_of_the_final_responses() -> None:
     doc = changed.to_dict()
     assert doc["response_diff"][1] == ["delete", "Lamp (device_2)"]
     assert all(c.response_diff is None for c in comparison.cases if c is not changed)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_interval_is_finite_ordered_and_inside_the_data(differences: list[float]) -> None:
+    found = paired_interval(differences, seed=3)
+    assert found is not None
+    low, high = found
+    assert math.isfinite(low) and math.isfinite(high) and low <= high
+    assert min(differences) - EQUAL_WITHIN <= low and high <= max(differences) + EQUAL_WITHIN
+    assert found == paired_interval(differences, seed=3)  # the seed makes it repeatable
+
+
+_WORD = st.sampled_from(["the", "lamp", "fan", "is", "on", "off", "22°C", "", "\n", "  "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WORD, max_size=30), st.lists(_WORD, max_size=30))
+def test_the_word_diff_gives_back_both_texts(before: list[str], after: list[str]) -> None:
+    a, b = " ".join(before), " ".join(after)
+    segments = word_diff(a, b)
+    if a == b:
+        assert segments is None
+        return
+    assert segments is not None
+    assert "".join(t for op, t in segments if op != "insert") == a
+    assert "".join(t for op, t in segments if op != "delete") == b
+    assert all(op in ("equal", "delete", "insert") and text for op, text in segments)

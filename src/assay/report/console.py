@@ -273,14 +273,19 @@ def render_results(
     runs = run_count(result)
     cases = by_case(result.cases) if runs > 1 else result.cases
     note = shared_note(cases)
+    # Notes longer than a column can show go under the table, once per distinct note.
+    stacked = note is None and any(len(case_note(c)) > NOTE_COLUMN for c in cases)
     fits = table_width(cases, metrics, runs) <= console.width
     shown_metrics = metrics if fits else []
     if len(cases) <= max_case_rows:
         if not fits:
             console.print(metric_summary_table(result, metrics, width=console.width))
         console.print(
-            case_table(cases, shown_metrics, runs=runs, show_notes=note is None, compact=not fits)
-        )
+            case_table(cases, shown_metrics, runs=runs, show_notes=note is None and not stacked,
+                       compact=not fits)
+        )  # fmt: skip
+        if stacked:
+            render_notes(cases, console)
     else:
         console.print(metric_summary_table(result, metrics, width=console.width))
         failing = [c for c in cases if c.status is not Status.PASSED]
@@ -288,14 +293,16 @@ def render_results(
         if shown:
             console.print(
                 case_table(shown, shown_metrics, runs=runs, title="Cases that did not pass",
-                           show_notes=note is None, compact=not fits)
+                           show_notes=note is None and not stacked, compact=not fits)
             )  # fmt: skip
+            if stacked:
+                render_notes(shown, console)
         note = f"{len(cases)} case runs: passing cases are not listed"
         if len(failing) > len(shown):
             note += f", and only the first {MAX_FAILING_ROWS} of {len(failing)} others"
         console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
     if note is not None:
-        console.print(Text(f"note (every case): {note}", style="dim"), soft_wrap=True)
+        console.print(Text(f"note (every case): {note}", style="dim"))
     if efficiency:
         console.print(efficiency_line(result, efficiency))
     render_reasons(result.cases, console)
@@ -331,6 +338,32 @@ def efficiency_line(result: EvalResult, names: Sequence[str]) -> Text:
         value = f"{sum(scores) / len(scores):,.2f}{unit}" if scores else "n/a"
         parts.append(f"{label} {value}")
     return Text("Efficiency per invocation (informational): " + " · ".join(parts), style="dim")
+
+
+#: a note longer than this is not squeezed into a column: it goes under the table
+NOTE_COLUMN = 40
+#: cases named per stacked note
+NOTE_CASES = 5
+
+
+def render_notes(cases: Sequence[CaseResult], console: Console) -> None:
+    """Each distinct note once, after the cases it belongs to (the first `NOTE_CASES`,
+    then how many more), indented under them and wrapped at the terminal's width."""
+    groups: dict[str, list[str]] = {}
+    for case in cases:
+        note = case_note(case)
+        if note:
+            names = groups.setdefault(note, [])
+            if case.case_id not in names:
+                names.append(case.case_id)
+    if not groups:
+        return
+    console.print(Text("Notes", style="bold"))
+    for note, names in groups.items():
+        more = f" and {len(names) - NOTE_CASES} more" if len(names) > NOTE_CASES else ""
+        console.print(Padding(Text(f"{', '.join(names[:NOTE_CASES])}{more}:", style="bold"),
+                              (0, 0, 0, 2)))  # fmt: skip
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 4)))
 
 
 def render_reasons(
