@@ -211,3 +211,29 @@ def test_report_command_writes_a_stored_runs_report(tmp_path: Path) -> None:
     assert stored["analysis"]["by_cause"] == from_eval["analysis"]["by_cause"]
     bad = runner.invoke(app, ["report", "latest", "--store", store])
     assert bad.exit_code == 2 and "--html" in bad.output
+
+
+def test_names_and_ids_that_look_like_rich_markup_are_printed_as_they_are(
+    store: str, tmp_path: Path
+) -> None:
+    """`[/x]` in a case id, an eval set id or a run name is text, not a rich closing
+    tag: before, the terminal report died with a MarkupError traceback."""
+    data = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    data["eval_set_id"] = "set[/]"
+    data["eval_cases"] = data["eval_cases"][:2]
+    data["eval_cases"][0]["eval_id"] = "odd[/x]"
+    data["eval_cases"][1]["eval_id"] = "[bold]loud[/bold]"
+    source = tmp_path / "markup.evalset.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    config = str(EXAMPLE.parent / "test_config.json")
+    for name in ("[red]n[/x]", "[/]"):
+        done = runner.invoke(app, ["eval", str(source), "--agent", AGENT, "--store", store,
+                                   "--name", name, "--config", config])  # fmt: skip
+        assert done.exit_code == 0, done.output
+        assert "odd[/x]" in done.output and "[bold]loud[/bold]" in done.output
+    for args in (["runs"], ["runs", "show", "latest"], ["compare", "latest~1", "latest"]):
+        shown = runner.invoke(app, [*args, "--store", store], env={"COLUMNS": "120"})
+        assert shown.exit_code == 0, shown.output
+        assert "[/]" in shown.output and "Traceback" not in shown.output
+    listing = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "120"})
+    assert "[red]n[/x]" in listing.output and "set[/]" in listing.output

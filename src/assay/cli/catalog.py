@@ -56,14 +56,15 @@ def metrics_command(
         grid = _metric_grid(max(len(r[1]) for r in members), wide)
         for _, metric, threshold, span, description in members:
             cells = [metric, threshold, *([span] if wide else []), description]
-            grid.add_row(*cells)
+            grid.add_row(*(Text(cell) for cell in cells))  # a plugin's text is not markup
         console.print(grid)
     if broken:
         # A plugin that could not be loaded is listed with why, not silently missing.
         console.print(Text("plugins not loaded", style="bold red"))
         grid = _metric_grid(2 + max(len(n) for n in broken), wide)
         for metric, why in sorted(broken.items()):
-            grid.add_row(f"  {metric}", "-", *(["-"] if wide else []), f"not loaded: {why}")
+            cells = [f"  {metric}", "-", *(["-"] if wide else []), f"not loaded: {why}"]
+            grid.add_row(*(Text(cell) for cell in cells))
         console.print(grid)
     console.print(
         Text(f"{len(names)} metrics; `assay metrics NAME` shows one in full", style="dim")
@@ -120,7 +121,7 @@ def _metric_detail(name: str) -> Table:
         ("needs", ", ".join(sorted(cls.needs)) or "-"),
         ("source", metric_source(name)),
     ):
-        grid.add_row(key, value)
+        grid.add_row(key, Text(value))
     return grid
 
 

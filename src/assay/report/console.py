@@ -166,9 +166,10 @@ def case_table(
         # A case's further runs follow its first (`by_case`): its name is printed once.
         repeat = runs > 1 and previous == (case.eval_set_id, case.case_id)
         previous = (case.eval_set_id, case.case_id)
+        # Ids are the user's text, never rich markup (`[/x]` in an id is printed as is).
         if multi_set:
-            cells.append("" if repeat else case.eval_set_id or "")
-        cells.append("" if repeat else case.case_id)
+            cells.append(Text("" if repeat else case.eval_set_id or ""))
+        cells.append(Text("" if repeat else case.case_id))
         if runs > 1:
             cells.append(str(case.run_index + 1))
         cells.append(Text(case.status.value, style=STATUS_STYLE[case.status]))
@@ -212,7 +213,7 @@ def metric_summary_table(result: EvalResult, metrics: Sequence[str], *, width: i
         thresholds = {m.threshold for m in results}
         threshold = thresholds.pop() if len(thresholds) == 1 else None
         table.add_row(
-            name,
+            Text(name),
             _num(threshold),
             _num(mean),
             _num(result.summary.get(f"{name}/std")),
@@ -449,12 +450,12 @@ def runs_table(
     wide = width >= RUNS_WIDE
     columns: dict[str, list[str | Text]] = {"id": [short.get(i.id, i.id) for i in infos]}
     if any(info.name for info in infos):
-        columns["name"] = [info.name or "" for info in infos]
+        columns["name"] = [Text(info.name or "") for info in infos]  # never markup
     columns["created"] = [str(i.created_at)[:19] if wide else str(i.created_at)[5:16]
                           for i in infos]  # fmt: skip
     columns["status"] = [info.status for info in infos]
-    columns["eval sets"] = [", ".join(info.eval_set_ids) for info in infos]
-    columns["agent"] = [info.agent or "" for info in infos]
+    columns["eval sets"] = [Text(", ".join(info.eval_set_ids)) for info in infos]
+    columns["agent"] = [Text(info.agent or "") for info in infos]
     columns["cases"] = [str(info.case_count) for info in infos]
     counts = [
         (

@@ -58,7 +58,7 @@ def run_header(info: Any) -> Table:
         ),
     ]
     for key, value in rows:
-        grid.add_row(key, value)
+        grid.add_row(key, Text(value))  # the user's names and ids, never rich markup
     return grid
 
 
@@ -113,7 +113,7 @@ def metric_delta_table(comparison: Comparison, *, width: int = 120) -> Table:
     table.add_column("verdict", no_wrap=True)
     for m in comparison.metrics:
         interval = "-" if m.ci_low is None else f"[{_delta(m.ci_low)}, {_delta(m.ci_high)}]"
-        row: list[str | Text] = [m.name, _num(m.base_mean), _num(m.other_mean),
+        row: list[str | Text] = [Text(m.name), _num(m.base_mean), _num(m.other_mean),
                                  _delta(m.delta), interval]  # fmt: skip
         if wide:
             row += [str(m.paired), m.direction]
