@@ -325,3 +325,15 @@ def test_the_word_diff_gives_back_both_texts(before: list[str], after: list[str]
     assert "".join(t for op, t in segments if op != "insert") == a
     assert "".join(t for op, t in segments if op != "delete") == b
     assert all(op in ("equal", "delete", "insert") and text for op, text in segments)
+
+
+def test_a_metric_scored_in_one_run_only_is_not_paired() -> None:
+    base, other = _copy("a"), _copy("b")
+    for case in other.cases:
+        metric = copy.deepcopy(case.metrics["response_match_score"])
+        metric.name = "exact_match"
+        case.metrics["exact_match"] = metric
+    comparison = compare_results(base, other)
+    exact = next(m for m in comparison.metrics if m.name == "exact_match")
+    assert (exact.paired, exact.delta, exact.ci_low, exact.verdict) == (0, None, None, "not paired")
+    assert not comparison.has_regression and len(comparison.unchanged) == 14

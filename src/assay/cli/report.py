@@ -89,7 +89,9 @@ def report_command(
         finally:
             db.close()
         path = write_html(result, html, run=info)
-    stderr_console().print(f"wrote {path} (run {info.id})", style="dim", highlight=False)
+    stderr_console().print(
+        f"wrote {path} (run {info.id})", style="dim", highlight=False, markup=False
+    )
 
 
 def view_command(

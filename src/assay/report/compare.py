@@ -170,13 +170,16 @@ class MetricDelta:
 
     @property
     def verdict(self) -> str:
-        """regressed, improved, within noise, informational, or no threshold."""
+        """regressed, improved, within noise, informational, no threshold, or not paired
+        (no case has a score in both runs)."""
         if self.regressed:
             return "regressed"
         if self.improved:
             return "improved"
         if self.informational:
             return "informational"
+        if not self.paired:
+            return "not paired"
         return "within noise" if self.gated else "no threshold"
 
     def to_dict(self) -> dict[str, Any]:
