@@ -189,21 +189,7 @@ def case_table(
 
 def metric_summary_table(result: EvalResult, metrics: Sequence[str], *, width: int = 120) -> Table:
     """Per metric: threshold, mean and standard deviation, and status counts."""
-    table = Table(title="Metrics", header_style="bold")
-    longest = max((len(name) for name in metrics), default=6)
-    narrow = width < 100  # shorter headers leave the metric names whole at 80 columns
-    columns = (
-        ("metric", "min", "mean", "std", "pass", "fail", "n.e.")
-        if narrow
-        else ("metric", "threshold", "mean", "std", "passed", "failed", "not eval.")
-    )
-    for column in columns:
-        if column == "metric":
-            # The numbers take ~46 (narrow) or ~60 columns: a name folds only past that.
-            room = width - (46 if narrow else 60)
-            table.add_column(column, overflow="fold", min_width=max(6, min(longest, room)))
-        else:
-            table.add_column(column, justify="right", no_wrap=True)
+    table = metric_summary_frame(metrics, width)
     for name in metrics:
         results = [c.metrics[name] for c in result.cases if name in c.metrics]
         scores = [m.score for m in results if m.score is not None]
@@ -222,6 +208,32 @@ def metric_summary_table(result: EvalResult, metrics: Sequence[str], *, width: i
             Text(str(sum(m.status is Status.NOT_EVALUATED for m in results)), style="yellow"),
         )
     return table
+
+
+def metric_summary_frame(metrics: Sequence[str], width: int) -> Table:
+    """The per-metric summary's table, no rows yet: below 100 columns its headers are
+    short (`min`, `pass`, `fail`, `n.e.`), so metric names stay whole at 80 columns."""
+    table = Table(title="Metrics", header_style="bold")
+    longest = max((len(name) for name in metrics), default=6)
+    narrow = width < 100
+    columns = (
+        ("metric", "min", "mean", "std", "pass", "fail", "n.e.")
+        if narrow
+        else ("metric", "threshold", "mean", "std", "passed", "failed", "not eval.")
+    )
+    for column in columns:
+        if column == "metric":
+            # The numbers take ~46 (narrow) or ~60 columns: a name folds only past that.
+            room = width - (46 if narrow else 60)
+            table.add_column(column, overflow="fold", min_width=max(6, min(longest, room)))
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
+    return table
+
+
+def stack_notes(cases: Sequence[CaseResult]) -> bool:
+    """True when a case's note is too long for a column: the notes go under the table."""
+    return any(len(case_note(c)) > NOTE_COLUMN for c in cases)
 
 
 def summary_text(result: EvalResult) -> Text:
@@ -275,7 +287,7 @@ def render_results(
     cases = by_case(result.cases) if runs > 1 else result.cases
     note = shared_note(cases)
     # Notes longer than a column can show go under the table, once per distinct note.
-    stacked = note is None and any(len(case_note(c)) > NOTE_COLUMN for c in cases)
+    stacked = note is None and stack_notes(cases)
     fits = table_width(cases, metrics, runs) <= console.width
     shown_metrics = metrics if fits else []
     if len(cases) <= max_case_rows:
