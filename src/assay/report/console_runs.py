@@ -15,7 +15,7 @@ from rich.text import Text
 from assay.model.results import Status
 from assay.report.compare import CaseDelta, Change, Comparison, MetricDelta
 
-#: unchanged cases are counted, not listed, beyond this many rows
+#: changed cases listed at most (`--json` has them all); unchanged ones are only counted
 MAX_COMPARE_ROWS = 100
 
 _CHANGE_STYLE = {
@@ -30,10 +30,10 @@ _CHANGE_STYLE = {
 _STATUS_STYLE = {Status.PASSED: "green", Status.FAILED: "red", Status.NOT_EVALUATED: "yellow"}
 
 
-def _num(value: float | None, signed: bool = False) -> str:
+def _num(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
+    return f"{value:.3f}"
 
 
 def run_header(info: Any) -> Table:
