@@ -16,6 +16,7 @@ from assay.errors import InputError
 from assay.metrics.registry import metric_names, metric_traits
 from assay.model.results import EvalResult, Status
 from assay.report.compare import (
+    DIFF_MAX_TOKENS,
     EQUAL_WITHIN,
     Change,
     compare_many,
@@ -280,6 +281,9 @@ def test_word_diff_of_the_final_responses() -> None:
     assert "".join(t for op, t in segments if op != "delete") == after
     assert word_diff(before, before) is None
     assert word_diff(None, "hello") == [("insert", "hello")]
+    # Past DIFF_MAX_TOKENS words and spaces the texts are one delete and one insert.
+    long_a, long_b = "a " * DIFF_MAX_TOKENS, "b " * DIFF_MAX_TOKENS
+    assert word_diff(long_a, long_b) == [("delete", long_a), ("insert", long_b)]
     base, other = _copy("a"), _copy("b")
     case = next(c for c in other.cases if c.case_id == "turn_off_device_by_id")
     turn = case.invocations[0].actual

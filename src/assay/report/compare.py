@@ -47,8 +47,9 @@ RESAMPLE_DRAWS = 1_000_000
 MIN_RESAMPLES = 1000
 #: two scores (or means, or deltas) this close are equal: float noise of a sum is not a change
 EQUAL_WITHIN = 1e-9
-#: responses longer than this many words are diffed as a whole (delete, then insert)
-DIFF_MAX_WORDS = 5000
+#: responses of more words and spaces than this are diffed as a whole (delete, then
+#: insert): a word diff's time grows with the square of the length
+DIFF_MAX_TOKENS = 1200
 
 
 def settle(value: float) -> float:
@@ -99,8 +100,12 @@ class CaseDelta:
     deltas: dict[str, float]  # metric -> other - base, where both have a score (0 if equal)
     better: tuple[str, ...] = ()  # gating metrics that moved the better way
     worse: tuple[str, ...] = ()  # gating metrics that moved the worse way
-    #: word-level diff of the two final responses; None when they are the same
-    response_diff: list[DiffSegment] | None = None
+
+    @property
+    def response_diff(self) -> list[DiffSegment] | None:
+        """Word-level diff of the two final responses; None when they are the same.
+        Computed when asked for (the terminal never does; `--json` and the viewer do)."""
+        return word_diff(self.base.response, self.other.response)
 
     @property
     def unchanged(self) -> bool:
@@ -359,7 +364,7 @@ def word_diff(before: str | None, after: str | None) -> list[DiffSegment] | None
         return None
     a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
     opcodes: Sequence[tuple[str, int, int, int, int]]
-    if len(a) > DIFF_MAX_WORDS or len(b) > DIFF_MAX_WORDS:
+    if len(a) > DIFF_MAX_TOKENS or len(b) > DIFF_MAX_TOKENS:
         opcodes = [("replace", 0, len(a), 0, len(b))]
     else:
         opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
@@ -549,7 +554,6 @@ def _case_delta(
         deltas,
         better=tuple(better),
         worse=tuple(worse),
-        response_diff=word_diff(a.response, b.response),
     )
 
 
