@@ -40,8 +40,9 @@ class Terminal:
     def _tmux(self, *args: str) -> str:
         done = subprocess.run(
             ["tmux", "-L", self.socket, *args],
-            capture_output=True, text=True, timeout=120, check=True,
+            capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
+        assert done.returncode == 0, f"tmux {' '.join(args)}: {done.stderr}"
         return done.stdout
 
     def run(self, command: str, width: int) -> str:
@@ -75,6 +76,10 @@ class Terminal:
 @pytest.fixture(scope="module")
 def terminal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Terminal]:
     socket = f"assay-fit-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    # A session that stays for the module keeps the server up between the tests' own
+    # sessions (a server whose last session ends exits, racing the next new-session).
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "keep"], check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
     yield Terminal(socket, tmp_path_factory.mktemp("terminal"))
     subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
 
