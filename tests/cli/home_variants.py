@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from examples.home_automation.agent import root_agent
@@ -35,3 +36,9 @@ def lost_call_agent(prompt: str, state: dict[str, Any]) -> Turn:
     calls = [i for i, step in enumerate(turn.steps) if step.tool_call is not None]
     kept = [s for i, s in enumerate(turn.steps) if i < calls[-1]]
     return turn.model_copy(update={"steps": kept})
+
+
+def slow_agent(prompt: str, state: dict[str, Any]) -> Turn:
+    """The example agent, 50 ms slower per turn: the same calls and answers."""
+    time.sleep(0.05)
+    return root_agent(prompt, state)

@@ -104,6 +104,20 @@ def test_compare_identical_reruns_of_a_deterministic_agent_is_not_a_regression(
     assert all(m["delta"] == 0 for m in doc["metrics"] if m["gated"])
 
 
+def test_a_slower_rerun_is_unchanged_informational_metrics_never_gate(store: str) -> None:
+    _eval(store), _eval(store, "home_variants:slow_agent")
+    with Store.open(store) as db:
+        slower, base = (info.id for info in db.list_runs(limit=2))
+    done = runner.invoke(app, ["compare", base, slower, "--store", store, "--json",
+                               "--fail-on-regression"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output)
+    duration = next(m for m in doc["metrics"] if m["metric"] == "invocation_duration_v1")
+    # Every turn is slower, beyond any noise, and lower is better: still never gating.
+    assert duration["ci95"][0] > 0 and duration["verdict"] == "informational"
+    assert doc["counts"]["unchanged"] == 14 and doc["regression"] is False
+
+
 def test_compare_three_cases_that_lose_a_tool_call_is_a_regression_beyond_noise(
     store: str,
 ) -> None:
