@@ -40,11 +40,12 @@ def runner_rows() -> dict[str, str]:
     """The family column of `assay metrics`, by metric name."""
     result = CliRunner().invoke(app, ["metrics"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    rows = {}
+    rows, family = {}, ""
     for line in result.output.splitlines():
-        cells = [c.strip() for c in line.split("│")]
-        if len(cells) > 3 and cells[1] in set(metric_names()):
-            rows[cells[1]] = cells[2]
+        if line and not line.startswith(" ") and ": " in line:  # a family's heading
+            family = line.split(":")[0]
+        elif line.startswith("  ") and line.split()[0] in set(metric_names()):
+            rows[line.split()[0]] = family
     return rows
 
 

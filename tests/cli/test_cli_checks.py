@@ -115,8 +115,14 @@ def test_prices_flag_overrides_the_shipped_table(tmp_path: Path) -> None:
 def test_assay_metrics_lists_family_and_range() -> None:
     result = runner.invoke(app, ["metrics"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
-    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
-    assert "checks" in rows["contains"] and "0..1" in rows["contains"]
-    assert "vertex" in rows["rouge_l_sum"] and "0..1" in rows["rouge_l_sum"]
-    assert "budgets" in rows["max_cost"]
+    # Grouped by family (a heading `family: ...`), one line per metric under it.
+    rows, family = {}, ""
+    for line in result.output.splitlines():
+        if line and not line.startswith(" ") and ": " in line:
+            family = line.split(":")[0]
+        elif line.startswith("  "):
+            rows[line.split()[0]] = f"{family} {line}"
+    assert rows["contains"].startswith("checks") and "0..1" in rows["contains"]
+    assert rows["rouge_l_sum"].startswith("vertex") and "0..1" in rows["rouge_l_sum"]
+    assert rows["max_cost"].startswith("budgets")
     assert "-1..1" in rows["embedding_similarity"]

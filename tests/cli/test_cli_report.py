@@ -39,11 +39,19 @@ def store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'runs.db'}"
 
 
-def test_runs_lists_full_ids_at_any_width_and_show_accepts_a_prefix(store: str) -> None:
-    run_id = _eval(store)
+def test_runs_lists_unique_id_prefixes_and_show_accepts_them(store: str) -> None:
+    _eval(store), _eval(store)
+    with Store.open(store) as db:
+        run_id, other_id = (info.id for info in db.list_runs(limit=2))
     narrow = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0, narrow.output
-    assert run_id in narrow.output  # never cut, even at 60 columns
+    for full in (run_id, other_id):
+        # A unique prefix (the two ids share their time-ordered start), never the full id.
+        shown = next(w for line in narrow.output.splitlines() for w in line.split()
+                     if full.startswith(w) and len(w) >= 8)  # fmt: skip
+        assert shown != full and not (run_id if full == other_id else other_id).startswith(shown)
+        found = runner.invoke(app, ["runs", "show", shown, "--store", store])
+        assert found.exit_code == 0 and full in found.output, found.output
     shown = runner.invoke(app, ["runs", "show", run_id[:12], "--store", store],
                           env={"COLUMNS": "160"})  # fmt: skip
     assert shown.exit_code == 0, shown.output
@@ -82,8 +90,54 @@ def test_compare_identical_reruns_of_a_deterministic_agent_is_not_a_regression(
         app, ["compare", first, second, "--store", store, "--fail-on-regression"]
     )
     assert result.exit_code == 0, result.output
-    assert "No regression: 14 cases in common, 0 newly failing, 0 newly passing" in result.output
-    assert "within noise" in result.output
+    out = " ".join(result.output.split())
+    assert "No regression: 14 cases in common, 14 unchanged, 0 newly failing" in out
+    assert "Cases: 14 unchanged" in out and "within noise" in out
+    assert not re.search(r"-0\.0+(?![0-9])", out) and "Changed cases" not in out
+    doc = json.loads(
+        runner.invoke(app, ["compare", first, second, "--store", store, "--json"]).output
+    )
+    assert doc["counts"]["unchanged"] == 14 and doc["regression"] is False
+    assert all(c["change"] == "unchanged" and c["response_diff"] is None for c in doc["cases"])
+    duration = next(m for m in doc["metrics"] if m["metric"] == "invocation_duration_v1")
+    assert duration["verdict"] == "informational" and duration["better"] == "lower"
+    assert all(m["delta"] == 0 for m in doc["metrics"] if m["gated"])
+
+
+def test_a_slower_rerun_is_unchanged_informational_metrics_never_gate(store: str) -> None:
+    _eval(store), _eval(store, "home_variants:slow_agent")
+    with Store.open(store) as db:
+        slower, base = (info.id for info in db.list_runs(limit=2))
+    done = runner.invoke(app, ["compare", base, slower, "--store", store, "--json",
+                               "--fail-on-regression"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output)
+    duration = next(m for m in doc["metrics"] if m["metric"] == "invocation_duration_v1")
+    # Every turn is slower, beyond any noise, and lower is better: still never gating.
+    assert duration["ci95"][0] > 0 and duration["verdict"] == "informational"
+    assert doc["counts"]["unchanged"] == 14 and doc["regression"] is False
+
+
+def test_compare_three_cases_that_lose_a_tool_call_is_a_regression_beyond_noise(
+    store: str,
+) -> None:
+    base = _eval(store)
+    worse = _eval(store, "home_variants:lost_call_agent")
+    as_json = runner.invoke(app, ["compare", base, worse, "--store", store, "--json",
+                                  "--fail-on-regression"])  # fmt: skip
+    assert as_json.exit_code == 1, as_json.output
+    doc = json.loads(as_json.output)
+    assert doc["regression"] is True
+    assert doc["counts"]["regressed"] == 3 and doc["counts"]["unchanged"] == 11
+    trajectory = next(m for m in doc["metrics"] if m["metric"] == "tool_trajectory_avg_score")
+    assert trajectory["delta"] == pytest.approx(-3 / 14)
+    low, high = trajectory["ci95"]
+    assert low < high < 0 and trajectory["verdict"] == "regressed"
+    shown = runner.invoke(app, ["compare", base, worse, "--store", store], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert max(len(line) for line in shown.output.splitlines()) <= 80
+    assert "Cases: 3 regressed, 11 unchanged" in shown.output
+    assert "why: missing call set_device_info" in shown.output
 
 
 def test_compare_finds_the_seeded_regression_and_fails(store: str) -> None:
@@ -171,3 +225,29 @@ def test_report_command_writes_a_stored_runs_report(tmp_path: Path) -> None:
     assert stored["analysis"]["by_cause"] == from_eval["analysis"]["by_cause"]
     bad = runner.invoke(app, ["report", "latest", "--store", store])
     assert bad.exit_code == 2 and "--html" in bad.output
+
+
+def test_names_and_ids_that_look_like_rich_markup_are_printed_as_they_are(
+    store: str, tmp_path: Path
+) -> None:
+    """`[/x]` in a case id, an eval set id or a run name is text, not a rich closing
+    tag: before, the terminal report died with a MarkupError traceback."""
+    data = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    data["eval_set_id"] = "set[/]"
+    data["eval_cases"] = data["eval_cases"][:2]
+    data["eval_cases"][0]["eval_id"] = "odd[/x]"
+    data["eval_cases"][1]["eval_id"] = "[bold]loud[/bold]"
+    source = tmp_path / "markup.evalset.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    config = str(EXAMPLE.parent / "test_config.json")
+    for name in ("[red]n[/x]", "[/]"):
+        done = runner.invoke(app, ["eval", str(source), "--agent", AGENT, "--store", store,
+                                   "--name", name, "--config", config])  # fmt: skip
+        assert done.exit_code == 0, done.output
+        assert "odd[/x]" in done.output and "[bold]loud[/bold]" in done.output
+    for args in (["runs"], ["runs", "show", "latest"], ["compare", "latest~1", "latest"]):
+        shown = runner.invoke(app, [*args, "--store", store], env={"COLUMNS": "120"})
+        assert shown.exit_code == 0, shown.output
+        assert "[/]" in shown.output and "Traceback" not in shown.output
+    listing = runner.invoke(app, ["runs", "--store", store], env={"COLUMNS": "120"})
+    assert "[red]n[/x]" in listing.output and "set[/]" in listing.output

@@ -128,7 +128,9 @@ def test_multi_turn_adk_to_vertex_is_refused_or_kept_never_flattened(tmp_path: P
     out = tmp_path / "rows.json"
     refused = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex"])
     assert refused.exit_code == 2
-    assert "case 'multi_turn_full_flow': created_at" in refused.output
+    # What every case loses is said once; each case's own losses on its own line.
+    assert "  all 10 cases: created_at, reference[].id" in refused.output
+    assert "\n  case 'multi_turn_full_flow': reference[].id (x3)" in refused.output
     assert "the case (it has 3 reference turns)" in refused.output
     kept = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex", "--sidecar"])
     assert kept.exit_code == 0, kept.output

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report_samples import failed_case, not_evaluated_case, passed_case, sample_result
 from rich.console import Console
 
 from assay.model.results import EvalResult, Status
 from assay.report import render_results, summary_text
-from assay.report.console import metric_cell, pass_at_k
+from assay.report.console import metric_cell, pass_at_k, short_ids
 
 
 def _render(result: EvalResult, **kwargs: int) -> str:
@@ -126,3 +128,21 @@ def test_a_note_every_case_shares_is_printed_once() -> None:
     reason = "no agent given and the case has no recorded response"
     assert text.count(reason) == 1
     assert f"note (every case): {reason}" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=16, max_size=16),
+               max_size=25))  # fmt: skip
+def test_short_ids_are_unique_prefixes_of_at_least_eight_characters(ids: set[str]) -> None:
+    listed = sorted(ids)
+    # A store that holds one more run, sharing the first 10 characters with the first.
+    hidden = listed[0][:10] + "zzzzzz" if listed else ""
+    everything = [*listed, hidden] if hidden not in ids else listed
+
+    def unique(prefix: str) -> bool:
+        return sum(i.startswith(prefix) for i in everything) == 1
+
+    short = short_ids(listed, unique)
+    for full, prefix in short.items():
+        assert full.startswith(prefix) and len(prefix) >= 8
+        assert [i for i in everything if i.startswith(prefix)] == [full]

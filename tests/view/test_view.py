@@ -117,7 +117,9 @@ def test_runs_run_case_and_compare_pages(
     page.check(f"input[value='{worse}']")
     page.click("#compare-button")
     page.wait_for_selector("#verdict")
-    assert page.inner_text("#verdict").startswith("Regression: 14 cases in common, 1 newly failing")
+    assert page.inner_text("#verdict").startswith(
+        "Regression: 14 cases in common, 13 unchanged, 1 newly failing"
+    )
     first = page.locator("#compare-cases tbody tr").first
     assert first.get_attribute("data-change") == "regressed"
     assert "turn_off_device_by_id" in first.inner_text()

@@ -73,7 +73,7 @@ def convert_command(
             # ADK reads a config as test_config.json beside the eval files.
             config_file = output_file(target, folder_name="test_config.json", what="the config")
             write_config(load_config(source), config_file)
-            stdout_console().print(f"wrote {config_file} (adk-config)")
+            stdout_console().print(f"wrote {config_file} (adk-config)", markup=False)
             return
         written = output_file(target, what="the converted file")
         done = convert_file(

@@ -51,10 +51,11 @@ def compare_command(
             raise ConfigError("compare needs two or more runs: assay compare RUN_A RUN_B")
         db = open_existing(store)
         try:
-            results = [load_run(db, ref)[1] for ref in runs]
+            loaded = [load_run(db, ref) for ref in runs]
         finally:
             db.close()
-        comparisons = compare_many(results, seed=seed)
+        results = [result for _, result in loaded]
+        comparisons = compare_many(results, seed=seed, names=[info.name for info, _ in loaded])
     console = stdout_console()
     if as_json:
         docs = [c.to_dict() for c in comparisons]
@@ -88,7 +89,9 @@ def report_command(
         finally:
             db.close()
         path = write_html(result, html, run=info)
-    stderr_console().print(f"wrote {path} (run {info.id})", style="dim", highlight=False)
+    stderr_console().print(
+        f"wrote {path} (run {info.id})", style="dim", highlight=False, markup=False
+    )
 
 
 def view_command(

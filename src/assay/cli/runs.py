@@ -5,9 +5,10 @@ RUN is a full run id, a unique prefix of one, or `latest`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from assay.cli.common import (
     RunArgument,
@@ -31,21 +32,40 @@ def runs_command(
     """List stored runs, newest first (full ids: pass one, a unique prefix or `latest`)."""
     if ctx.invoked_subcommand is not None:
         return
+    from assay.report.console import runs_table, short_ids
+
     with user_errors():
         from assay.store.reading import open_existing
 
         db = open_existing(store)
         try:
             infos = db.list_runs(limit=limit)
+            short = short_ids([i.id for i in infos], lambda prefix: _resolves(db, prefix))
         finally:
             db.close()
     console = stdout_console()
     if not infos:
         console.print("no runs stored yet: run `assay eval ...` first")
         return
-    from assay.report.console import runs_table
+    console.print(runs_table(infos, width=console.width, short=short))
+    console.print(
+        Text(
+            "ids are shown as unique prefixes: every command takes one; "
+            "`assay runs show ID` prints the full id",
+            style="dim",
+        )
+    )
 
-    console.print(runs_table(infos))
+
+def _resolves(db: Any, prefix: str) -> bool:
+    """True when the store takes `prefix` as the reference of exactly one run."""
+    from assay.errors import AssayError
+
+    try:
+        db.find_run(prefix)
+    except AssayError:  # no run, or several: the ambiguity is the store's error
+        return False
+    return True
 
 
 @runs_app.command("show")

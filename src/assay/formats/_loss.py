@@ -60,19 +60,31 @@ def by_case(losses: list[Loss]) -> list[tuple[str | None, list[tuple[str, int]]]
 
 
 def describe(losses: list[Loss], target: str, limit: int = 20) -> str:
-    """One message naming each case and field (the first `limit` cases)."""
+    """A message naming each case and field: the fields on the line when one case lost
+    them; else one line per case (the first `limit` cases, then "and N more cases"),
+    after one line for the fields every such case lost, so a long refusal stays short."""
     groups = by_case(losses)
-    parts = []
-    single = len(groups) == 1 and groups[0][0] is not None  # the error names the case
-    for case_id, fields in groups[:limit]:
-        where = "the set" if case_id is None else f"case {case_id!r}"
-        if single:
-            parts.append(", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields))
-            continue
-        names = ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
-        parts.append(f"{where}: {names}")
-    more = f"; and {len(groups) - limit} more cases" if len(groups) > limit else ""
-    return f"{target} cannot hold these fields: {'; '.join(parts)}{more}"
+
+    def fields_of(fields: list[tuple[str, int]]) -> str:
+        return ", ".join(f"{f} (x{n})" if n > 1 else f for f, n in fields)
+
+    if len(groups) == 1 and groups[0][0] is not None:  # the error names the case
+        return f"{target} cannot hold these fields: {fields_of(groups[0][1])}"
+    cases = [(case_id, fields) for case_id, fields in groups if case_id is not None]
+    lines = [f"  the set: {fields_of(fields)}" for case_id, fields in groups if case_id is None]
+    common: list[str] = []
+    if len(cases) > 1:
+        names = [{f for f, _ in fields} for _, fields in cases]
+        common = [f for f, _ in cases[0][1] if all(f in n for n in names)]
+        if common:
+            lines.append(f"  all {len(cases)} cases: {', '.join(common)}")
+    rest = [(case_id, [(f, n) for f, n in fields if f not in common or n > 1])
+            for case_id, fields in cases]  # fmt: skip
+    for case_id, fields in rest[:limit]:
+        lines.append(f"  case {case_id!r}" + (f": {fields_of(fields)}" if fields else ""))
+    if len(rest) > limit:
+        lines.append(f"  and {len(rest) - limit} more cases")
+    return f"{target} cannot hold these fields:\n" + "\n".join(lines)
 
 
 def refuse(losses: list[Loss], target: str) -> ConversionLossError:

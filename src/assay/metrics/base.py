@@ -52,8 +52,12 @@ class Metric:
     #: "expected_response", "retrieved_context", "rubrics", "scenario", "judge", ...
     needs: ClassVar[frozenset[str]] = frozenset()
     default_threshold: ClassVar[float | None] = None
-    #: informational metrics are reported but never pass or fail a case
+    #: informational metrics are reported but never pass or fail a case, and a change in
+    #: one never makes a case or a run better or worse (`assay compare`)
     informational: ClassVar[bool] = False
+    #: the direction of improvement: True when a higher score is better (every scored
+    #: 0..1 metric), False when lower is better (counts, tokens, seconds)
+    higher_is_better: ClassVar[bool] = True
     #: where the metric comes from ("adk", "vertex", "ces", "databricks", "checks", ...), as
     #: `assay metrics` and the README's metric table list it
     family: ClassVar[str] = "vertex"

@@ -67,6 +67,7 @@ class EfficiencyOptions(MetricOptions):
 class _Efficiency(Metric):
     score_range: ClassVar[tuple[float, float] | None] = (0.0, math.inf)
     informational: ClassVar[bool] = True
+    higher_is_better: ClassVar[bool] = False
     options_model: ClassVar[type[MetricOptions]] = EfficiencyOptions
     family: ClassVar[str] = "adk"
 

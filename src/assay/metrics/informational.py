@@ -41,6 +41,7 @@ class _Informational(Metric):
     score_range: ClassVar[tuple[float, float] | None] = (0.0, math.inf)
     family: ClassVar[str] = "informational"
     informational: ClassVar[bool] = True
+    higher_is_better: ClassVar[bool] = False
     options_model: ClassVar[type[MetricOptions]] = InformationalOptions
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -124,6 +125,28 @@ def _unavailable(name: str) -> ConfigError | None:
     if why is None:
         return None
     return ConfigError(f"metric {name!r} comes from a plugin that could not be loaded: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricTraits:
+    """What a comparison needs to know of a metric: which way is better, and whether it
+    is informational (shown, never gating, never better or worse)."""
+
+    higher_is_better: bool
+    informational: bool
+
+    @property
+    def direction(self) -> str:
+        return "higher" if self.higher_is_better else "lower"
+
+
+def metric_traits(name: str) -> MetricTraits | None:
+    """The registered traits of metric `name`; None for a name the registry does not
+    know (a custom metric of one evaluation, a plugin no longer installed)."""
+    found = _lookup(name)
+    if found is None:
+        return None
+    return MetricTraits(found.higher_is_better, found.informational)
 
 
 def metric_names() -> list[str]:

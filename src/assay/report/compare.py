@@ -1,24 +1,37 @@
 """Run comparison: per-case and per-metric deltas between a base run and another run.
 
 Cases are matched by (eval set, case id); repeated runs of a case are averaged per
-metric and combined strictly for the status. A case *regressed* when it passed in the
-base run and does not pass now; it *improved* the other way round. A metric's mean
+metric and combined strictly for the status. Each metric's direction (higher or lower
+is better) and whether it is informational come from the metric registry
+(`assay.metrics.registry.metric_traits`). A metric *gates* a comparison when it is not
+informational and had a threshold in either run; informational metrics are shown but
+never make a case or a run better or worse.
+
+A case *regressed* when it passed in the base run and does not pass now; it *improved*
+the other way round; it is *unchanged* unless its status or a gating metric moved. A
+delta within `EQUAL_WITHIN` (1e-9) is equal, and is reported as 0. A metric's mean
 delta over the cases both runs scored gets a paired bootstrap interval (resampling
-cases): the metric regressed only when the whole 95% interval lies below zero, so two
-reruns that differ by noise are not called a regression. Used by `assay compare`, the
-viewer's compare page and CI gating (`--fail-on-regression`).
+cases, bias-corrected and accelerated as `scipy.stats.bootstrap`'s default): the metric
+regressed only when the whole 95% interval lies on the worse side of zero, so two
+reruns that differ by noise are not called a regression. Used by `assay compare` (the
+terminal and `--json`), the viewer's compare page and CI gating (`--fail-on-regression`).
 """
 
 from __future__ import annotations
 
+import bisect
+import difflib
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from statistics import NormalDist
 from typing import Any
 
 from assay.errors import InputError
+from assay.metrics.registry import MetricTraits, metric_traits
 from assay.model.results import CaseResult, EvalResult, Status, combine_statuses
 from assay.report.analysis import analyze_case
 
@@ -27,19 +40,34 @@ CaseId = tuple[str, str]  # (eval set id or "", case id)
 #: above this many paired cases the interval uses the normal approximation (the
 #: bootstrap of a mean converges to it, and resampling 10k cases 1000 times is slow)
 BOOTSTRAP_MAX_CASES = 2000
-RESAMPLES = 1000
+#: resamples of a bootstrap (scipy's default), fewer where the cases are many: at most
+#: `RESAMPLE_DRAWS` cases drawn in all, and never fewer than `MIN_RESAMPLES` resamples
+RESAMPLES = 9999
+RESAMPLE_DRAWS = 1_000_000
+MIN_RESAMPLES = 1000
+#: two scores (or means, or deltas) this close are equal: float noise of a sum is not a change
+EQUAL_WITHIN = 1e-9
+#: responses of more words and spaces than this are diffed as a whole (delete, then
+#: insert): a word diff's time grows with the square of the length
+DIFF_MAX_TOKENS = 1200
+
+
+def settle(value: float) -> float:
+    """`value`, or 0.0 when it is within `EQUAL_WITHIN` of zero (never -0.0)."""
+    return 0.0 if abs(value) <= EQUAL_WITHIN else value
 
 
 class Change(StrEnum):
     """How a case changed from the base run; the order is the listing order."""
 
     REGRESSED = "regressed"  # passed before, does not pass now
-    WORSE = "worse"  # same status, a metric's score went down
-    MIXED = "mixed"  # same status, some scores up and some down
+    WORSE = "worse"  # same status, a gating metric's score moved the worse way
+    MIXED = "mixed"  # same status, gating metrics moved both ways
     IMPROVED = "improved"  # did not pass before, passes now
-    BETTER = "better"  # same status, scores went up
+    BETTER = "better"  # same status, gating metrics moved the better way
     CHANGED = "changed"  # status changed between failed and not evaluated
-    SAME = "same"
+    UNCHANGED = "unchanged"  # same status, no gating metric moved
+    SAME = "unchanged"  # the name UNCHANGED had before: an alias
 
 
 _CHANGE_ORDER = list(Change)
@@ -54,6 +82,12 @@ class CaseSide:
     runs: int
     passed_runs: int
     reason: str | None  # the failure analysis' one-line reason when it did not pass
+    #: the final responses of the case's first run, one line per turn (None: no response)
+    response: str | None = None
+
+
+#: a word-level diff: ("equal" | "delete" | "insert", text), in reading order
+DiffSegment = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +97,23 @@ class CaseDelta:
     base: CaseSide
     other: CaseSide
     change: Change
-    deltas: dict[str, float]  # metric -> other - base, where both have a score
+    deltas: dict[str, float]  # metric -> other - base, where both have a score (0 if equal)
+    better: tuple[str, ...] = ()  # gating metrics that moved the better way
+    worse: tuple[str, ...] = ()  # gating metrics that moved the worse way
+
+    @property
+    def response_diff(self) -> list[DiffSegment] | None:
+        """Word-level diff of the two final responses; None when they are the same.
+        Computed when asked for (the terminal never does; `--json` and the viewer do)."""
+        return word_diff(self.base.response, self.other.response)
+
+    @property
+    def unchanged(self) -> bool:
+        return self.change is Change.UNCHANGED
+
+    @property
+    def key(self) -> str:
+        return f"{self.eval_set_id}/{self.case_id}" if self.eval_set_id else self.case_id
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: CaseSide) -> dict[str, Any]:
@@ -82,6 +132,11 @@ class CaseDelta:
             "base": side(self.base),
             "other": side(self.other),
             "deltas": self.deltas,
+            "better": list(self.better),
+            "worse": list(self.worse),
+            "response_diff": None
+            if self.response_diff is None
+            else [list(s) for s in self.response_diff],
         }
 
 
@@ -96,15 +151,41 @@ class MetricDelta:
     ci_low: float | None
     ci_high: float | None
     paired: int
-    gated: bool  # has a threshold (informational metrics are never called regressions)
+    gated: bool  # not informational, and had a threshold in either run
+    higher_is_better: bool = True
+    informational: bool = False
 
     @property
     def regressed(self) -> bool:
-        return self.gated and self.ci_high is not None and self.ci_high < 0
+        """The whole interval lies on the worse side of zero."""
+        if not self.gated or self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_high < 0 if self.higher_is_better else self.ci_low > 0
 
     @property
     def improved(self) -> bool:
-        return self.gated and self.ci_low is not None and self.ci_low > 0
+        """The whole interval lies on the better side of zero."""
+        if not self.gated or self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low > 0 if self.higher_is_better else self.ci_high < 0
+
+    @property
+    def direction(self) -> str:
+        return "higher" if self.higher_is_better else "lower"
+
+    @property
+    def verdict(self) -> str:
+        """regressed, improved, within noise, informational, no threshold, or not paired
+        (no case has a score in both runs)."""
+        if self.regressed:
+            return "regressed"
+        if self.improved:
+            return "improved"
+        if self.informational:
+            return "informational"
+        if not self.paired:
+            return "not paired"
+        return "within noise" if self.gated else "no threshold"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +195,10 @@ class MetricDelta:
             "delta": self.delta,
             "ci95": None if self.ci_low is None else [self.ci_low, self.ci_high],
             "paired_cases": self.paired,
+            "better": self.direction,
+            "informational": self.informational,
+            "gated": self.gated,
+            "verdict": self.verdict,
             "regressed": self.regressed,
             "improved": self.improved,
         }
@@ -129,6 +214,8 @@ class Comparison:
     metrics: list[MetricDelta]
     only_in_base: list[CaseId] = field(default_factory=list)
     only_in_other: list[CaseId] = field(default_factory=list)
+    base_name: str | None = None  # the runs' names (`assay eval --name`), when given
+    other_name: str | None = None
 
     @property
     def newly_failing(self) -> list[CaseDelta]:
@@ -139,31 +226,51 @@ class Comparison:
         return [c for c in self.cases if c.change is Change.IMPROVED]
 
     @property
+    def unchanged(self) -> list[CaseDelta]:
+        return [c for c in self.cases if c.change is Change.UNCHANGED]
+
+    @property
+    def changed(self) -> list[CaseDelta]:
+        return [c for c in self.cases if c.change is not Change.UNCHANGED]
+
+    @property
     def regressed_metrics(self) -> list[MetricDelta]:
         return [m for m in self.metrics if m.regressed]
 
     @property
     def has_regression(self) -> bool:
-        """A case that passed no longer passes, or a metric mean fell beyond noise."""
+        """A case that passed no longer passes, or a gating metric's mean moved the worse
+        way beyond noise."""
         return bool(self.newly_failing or self.regressed_metrics)
+
+    def counts(self) -> dict[str, int]:
+        """Cases per change, every change named (zeros included), in listing order."""
+        found = {change.value: 0 for change in Change}
+        for case in self.cases:
+            found[case.change.value] += 1
+        return found
 
     def summary(self) -> str:
         parts = [
             f"{len(self.cases)} cases in common",
+            f"{len(self.unchanged)} unchanged",
             f"{len(self.newly_failing)} newly failing",
             f"{len(self.newly_passing)} newly passing",
         ]
         regressed = self.regressed_metrics
         if regressed:
-            parts.append("metrics down beyond noise: " + ", ".join(m.name for m in regressed))
+            parts.append("metrics worse beyond noise: " + ", ".join(m.name for m in regressed))
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "base_run": self.base_id,
             "other_run": self.other_id,
+            "base_name": self.base_name,
+            "other_name": self.other_name,
             "regression": self.has_regression,
             "summary": self.summary(),
+            "counts": self.counts(),
             "newly_failing": [f"{c.eval_set_id}/{c.case_id}" for c in self.newly_failing],
             "newly_passing": [f"{c.eval_set_id}/{c.case_id}" for c in self.newly_passing],
             "metrics": [m.to_dict() for m in self.metrics],
@@ -180,19 +287,29 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
+def _response(run: CaseResult) -> str | None:
+    texts = [
+        inv.actual.final_response
+        for inv in run.invocations
+        if inv.actual is not None and inv.actual.final_response is not None
+    ]
+    return "\n".join(texts) if texts else None
+
+
 def _sides(result: EvalResult) -> tuple[dict[CaseId, CaseSide], dict[str, bool]]:
-    """Per case its side, and per metric whether it has a threshold (is gated)."""
+    """Per case its side, and per metric whether it had a threshold (a status)."""
     groups: dict[CaseId, list[CaseResult]] = {}
     for case in result.cases:
         groups.setdefault((case.eval_set_id or "", case.case_id), []).append(case)
-    gated: dict[str, bool] = {}
+    thresholded: dict[str, bool] = {}
     sides: dict[CaseId, CaseSide] = {}
     for key, runs in groups.items():
+        runs.sort(key=lambda r: r.run_index)
         names: dict[str, None] = {}
         for run in runs:
             for name, metric in run.metrics.items():
                 names.setdefault(name, None)
-                gated[name] = gated.get(name, False) or metric.status is not None
+                thresholded[name] = thresholded.get(name, False) or metric.status is not None
         scores = {
             name: _mean(
                 [
@@ -217,24 +334,72 @@ def _sides(result: EvalResult) -> tuple[dict[CaseId, CaseSide], dict[str, bool]]
             runs=len(runs),
             passed_runs=sum(r.status is Status.PASSED for r in runs),
             reason=reason,
+            response=_response(runs[0]),
         )
-    return sides, gated
+    return sides, thresholded
 
 
-def _change(base: CaseSide, other: CaseSide, deltas: dict[str, float]) -> Change:
+def _change(base: CaseSide, other: CaseSide, better: bool, worse: bool) -> Change:
     if base.status is Status.PASSED and other.status is not Status.PASSED:
         return Change.REGRESSED
     if base.status is not Status.PASSED and other.status is Status.PASSED:
         return Change.IMPROVED
     if base.status is not other.status:
         return Change.CHANGED
-    down = any(d < 0 for d in deltas.values())
-    up = any(d > 0 for d in deltas.values())
-    if down and up:
+    if better and worse:
         return Change.MIXED
-    if down:
+    if worse:
         return Change.WORSE
-    return Change.BETTER if up else Change.SAME
+    return Change.BETTER if better else Change.UNCHANGED
+
+
+_WORDS = re.compile(r"\s+|\S+")
+
+
+def word_diff(before: str | None, after: str | None) -> list[DiffSegment] | None:
+    """A word-level diff of two texts as ("equal" | "delete" | "insert", text) segments
+    (whitespace kept, so joining the equal and delete segments gives `before` back);
+    None when the texts are the same."""
+    if before == after:
+        return None
+    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    opcodes: Sequence[tuple[str, int, int, int, int]]
+    if len(a) > DIFF_MAX_TOKENS or len(b) > DIFF_MAX_TOKENS:
+        opcodes = [("replace", 0, len(a), 0, len(b))]
+    else:
+        opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    segments: list[DiffSegment] = []
+    deleted: list[str] = []
+    inserted: list[str] = []
+
+    def flush() -> None:
+        for op, words in (("delete", deleted), ("insert", inserted)):
+            if words:
+                segments.append((op, "".join(words)))
+                words.clear()
+
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        same = a[i1:i2]
+        between = 0 < index < len(opcodes) - 1
+        if tag == "equal" and not (between and "".join(same).isspace()):
+            flush()
+            segments.append(("equal", "".join(same)))
+        elif tag == "equal":  # a lone space between two changes joins both sides
+            deleted.extend(same)
+            inserted.extend(b[j1:j2])
+        else:
+            deleted.extend(a[i1:i2])
+            inserted.extend(b[j1:j2])
+    flush()
+    return segments
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of sorted values, interpolated as numpy's default."""
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def paired_interval(
@@ -243,38 +408,89 @@ def paired_interval(
     seed: int = 0,
     resamples: int = RESAMPLES,
     max_bootstrap: int = BOOTSTRAP_MAX_CASES,
+    confidence: float = 0.95,
 ) -> tuple[float, float] | None:
-    """95% interval of the mean of paired differences: percentile bootstrap over cases.
+    """The `confidence` interval of the mean of paired differences.
 
-    Past `max_bootstrap` differences the normal approximation is used instead.
+    A bootstrap over cases, bias-corrected and accelerated (BCa, Efron 1987) as
+    `scipy.stats.bootstrap`'s default method: with few cases and a lopsided change (3
+    of 14 cases losing a tool call) the plain percentile interval ends exactly at 0,
+    BCa's does not. Past `max_bootstrap` differences the normal approximation is used.
+    Bounds within `EQUAL_WITHIN` of zero are 0.
     """
     n = len(differences)
     if n == 0:
         return None
     mean = math.fsum(differences) / n
+    if max(differences) - min(differences) <= EQUAL_WITHIN:
+        return settle(mean), settle(mean)
     if n > max_bootstrap:
         var = math.fsum((d - mean) ** 2 for d in differences) / (n - 1)
-        half = 1.96 * math.sqrt(var / n)
-        return mean - half, mean + half
+        half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(var / n)
+        return settle(mean - half), settle(mean + half)
     rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(differences, k=n)) / n for _ in range(resamples))
-    return means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
+    count = max(MIN_RESAMPLES, min(resamples, RESAMPLE_DRAWS // n))
+    means = sorted(math.fsum(rng.choices(differences, k=n)) / n for _ in range(count))
+    alpha = (1 - confidence) / 2
+    low_q, high_q = _bca_levels(differences, means, mean, alpha)
+    return settle(_percentile(means, low_q)), settle(_percentile(means, high_q))
 
 
-def _case_order(delta: CaseDelta) -> tuple[int, float, str, str]:
-    worst = min(delta.deltas.values(), default=0.0)
-    return (_CHANGE_ORDER.index(delta.change), worst, delta.eval_set_id, delta.case_id)
+def _bca_levels(
+    differences: Sequence[float], means: Sequence[float], mean: float, alpha: float
+) -> tuple[float, float]:
+    """The quantiles of the bootstrap means that bound a BCa interval; the percentile
+    interval's (`alpha`, 1 - `alpha`) where the bias correction is infinite (every
+    resampled mean on one side of the observed one)."""
+    # The share of resampled means below the observed one, ties counted half.
+    below = (bisect.bisect_left(means, mean) + bisect.bisect_right(means, mean)) / (2 * len(means))
+    if below <= 0 or below >= 1:
+        return alpha, 1 - alpha
+    normal = NormalDist()
+    z0 = normal.inv_cdf(below)
+    # The acceleration, from the jackknife means (each case left out once).
+    n = len(differences)
+    total = math.fsum(differences)
+    left_out = [(total - d) / (n - 1) for d in differences]
+    centre = math.fsum(left_out) / n
+    spread = math.fsum((centre - t) ** 2 for t in left_out)
+    accel = math.fsum((centre - t) ** 3 for t in left_out) / (6 * spread**1.5) if spread else 0.0
+    levels = []
+    for z in (normal.inv_cdf(alpha), normal.inv_cdf(1 - alpha)):
+        denominator = 1 - accel * (z0 + z)
+        if denominator <= 0:
+            return alpha, 1 - alpha
+        levels.append(normal.cdf(z0 + (z0 + z) / denominator))
+    return levels[0], levels[1]
+
+
+def _case_order(delta: CaseDelta) -> tuple[int, str, str]:
+    return (_CHANGE_ORDER.index(delta.change), delta.eval_set_id, delta.case_id)
+
+
+def _traits(name: str, known: dict[str, MetricTraits | None]) -> MetricTraits:
+    if name not in known:
+        known[name] = metric_traits(name)
+    found = known[name]
+    # A metric the registry does not know (a custom metric of one evaluation, a plugin
+    # since removed): higher is better; it gates where it had a threshold.
+    return found if found is not None else MetricTraits(True, False)
 
 
 def compare_results(
-    base: EvalResult, other: EvalResult, *, seed: int = 0, require_overlap: bool = True
+    base: EvalResult,
+    other: EvalResult,
+    *,
+    seed: int = 0,
+    require_overlap: bool = True,
+    names: tuple[str | None, str | None] = (None, None),
 ) -> Comparison:
-    """Compare `other` against `base`.
+    """Compare `other` against `base`; `names` are the runs' names, when they have one.
 
     Raises InputError when the two runs have no case in common (and `require_overlap`).
     """
-    base_sides, base_gated = _sides(base)
-    other_sides, other_gated = _sides(other)
+    base_sides, base_thresholded = _sides(base)
+    other_sides, other_thresholded = _sides(other)
     common = [k for k in base_sides if k in other_sides]
     if require_overlap and not common:
         raise InputError(
@@ -282,41 +498,22 @@ def compare_results(
             "common (cases are matched by eval set id and case id); compare runs of "
             "overlapping eval sets"
         )
-    cases = []
-    for key in common:
-        a, b = base_sides[key], other_sides[key]
-        deltas = {
-            name: b.scores[name] - score  # type: ignore[operator]
-            for name, score in a.scores.items()
-            if score is not None and b.scores.get(name) is not None
-        }
-        cases.append(CaseDelta(key[0], key[1], a, b, _change(a, b, deltas), deltas))
+    names_all = list(
+        dict.fromkeys([*base.metrics, *other.metrics, *base_thresholded, *other_thresholded])
+    )
+    known: dict[str, MetricTraits | None] = {}
+    traits = {name: _traits(name, known) for name in names_all}
+    gated = {
+        name: not traits[name].informational
+        and (base_thresholded.get(name, False) or other_thresholded.get(name, False))
+        for name in names_all
+    }
+    cases = [_case_delta(key, base_sides[key], other_sides[key], traits, gated) for key in common]
     cases.sort(key=_case_order)
-    names = list(dict.fromkeys([*base.metrics, *other.metrics, *base_gated, *other_gated]))
-    metrics = []
-    for name in names:
-        pairs = [
-            (base_sides[k].scores[name], other_sides[k].scores[name])
-            for k in common
-            if base_sides[k].scores.get(name) is not None
-            and other_sides[k].scores.get(name) is not None
-        ]
-        a_vals = [p[0] for p in pairs if p[0] is not None]
-        b_vals = [p[1] for p in pairs if p[1] is not None]
-        diffs = [b - a for a, b in zip(a_vals, b_vals, strict=True)]
-        interval = paired_interval(diffs, seed=seed)
-        metrics.append(
-            MetricDelta(
-                name=name,
-                base_mean=_mean(a_vals),
-                other_mean=_mean(b_vals),
-                delta=_mean(diffs),
-                ci_low=interval[0] if interval else None,
-                ci_high=interval[1] if interval else None,
-                paired=len(pairs),
-                gated=base_gated.get(name, False) or other_gated.get(name, False),
-            )
-        )
+    metrics = [
+        _metric_delta(name, common, base_sides, other_sides, traits[name], gated[name], seed)
+        for name in names_all
+    ]
     return Comparison(
         base_id=base.run_id,
         other_id=other.run_id,
@@ -324,11 +521,86 @@ def compare_results(
         metrics=metrics,
         only_in_base=[k for k in base_sides if k not in other_sides],
         only_in_other=[k for k in other_sides if k not in base_sides],
+        base_name=names[0],
+        other_name=names[1],
     )
 
 
-def compare_many(results: Sequence[EvalResult], *, seed: int = 0) -> list[Comparison]:
-    """Each run after the first against the first (the base)."""
+def _case_delta(
+    key: CaseId,
+    a: CaseSide,
+    b: CaseSide,
+    traits: dict[str, MetricTraits],
+    gated: dict[str, bool],
+) -> CaseDelta:
+    deltas = {
+        name: settle(b.scores[name] - score)  # type: ignore[operator]
+        for name, score in a.scores.items()
+        if score is not None and b.scores.get(name) is not None
+    }
+    better: list[str] = []
+    worse: list[str] = []
+    for name, delta in deltas.items():
+        if delta == 0 or not gated.get(name, False):
+            continue
+        up = delta > 0 if traits[name].higher_is_better else delta < 0
+        (better if up else worse).append(name)
+    return CaseDelta(
+        key[0],
+        key[1],
+        a,
+        b,
+        _change(a, b, bool(better), bool(worse)),
+        deltas,
+        better=tuple(better),
+        worse=tuple(worse),
+    )
+
+
+def _metric_delta(
+    name: str,
+    common: Sequence[CaseId],
+    base_sides: dict[CaseId, CaseSide],
+    other_sides: dict[CaseId, CaseSide],
+    traits: MetricTraits,
+    gated: bool,
+    seed: int,
+) -> MetricDelta:
+    pairs = [
+        (a, b)
+        for k in common
+        if (a := base_sides[k].scores.get(name)) is not None
+        and (b := other_sides[k].scores.get(name)) is not None
+    ]
+    diffs = [b - a for a, b in pairs]
+    interval = paired_interval(diffs, seed=seed)
+    delta = _mean(diffs)
+    return MetricDelta(
+        name=name,
+        base_mean=_mean([a for a, _ in pairs]),
+        other_mean=_mean([b for _, b in pairs]),
+        delta=None if delta is None else settle(delta),
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+        paired=len(pairs),
+        gated=gated,
+        higher_is_better=traits.higher_is_better,
+        informational=traits.informational,
+    )
+
+
+def compare_many(
+    results: Sequence[EvalResult],
+    *,
+    seed: int = 0,
+    names: Sequence[str | None] | None = None,
+) -> list[Comparison]:
+    """Each run after the first against the first (the base); `names` are the runs'
+    names (`RunInfo.name`), in the same order, when known."""
     if len(results) < 2:
         raise InputError("compare needs at least two runs")
-    return [compare_results(results[0], r, seed=seed) for r in results[1:]]
+    labels = list(names) if names is not None else [None] * len(results)
+    return [
+        compare_results(results[0], r, seed=seed, names=(labels[0], labels[i]))
+        for i, r in enumerate(results[1:], start=1)
+    ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -53,6 +55,15 @@ def metric_order(result: EvalResult) -> list[str]:
         for name in case.metrics:
             names.setdefault(name, None)
     return list(names)
+
+
+def by_case(cases: Sequence[CaseResult]) -> list[CaseResult]:
+    """The case runs grouped by case (in the order of their first runs), each case's runs
+    in run order: a repeated run lists a case's runs together, not in completion order."""
+    order: dict[tuple[str, str], int] = {}
+    for case in sorted(cases, key=lambda c: c.run_index):
+        order.setdefault((case.eval_set_id or "", case.case_id), len(order))
+    return sorted(cases, key=lambda c: (order[(c.eval_set_id or "", c.case_id)], c.run_index))
 
 
 def run_count(result: EvalResult) -> int:
@@ -149,11 +160,16 @@ def case_table(
         table.add_column("failed metrics", overflow="fold", ratio=1)
     if any(notes):
         table.add_column("note", overflow="fold", max_width=60, ratio=1)
+    previous: tuple[str | None, str] | None = None
     for case, note in zip(cases, notes, strict=True):
         cells: list[str | Text] = []
+        # A case's further runs follow its first (`by_case`): its name is printed once.
+        repeat = runs > 1 and previous == (case.eval_set_id, case.case_id)
+        previous = (case.eval_set_id, case.case_id)
+        # Ids are the user's text, never rich markup (`[/x]` in an id is printed as is).
         if multi_set:
-            cells.append(case.eval_set_id or "")
-        cells.append(case.case_id)
+            cells.append(Text("" if repeat else case.eval_set_id or ""))
+        cells.append(Text("" if repeat else case.case_id))
         if runs > 1:
             cells.append(str(case.run_index + 1))
         cells.append(Text(case.status.value, style=STATUS_STYLE[case.status]))
@@ -171,14 +187,9 @@ def case_table(
     return table
 
 
-def metric_summary_table(result: EvalResult, metrics: Sequence[str]) -> Table:
+def metric_summary_table(result: EvalResult, metrics: Sequence[str], *, width: int = 120) -> Table:
     """Per metric: threshold, mean and standard deviation, and status counts."""
-    table = Table(title="Metrics", header_style="bold")
-    for column in ("metric", "threshold", "mean", "std", "passed", "failed", "not eval."):
-        if column == "metric":
-            table.add_column(column, overflow="fold", ratio=1)
-        else:
-            table.add_column(column, justify="right", overflow="fold")
+    table = metric_summary_frame(metrics, width)
     for name in metrics:
         results = [c.metrics[name] for c in result.cases if name in c.metrics]
         scores = [m.score for m in results if m.score is not None]
@@ -188,7 +199,7 @@ def metric_summary_table(result: EvalResult, metrics: Sequence[str]) -> Table:
         thresholds = {m.threshold for m in results}
         threshold = thresholds.pop() if len(thresholds) == 1 else None
         table.add_row(
-            name,
+            Text(name),
             _num(threshold),
             _num(mean),
             _num(result.summary.get(f"{name}/std")),
@@ -197,6 +208,32 @@ def metric_summary_table(result: EvalResult, metrics: Sequence[str]) -> Table:
             Text(str(sum(m.status is Status.NOT_EVALUATED for m in results)), style="yellow"),
         )
     return table
+
+
+def metric_summary_frame(metrics: Sequence[str], width: int) -> Table:
+    """The per-metric summary's table, no rows yet: below 100 columns its headers are
+    short (`min`, `pass`, `fail`, `n.e.`), so metric names stay whole at 80 columns."""
+    table = Table(title="Metrics", header_style="bold")
+    longest = max((len(name) for name in metrics), default=6)
+    narrow = width < 100
+    columns = (
+        ("metric", "min", "mean", "std", "pass", "fail", "n.e.")
+        if narrow
+        else ("metric", "threshold", "mean", "std", "passed", "failed", "not eval.")
+    )
+    for column in columns:
+        if column == "metric":
+            # The numbers take ~46 (narrow) or ~60 columns: a name folds only past that.
+            room = width - (46 if narrow else 60)
+            table.add_column(column, overflow="fold", min_width=max(6, min(longest, room)))
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
+    return table
+
+
+def stack_notes(cases: Sequence[CaseResult]) -> bool:
+    """True when a case's note is too long for a column: the notes go under the table."""
+    return any(len(case_note(c)) > NOTE_COLUMN for c in cases)
 
 
 def summary_text(result: EvalResult) -> Text:
@@ -247,33 +284,40 @@ def render_results(
     efficiency = [m for m in metric_order(result) if is_efficiency(m)]
     metrics = [m for m in metric_order(result) if not is_efficiency(m)]
     runs = run_count(result)
-    cases = result.cases
+    cases = by_case(result.cases) if runs > 1 else result.cases
     note = shared_note(cases)
+    # Notes longer than a column can show go under the table, once per distinct note.
+    stacked = note is None and stack_notes(cases)
     fits = table_width(cases, metrics, runs) <= console.width
     shown_metrics = metrics if fits else []
     if len(cases) <= max_case_rows:
         if not fits:
-            console.print(metric_summary_table(result, metrics))
+            console.print(metric_summary_table(result, metrics, width=console.width))
         console.print(
-            case_table(cases, shown_metrics, runs=runs, show_notes=note is None, compact=not fits)
-        )
+            case_table(cases, shown_metrics, runs=runs, show_notes=note is None and not stacked,
+                       compact=not fits)
+        )  # fmt: skip
+        if stacked:
+            render_notes(cases, console)
     else:
-        console.print(metric_summary_table(result, metrics))
+        console.print(metric_summary_table(result, metrics, width=console.width))
         failing = [c for c in cases if c.status is not Status.PASSED]
         shown = failing[:MAX_FAILING_ROWS]
         if shown:
             console.print(
                 case_table(shown, shown_metrics, runs=runs, title="Cases that did not pass",
-                           show_notes=note is None, compact=not fits)
+                           show_notes=note is None and not stacked, compact=not fits)
             )  # fmt: skip
+            if stacked:
+                render_notes(shown, console)
         note = f"{len(cases)} case runs: passing cases are not listed"
         if len(failing) > len(shown):
             note += f", and only the first {MAX_FAILING_ROWS} of {len(failing)} others"
         console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
     if note is not None:
-        console.print(Text(f"note (every case): {note}", style="dim"), soft_wrap=True)
+        console.print(Text(f"note (every case): {note}", style="dim"))
     if efficiency:
-        console.print(efficiency_line(result, efficiency), soft_wrap=True)
+        console.print(efficiency_line(result, efficiency))
     render_reasons(result.cases, console)
     console.print(summary_text(result))
     if needs_agent_hint(result):
@@ -309,50 +353,160 @@ def efficiency_line(result: EvalResult, names: Sequence[str]) -> Text:
     return Text("Efficiency per invocation (informational): " + " · ".join(parts), style="dim")
 
 
+#: a note longer than this is not squeezed into a column: it goes under the table
+NOTE_COLUMN = 40
+#: cases named per stacked note
+NOTE_CASES = 5
+
+
+def render_notes(cases: Sequence[CaseResult], console: Console) -> None:
+    """Each distinct note once, after the cases it belongs to (the first `NOTE_CASES`,
+    then how many more), indented under them and wrapped at the terminal's width."""
+    groups: dict[str, list[str]] = {}
+    for case in cases:
+        note = case_note(case)
+        if note:
+            names = groups.setdefault(note, [])
+            if case.case_id not in names:
+                names.append(case.case_id)
+    if not groups:
+        return
+    console.print(Text("Notes", style="bold"))
+    for note, names in groups.items():
+        more = f" and {len(names) - NOTE_CASES} more" if len(names) > NOTE_CASES else ""
+        console.print(Padding(Text(f"{', '.join(names[:NOTE_CASES])}{more}:", style="bold"),
+                              (0, 0, 0, 2)))  # fmt: skip
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 4)))
+
+
 def render_reasons(
     cases: Sequence[CaseResult], console: Console, *, limit: int = MAX_FAILING_ROWS
 ) -> None:
-    """One line per failed case run with its reason from the failure analysis."""
+    """Why cases failed: one entry per case, its runs grouped (`[runs 1, 3]`) when they
+    failed for the same reason, so a repeated run does not repeat a line; a line longer
+    than the terminal puts the reason under the case, indented, instead of wrapping it."""
     from assay.report.analysis import analyze
 
-    analysis = analyze(c for c in cases if c.status is Status.FAILED or c.failure)
+    analysis = analyze(c for c in by_case(cases) if c.status is Status.FAILED or c.failure)
     if not analysis.cases:
         return
     runs = 1 + max((c.run_index for c in cases), default=0)
+    grouped: dict[str, dict[str, list[int]]] = {}
+    for found in analysis.cases:
+        reasons = grouped.setdefault(found.case_id, {})
+        reasons.setdefault(found.reason(), []).append(found.run_index + 1)
+    entries = [
+        (case_id, reason, run_numbers)
+        for case_id, reasons in grouped.items()
+        for reason, run_numbers in reasons.items()
+    ]
     console.print(Text("Why cases failed", style="bold"))
-    for found in analysis.cases[:limit]:
-        name = found.case_id + (f" [run {found.run_index + 1}]" if runs > 1 else "")
+    for case_id, reason, run_numbers in entries[:limit]:
+        name = case_id + (f" {_runs_label(run_numbers, runs)}" if runs > 1 else "")
         line = Text(f"  {name}: ", style="bold red")
-        line.append(found.reason(), style="")
-        console.print(line, soft_wrap=True)
-    if len(analysis.cases) > limit:
-        console.print(Text(f"  … and {len(analysis.cases) - limit} more", style="dim"))
-    console.print(Text(f"Failure causes: {analysis.headline()}", style="dim"), soft_wrap=True)
-
-
-def runs_table(infos: Sequence[Any]) -> Table:
-    """Stored runs (`assay.store.RunInfo`), one row each; ids are never cut."""
-    table = Table(title="Runs", header_style="bold")
-    columns = ("id", "name", "created", "status", "eval sets", "agent", "cases", "passed",
-               "failed", "not evaluated")  # fmt: skip
-    for column in columns:
-        if column == "id":
-            # A run is named by its id in every other command: always print it whole.
-            table.add_column(column, no_wrap=True, min_width=16)
+        if len(line) + len(reason) <= console.width:
+            line.append(reason, style="")
+            console.print(line)
         else:
-            right = columns.index(column) >= 6
-            table.add_column(column, justify="right" if right else "left", overflow="fold")
-    for info in infos:
-        table.add_row(
-            info.id,
-            info.name or "",
-            str(info.created_at)[:19],
-            info.status,
-            ", ".join(info.eval_set_ids),
-            info.agent or "",
-            str(info.case_count),
+            console.print(line)
+            console.print(Padding(Text(reason), (0, 0, 0, 4)))
+    if len(entries) > limit:
+        console.print(Text(f"  … and {len(entries) - limit} more", style="dim"))
+    console.print(Text(f"Failure causes: {analysis.headline()}", style="dim"))
+
+
+def _runs_label(run_numbers: Sequence[int], runs: int) -> str:
+    if len(run_numbers) == runs:
+        return f"[all {runs} runs]"
+    if len(run_numbers) == 1:
+        return f"[run {run_numbers[0]}]"
+    return f"[runs {', '.join(str(n) for n in run_numbers)}]"
+
+
+#: below this many columns the runs table drops its low-value columns
+RUNS_WIDE = 120
+#: run ids are shown as unique prefixes of at least this many characters
+MIN_ID_PREFIX = 8
+
+
+def short_ids(ids: Sequence[str], unique: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Each id's shortest prefix (at least `MIN_ID_PREFIX` characters) that no other of
+    `ids` starts with and, when given, that `unique(prefix)` accepts (the store resolves
+    it to this id alone): a prefix every command takes in place of the full id."""
+    found: dict[str, str] = {}
+    for run_id in ids:
+        size = min(MIN_ID_PREFIX, len(run_id))
+        while size < len(run_id) and (
+            any(o != run_id and o.startswith(run_id[:size]) for o in ids)
+            or (unique is not None and not unique(run_id[:size]))
+        ):
+            size += 1
+        found[run_id] = run_id[:size]
+    return found
+
+
+#: the runs table's columns that give way when the terminal is too narrow, first first;
+#: the id, the status and the counts always stay
+_RUNS_DROPPABLE = ("agent", "name", "cases", "created", "eval sets")
+_RUNS_FLEXIBLE = ("name", "eval sets", "agent")
+
+
+def runs_table(
+    infos: Sequence[Any], *, width: int = RUNS_WIDE, short: dict[str, str] | None = None
+) -> Table:
+    """Stored runs (`assay.store.RunInfo`), one row each, ids as unique prefixes (`short`).
+    Below `RUNS_WIDE` columns the counts share one `pass/fail/n.e.` column and the date
+    loses its year; columns that still do not fit give way (`_RUNS_DROPPABLE`); long text
+    is cut with an ellipsis, never folded over lines. The id and the status stay whole."""
+    short = short or {}
+    wide = width >= RUNS_WIDE
+    columns: dict[str, list[str | Text]] = {"id": [short.get(i.id, i.id) for i in infos]}
+    if any(info.name for info in infos):
+        columns["name"] = [Text(info.name or "") for info in infos]  # never markup
+    columns["created"] = [str(i.created_at)[:19] if wide else str(i.created_at)[5:16]
+                          for i in infos]  # fmt: skip
+    columns["status"] = [info.status for info in infos]
+    columns["eval sets"] = [Text(", ".join(info.eval_set_ids)) for info in infos]
+    columns["agent"] = [Text(info.agent or "") for info in infos]
+    columns["cases"] = [str(info.case_count) for info in infos]
+    counts = [
+        (
             Text(str(info.passed), style="green"),
             Text(str(info.failed), style="red" if info.failed else ""),
             Text(str(info.not_evaluated), style="yellow" if info.not_evaluated else ""),
         )
+        for info in infos
+    ]
+    if wide:
+        for index, header in enumerate(("passed", "failed", "not eval.")):
+            columns[header] = [c[index] for c in counts]
+    else:
+        columns["pass/fail/n.e."] = [Text("/").join(c) for c in counts]
+    longest = {h: max([len(h), *(len(str(v)) for v in vs)]) for h, vs in columns.items()}
+
+    def needed(names: Sequence[str]) -> int:  # each column takes 2 more: padding, divider
+        return sum(min(longest[n], 12) if n in _RUNS_FLEXIBLE else longest[n] for n in names) \
+            + 2 * len(names)  # fmt: skip
+
+    shown = list(columns)
+    for name in _RUNS_DROPPABLE:
+        if name in shown and (needed(shown) > width or (name == "agent" and not wide)):
+            shown.remove(name)
+    # The flexible columns share what is left, the shortest first.
+    left = width - needed([n for n in shown if n not in _RUNS_FLEXIBLE])
+    widths = {n: longest[n] for n in shown}
+    flexible = sorted((n for n in shown if n in _RUNS_FLEXIBLE), key=lambda n: longest[n])
+    for taken, name in enumerate(flexible):
+        widths[name] = max(
+            min(longest[name], 8), min(longest[name], left // (len(flexible) - taken) - 2)
+        )
+        left -= widths[name] + 2
+    table = Table(title="Runs", title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))  # fmt: skip
+    numeric = {"cases", "passed", "failed", "not eval.", "pass/fail/n.e."}
+    for name in shown:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[name],
+                         justify="right" if name in numeric else "left")  # fmt: skip
+    for row in range(len(infos)):
+        table.add_row(*(columns[name][row] for name in shown))
     return table

@@ -16,7 +16,15 @@ from rich.text import Text
 from assay.engine.tally import Tally
 from assay.metrics.efficiency import is_efficiency
 from assay.model.results import CaseResult, Status
-from assay.report.console import MAX_FAILING_ROWS, _num, case_table, table_width
+from assay.report.console import (
+    MAX_FAILING_ROWS,
+    _num,
+    case_table,
+    metric_summary_frame,
+    render_notes,
+    stack_notes,
+    table_width,
+)
 
 
 def tally_summary_text(tally: Tally) -> Text:
@@ -34,21 +42,17 @@ def tally_summary_text(tally: Tally) -> Text:
     return text
 
 
-def tally_metric_table(tally: Tally, summary: dict[str, Any]) -> Table:
+def tally_metric_table(tally: Tally, summary: dict[str, Any], *, width: int = 120) -> Table:
     """Per metric: threshold, mean and standard deviation, and status counts."""
-    table = Table(title="Metrics", header_style="bold")
-    for column in ("metric", "threshold", "mean", "std", "passed", "failed", "not eval."):
-        if column == "metric":
-            table.add_column(column, overflow="fold", ratio=1)
-        else:
-            table.add_column(column, justify="right", overflow="fold")
+    names = [n for n in tally.names if not is_efficiency(n)]
+    table = metric_summary_frame(names, width)
     for name in tally.names:
         if is_efficiency(name):
             continue
         thresholds = tally.thresholds[name]
         counts = tally.metric_statuses[name]
         table.add_row(
-            name,
+            Text(name),
             _num(next(iter(thresholds)) if len(thresholds) == 1 else None),
             _num(summary.get(f"{name}/mean")),
             _num(summary.get(f"{name}/std")),
@@ -63,14 +67,17 @@ def render_streamed(
     tally: Tally, summary: dict[str, Any], failing: Sequence[CaseResult], console: Console
 ) -> None:
     """Print the metric summary, the first failing cases and the summary line."""
-    console.print(tally_metric_table(tally, summary))
+    console.print(tally_metric_table(tally, summary, width=console.width))
     metrics = [n for n in tally.names if not is_efficiency(n)]
     fits = table_width(failing, metrics, 1) <= console.width
     if failing:
+        stacked = stack_notes(failing)
         console.print(
             case_table(failing, metrics if fits else [], runs=1, title="Cases that did not pass",
-                       compact=not fits)
+                       compact=not fits, show_notes=not stacked)
         )  # fmt: skip
+        if stacked:
+            render_notes(failing, console)
     not_passing = tally.cases - tally.statuses[Status.PASSED]
     note = f"{tally.cases} case runs: passing cases are not listed"
     if not_passing > len(failing):

@@ -117,7 +117,9 @@ def create_view_app(store: Store) -> FastAPI:
         results = [load_result(store, i) for i in infos]
         sections = [
             comparison_section(c, results[0], other, base=_base(request))
-            for c, other in zip(compare_many(results), results[1:], strict=True)
+            for c, other in zip(
+                compare_many(results, names=[i.name for i in infos]), results[1:], strict=True
+            )
         ]
         body = "<h1>Compare runs</h1>" + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
