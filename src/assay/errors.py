@@ -27,6 +27,15 @@ class AssayWarning(UserWarning):
     """
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `choices` to `word`, or "" if none is
+    close (difflib's ratio of 0.6 or more)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def warn(message: str) -> None:
     """Issue an `AssayWarning` attributed to the caller's caller."""
     import warnings
@@ -108,7 +117,15 @@ def parse_choice(cls: type[_E], value: str | _E, kind: str) -> _E:
 
 
 class AgentError(AssayError):
-    """An agent could not be loaded or called."""
+    """An agent could not be loaded or called.
+
+    `remote` is what the agent's side said about it in full (an HTTP agent's error
+    body, which may hold its traceback); the message keeps only its start.
+    """
+
+    def __init__(self, message: str, *, remote: str | None = None) -> None:
+        super().__init__(message)
+        self.remote = remote
 
 
 class QuotaExhaustedError(AgentError):

@@ -181,6 +181,14 @@ def eval_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Print each agent exception's traceback (the agent's frames) as it happens.",
+        ),
+    ] = False,
     judge: Annotated[
         str | None,
         typer.Option(
@@ -282,6 +290,7 @@ def eval_command(
             store_url=None if no_store else (store or ""),
             fresh=fresh,
             quiet=quiet,
+            verbose=verbose,
             persona_file=persona_file,
             sinks=SinkOptions(
                 adk_history=not no_adk_history,
@@ -320,6 +329,7 @@ class _Request:
     fresh: bool
     quiet: bool
     persona_file: Path | None
+    verbose: bool = False
     sinks: SinkOptions | None = None  # None: the defaults (ADK history on, no MLflow)
     selection: CaseSelection = field(default_factory=CaseSelection)
     name: str | None = None
@@ -443,6 +453,10 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     elif not req.quiet:
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
         observers.append(PlainProgress(err, judges=req.judges.stats))
+    if req.verbose:
+        from assay.report.console_case import TracebackPrinter
+
+        observers.append(TracebackPrinter(err))
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     session = RunSession(
         evalsets,

@@ -50,6 +50,8 @@ class StreamedRequest(Protocol):
     @property
     def quiet(self) -> bool: ...
     @property
+    def verbose(self) -> bool: ...
+    @property
     def sinks(self) -> SinkOptions | None: ...
     @property
     def min_pass_rate(self) -> float | None: ...
@@ -105,6 +107,11 @@ def run_agent_streamed(
     # out of the collector's passes, which otherwise re-walk it while millions of
     # short-lived objects come and go (about a third of the collector's time, measured).
     gc.freeze()
+    observers = []
+    if req.verbose:
+        from assay.report.console_case import TracebackPrinter
+
+        observers.append(TracebackPrinter(err))
     return AgentStreamingRun(
         files,
         metrics,
@@ -112,6 +119,7 @@ def run_agent_streamed(
         identity,
         options=req.options,
         judges=req.judges,
+        observers=observers,
         **stream_settings(req, db=db, progress=progress, out=out, csv_path=csv_path, junit=junit),
     ).run()
 
