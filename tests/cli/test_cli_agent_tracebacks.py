@@ -138,12 +138,8 @@ def test_an_adk_agent_whose_tool_raises(workdir: Path, monkeypatch: pytest.Monke
     shutil.copytree(REPO / "examples" / "adk_weather", folder)
     tools = folder / "tools.py"
     source = tools.read_text(encoding="utf-8")
-    broken = source.replace(
-        '    found = _WEATHER.get(city.strip().lower())\n    if found is None:\n        return {"error"',
-        '    raise RuntimeError("backend exploded")\n    found = None\n    if found is None:\n'
-        '        return {"error"',
-        1,
-    )
+    first_line = "    found = _WEATHER.get(city.strip().lower())\n"
+    broken = source.replace(first_line, '    raise RuntimeError("backend exploded")\n', 1)
     assert broken != source
     tools.write_text(broken, encoding="utf-8")
     monkeypatch.setenv("ASSAY_EXAMPLE_MODEL", "scripted-weather")
@@ -205,13 +201,8 @@ def test_an_http_agent_keeps_the_error_body_it_answered(workdir: Path, failing_s
 def test_the_streamed_path_over_row_files_keeps_it(workdir: Path) -> None:
     path = _write_agent(workdir, "tb_stream")
     rows = workdir / "rows.jsonl"
-    rows.write_text(
-        "".join(
-            json.dumps({"id": f"r{i}", "prompt": f"q{i}", "reference": "x"}) + "\n"
-            for i in range(3)
-        ),  # fmt: skip
-        encoding="utf-8",
-    )
+    lines = [json.dumps({"id": f"r{i}", "prompt": f"q{i}", "reference": "x"}) for i in range(3)]
+    rows.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result, report = _eval(
         workdir, rows, "tb_stream:async_answer", "--metric", "response_match_score", "-v"
     )
