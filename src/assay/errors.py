@@ -97,9 +97,16 @@ class ConfigError(AssayError):
     """An evaluation config (criteria, metric options, CLI flags) is invalid."""
 
     @classmethod
-    def unknown(cls, kind: str, name: str, valid: Iterable[str]) -> ConfigError:
-        options = ", ".join(sorted(valid))
-        return cls(f"unknown {kind} {name!r}; valid {kind}s are: {options}")
+    def unknown(
+        cls, kind: str, name: str, valid: Iterable[str], *, listed_by: str | None = None
+    ) -> ConfigError:
+        """`unknown KIND 'NAME' (did you mean 'X'?)`, then where the valid names are
+        listed (`listed_by`, a command) or, without one, the names themselves."""
+        names = sorted(set(valid))
+        text = f"unknown {kind} {name!r}{did_you_mean(name, names)}"
+        if listed_by is not None:
+            return cls(f"{text}; `{listed_by}` lists the {len(names)} {kind}s")
+        return cls(f"{text}; valid {kind}s are: {', '.join(names)}")
 
 
 def parse_choice(cls: type[_E], value: str | _E, kind: str) -> _E:

@@ -46,13 +46,20 @@ timestamps and token usage have no column and are not written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import InputError
 from assay.formats._build import case_shell, set_shell, turn_shell
-from assay.formats._columns import EXPECTED_FIELDS, content_text, row_error
+from assay.formats._columns import (
+    EXPECTED_FIELDS,
+    SAMPLE_ROWS,
+    columns_of,
+    content_text,
+    row_error,
+    warn_misspelt_columns,
+)
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._fit_rows import fit_rows
 from assay.formats._loss import Loss, refuse
@@ -68,6 +75,9 @@ from assay.formats._vertex_write import dump as _dump
 from assay.formats._vertex_write import write as _write
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
 from assay.model.core import EvalCase, EvalSet
+
+if TYPE_CHECKING:
+    from assay.formats.stream import RowFile
 
 NAME = "vertex"
 
@@ -235,6 +245,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     rows = clean_rows(rows, file)
     if mapping:
         rows = apply_mapping(rows, mapping, file=file, known=KNOWN_COLUMNS)
+    warn_misspelt_columns(columns_of(rows[:SAMPLE_ROWS]), KNOWN_COLUMNS, file)
     # Tool names repeat across rows: one string object per distinct name.
     names: dict[str, str] = {}
     # Rows parsed from the file for this load are released as they are converted, and
@@ -395,6 +406,22 @@ def _case(
     return case
 
 
+def warn_misspelt_row_columns(files: Sequence[RowFile]) -> None:
+    """`load_data`'s warning of misspelt columns, for row files read a batch at a time
+    (`formats.stream`): the columns of each file's first rows. A row that does not parse
+    is left to the run, which reports it with its line."""
+    from assay.formats.stream import _parse
+
+    for row_file in files:
+        try:
+            for batch in row_file.batches(SAMPLE_ROWS):
+                rows = [_parse(batch, lineno, raw) for lineno, raw in batch.rows]
+                warn_misspelt_columns(columns_of(rows), KNOWN_COLUMNS, str(row_file.path))
+                break
+        except InputError:
+            continue
+
+
 def case_of_row(index: int, row: Any, file: str | None, names: dict[str, str]) -> EvalCase:
     """Row `index` of a row file as `load_data` builds it (`formats.stream` reads files
     a batch at a time); `names` interns tool names across the rows of a batch."""
@@ -411,5 +438,6 @@ __all__ = [
     "dump",
     "load_data",
     "rows",
+    "warn_misspelt_row_columns",
     "write",
 ]
