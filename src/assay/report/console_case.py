@@ -63,7 +63,7 @@ def print_case(console: Console, case: CaseResult, *, runs: int = 1) -> None:
         if metric.threshold is not None:
             line += f" (threshold {_score(metric.threshold)})"
         line += f" {metric.status.value if metric.status else 'informational'}"
-        if metric.explanation:
+        if metric.explanation and metric.explanation != case.error:  # said once, above
             line += f" - {metric.explanation}"
         console.print(Text(line), soft_wrap=True)
     if case.traceback:
