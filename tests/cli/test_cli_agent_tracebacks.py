@@ -219,8 +219,8 @@ def test_the_html_case_page_holds_the_traceback(workdir: Path) -> None:
     html = workdir / "report.html"
     _eval(workdir, HOME, "tb_html:answer", "--case", "energy_today", "--html", str(html))
     page = html.read_text(encoding="utf-8")
+    # the page's data holds it (tests/report/test_html_traceback.py renders it in Chromium)
     assert '"traceback":' in page and "in _backend" in page and str(path) in page
-    assert 'el("pre", { class: "traceback"' in page
 
 
 @pytest.mark.parametrize("form", ["module", "adk_folder"])
@@ -244,3 +244,20 @@ def test_an_import_error_names_the_file_and_line(
     assert result.exit_code == 2, result.output
     assert "raised KeyError: 'MY_SERVICE_API_KEY'" in result.output
     assert f'at {raising}, line 3 (API_KEY = os.environ["MY_SERVICE_API_KEY"])' in result.output
+
+
+def test_an_import_error_in_a_module_the_agent_imports_names_that_module(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MY_SERVICE_API_KEY", raising=False)
+    settings = workdir / "tb_settings.py"
+    settings.write_text('import os\nKEY = os.environ["MY_SERVICE_API_KEY"]\n', "utf-8")
+    (workdir / "tb_uses_settings.py").write_text(
+        "import tb_settings\n\ndef answer(prompt):\n    return 'hi'\n", "utf-8"
+    )
+    result = runner.invoke(
+        app, ["eval", str(HOME), "--agent", "tb_uses_settings:answer", "--no-store"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "importing 'tb_uses_settings' raised KeyError: 'MY_SERVICE_API_KEY'" in result.output
+    assert f"at {settings}, line 2 (KEY = " in result.output
