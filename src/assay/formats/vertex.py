@@ -46,9 +46,9 @@ timestamps and token usage have no column and are not written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import InputError
 from assay.formats._build import case_shell, set_shell, turn_shell
@@ -75,9 +75,6 @@ from assay.formats._vertex_write import dump as _dump
 from assay.formats._vertex_write import write as _write
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
 from assay.model.core import EvalCase, EvalSet
-
-if TYPE_CHECKING:
-    from assay.formats.stream import RowFile
 
 NAME = "vertex"
 
@@ -406,22 +403,6 @@ def _case(
     return case
 
 
-def warn_misspelt_row_columns(files: Sequence[RowFile]) -> None:
-    """`load_data`'s warning of misspelt columns, for row files read a batch at a time
-    (`formats.stream`): the columns of each file's first rows. A row that does not parse
-    is left to the run, which reports it with its line."""
-    from assay.formats.stream import _parse
-
-    for row_file in files:
-        try:
-            for batch in row_file.batches(SAMPLE_ROWS):
-                rows = [_parse(batch, lineno, raw) for lineno, raw in batch.rows]
-                warn_misspelt_columns(columns_of(rows), KNOWN_COLUMNS, str(row_file.path))
-                break
-        except InputError:
-            continue
-
-
 def case_of_row(index: int, row: Any, file: str | None, names: dict[str, str]) -> EvalCase:
     """Row `index` of a row file as `load_data` builds it (`formats.stream` reads files
     a batch at a time); `names` interns tool names across the rows of a batch."""
@@ -438,6 +419,5 @@ __all__ = [
     "dump",
     "load_data",
     "rows",
-    "warn_misspelt_row_columns",
     "write",
 ]

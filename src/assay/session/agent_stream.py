@@ -39,8 +39,8 @@ from assay.engine.judging import JudgeRunOptions, run_registry
 from assay.engine.options import RunOptions
 from assay.engine.tally import Tally
 from assay.errors import InputError
+from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import RowFile, batch_cases
-from assay.formats.vertex import warn_misspelt_row_columns
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
 from assay.session.streaming import StreamOutcome, StreamSettings

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
+from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
-from assay.formats.vertex import warn_misspelt_row_columns
 from assay.model.results import CaseResult, Status
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
