@@ -113,6 +113,13 @@ def test_without_verbose_no_traceback_is_printed(workdir: Path) -> None:
     result, report = _eval(workdir, HOME, "tb_quiet:answer", "--case", "energy_today")
     assert report["cases"][0]["traceback"]
     assert "Traceback (most recent call last)" not in result.output
+    # but it says where the traceback is
+    with Store.open(f"sqlite:///{workdir / 's.db'}") as db:
+        run_id = db.list_runs()[0].id
+    assert (
+        f"the agent raised in 1 case run(s): `assay runs show {run_id} --case energy_today`"
+        " prints its traceback; -v prints each as it happens"
+    ) in result.output
 
 
 def test_a_case_that_passed_has_no_traceback_key(workdir: Path) -> None:
@@ -210,6 +217,10 @@ def test_the_streamed_path_over_row_files_keeps_it(workdir: Path) -> None:
     for case in report["cases"]:
         _assert_agents_frames(case["traceback"], path, "async_answer", "_backend")
     assert result.output.count("Traceback (most recent call last)") == 3
+    assert "the agent raised in" not in result.output  # -v printed them already
+    quiet_about_it, _ = _eval(workdir, rows, "tb_stream:async_answer", "-m", "exact_match")
+    assert "Traceback (most recent call last)" not in quiet_about_it.output
+    assert "the agent raised in 3 case run(s): `assay runs show " in quiet_about_it.output
     shown = _show(workdir, "r1")
     _assert_agents_frames(shown.output, path, "async_answer", "_backend")
 

@@ -477,7 +477,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         executor=req.executor,
         observers=observers,
         sinks=_sinks(req, evalsets, config_doc, agent_obj, out=out, junit=junit, csv_path=csv_path),
-        say=lambda line: err.print(Text(line, style="dim")),
+        say=lambda line: err.print(Text(line, style="dim"), soft_wrap=True),
     )
     interrupted = False
     try:
@@ -561,7 +561,7 @@ def _sinks(
     others = interop_sinks(
         req.sinks or SinkOptions(), agent_spec=req.agent, agent=agent, params=params
     )
-    return [_Terminal(req.quiet), files, _StoredLine(req.quiet), *others]
+    return [_Terminal(req.quiet), files, _StoredLine(req.quiet, req.verbose), *others]
 
 
 @dataclass(frozen=True)
@@ -589,13 +589,23 @@ class _Terminal:
 
 @dataclass(frozen=True)
 class _StoredLine:
+    """`run ID stored`, and where the tracebacks of the agent's exceptions are."""
+
     quiet: bool
+    verbose: bool = False
     partial: bool = True
 
     def deliver(self, run: FinishedRun) -> list[str]:
-        if run.result.run_id is None or self.quiet:
+        result = run.result
+        if self.quiet:
             return []
-        return [f"run {run.result.run_id} stored"]
+        lines = [f"run {result.run_id} stored"] if result.run_id is not None else []
+        raised = [c for c in result.cases if c.traceback is not None]
+        if raised and not self.verbose:
+            from assay.report.console_case import traceback_hint
+
+            lines.append(traceback_hint(result.run_id, raised, counted=True))
+        return lines
 
 
 def _loading_reason(req: _Request) -> str | None:

@@ -205,6 +205,12 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
         return EXIT_INTERRUPTED
     if outcome.run_id is not None and not req.quiet:
         err.print(Text(f"run {outcome.run_id} stored", style="dim"))
+    raised = [c for c in outcome.kept if c.traceback is not None]
+    if raised and not req.quiet and not req.verbose:
+        from assay.report.console_case import traceback_hint
+
+        hint = traceback_hint(outcome.run_id, raised, counted=outcome.kept_all)
+        err.print(Text(hint, style="dim"), soft_wrap=True)
     if req.min_pass_rate is not None or req.min_means:
         if result is not None:
             return gate_exit_code(result, req.min_pass_rate, req.min_means, err)

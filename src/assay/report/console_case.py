@@ -79,6 +79,16 @@ def print_cases(console: Console, cases: Sequence[CaseResult]) -> None:
         print_case(console, case, runs=len(cases))
 
 
+def traceback_hint(run_id: str | None, raised: Sequence[CaseResult], counted: bool) -> str:
+    """The line saying where the tracebacks of the agent's exceptions are (`raised`: case
+    runs with one; `counted`: they are all of them, so their number is told)."""
+    said = f"the agent raised in {len(raised)} case run(s): " if counted else "the agent raised: "
+    if run_id is not None:
+        shown = f"assay runs show {run_id} --case {raised[0].case_id}"
+        return said + f"`{shown}` prints its traceback; -v prints each as it happens"
+    return said + "-v prints each traceback as it happens (--out keeps them too)"
+
+
 class TracebackPrinter:
     """A run observer (`assay eval -v`): each case run whose agent raised, printed as
     it finishes with its traceback."""
