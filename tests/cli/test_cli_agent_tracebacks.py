@@ -272,3 +272,13 @@ def test_an_import_error_in_a_module_the_agent_imports_names_that_module(
     assert result.exit_code == 2, result.output
     assert "importing 'tb_uses_settings' raised KeyError: 'MY_SERVICE_API_KEY'" in result.output
     assert f"at {settings}, line 2 (KEY = " in result.output
+
+
+def test_runs_show_case_prints_every_run_of_the_case(workdir: Path) -> None:
+    _write_agent(workdir, "tb_repeat")
+    _eval(workdir, HOME, "tb_repeat:answer", "--case", "energy_today", "--runs", "2")
+    shown = _show(workdir, "energy_today")
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("case energy_today") == 2
+    assert "  run 1  " in shown.output and "  run 2  " in shown.output
+    assert shown.output.count("traceback (the agent's frames):") == 2
