@@ -128,3 +128,14 @@ def test_correct_columns_get_no_warning(tmp_path: Path) -> None:
         code, output = _eval(str(_write(tmp_path / name, rows)), "-m", "response_match_score")
         assert code == 0, output
         assert "warning" not in output
+
+
+def test_a_misspelt_map_source_column_gets_the_closest_column(tmp_path: Path) -> None:
+    data = tmp_path / "qa.json"
+    data.write_text(json.dumps([{"question": "hi", "answer": "hello", "gold": "hello"}]))
+    maps = ["--map", "questoin=prompt", "--map", "answer=response", "--map", "gold=reference"]
+    code, output = _eval(str(data), "--from", "vertex", *maps, "-m", "response_match_score")
+    assert code == 2, output
+    flat = " ".join(output.split())
+    assert "column mapping source 'questoin' is not a column of the data (did you mean" in flat
+    assert "'question'?)" in flat
