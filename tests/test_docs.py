@@ -48,6 +48,8 @@ from typing import Any
 
 import pytest
 
+import docs_transcript
+
 REPO = Path(__file__).resolve().parents[1]
 BLOCK_TIMEOUT_S = 90.0
 SHELL_LANGUAGES = frozenset({"bash", "sh", "shell"})
@@ -350,3 +352,49 @@ def test_fixed_doc_ports_become_free_ports() -> None:
     chosen = {p for pair in ports for p in pair if p}
     assert len(chosen) == 1 and "8012" not in chosen  # one free port, used at both places
     assert script.endswith(" run 18012\n")  # a number that merely contains it is kept
+
+
+# -- transcripts: sessions shown as they run (docs_transcript.py) ------------------------
+
+ALL_TRANSCRIPTS = [t for page in doc_pages() for t in docs_transcript.transcripts_of(page, REPO)]
+
+
+@pytest.mark.parametrize("transcript", ALL_TRANSCRIPTS, ids=[t.id for t in ALL_TRANSCRIPTS])
+def test_documented_transcript_runs_as_printed(
+    transcript: docs_transcript.Transcript, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A copy of its own: a session leaves a store and files behind.
+    base = tmp_path_factory.mktemp("transcript")
+    root = base / "repo"
+    shutil.copytree(REPO, root, ignore=COPY_IGNORE)
+    (base / "home").mkdir()
+    outputs = docs_transcript.run(transcript, root, _environment(base / "home"))
+    for i, step in enumerate(transcript.steps):
+        assert i < len(outputs), f"{transcript.id}: stopped before `{step.command}`"
+        assert TRACEBACK not in outputs[i], f"`{step.command}` printed:\n{outputs[i]}"
+        assert docs_transcript.matches(step.expected, outputs[i]), (
+            f"{transcript.id}: `{step.command}` printed\n{outputs[i]}\n--- the docs show\n"
+            f"{step.expected}"
+        )
+
+
+def test_the_readme_service_session_is_a_transcript() -> None:
+    (session,) = [t for t in ALL_TRANSCRIPTS if "evaluations:run" in str(t.steps)]
+    commands = [s.command for s in session.steps if "curl" in s.command and " -d " in s.command]
+    # Every request with a body says it is JSON, but the one showing the 400 without it.
+    assert [c for c in commands if '-H "$JSON"' not in c] == [commands[0]]
+    assert '"passedCount":1' in str(session.steps)
+
+
+def test_transcripts_parse_and_match() -> None:
+    steps = docs_transcript.parse(
+        ["$ echo a \\", "    b", "a b", "$ true", "$ date", "it is ... now"]
+    )
+    assert [(s.command, s.expected) for s in steps] == [
+        ("echo a \\\n    b", "a b"),
+        ("true", ""),
+        ("date", "it is ... now"),
+    ]
+    assert docs_transcript.matches("it is ... now", "it is 5 o'clock\non Monday now  \n")
+    assert not docs_transcript.matches("it is ... now", "it was 5 now")
+    assert docs_transcript.matches("", "\n")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from assay.errors import ConfigError, warn
+from assay.errors import ConfigError, did_you_mean, warn
 
 if TYPE_CHECKING:
     from assay.model.core import EvalCase, EvalSet
@@ -178,6 +178,7 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            + (_close_key(err["loc"]) if err["type"] == "extra_forbidden" else "")
             for err in exc.errors()
         )
         raise ConfigError(
@@ -188,6 +189,16 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
     cfg.source = source
     _warn_unused(cfg, where)
     return cfg
+
+
+def _close_key(loc: tuple[int | str, ...]) -> str:
+    """` (did you mean 'criteria'?)` for a misspelt top-level key of the config."""
+    if len(loc) != 1:
+        return ""
+    fields = EvalConfig.model_fields
+    known = [n for n in fields if n != "source"]
+    known += [f.alias for n, f in fields.items() if f.alias and n != "source"]
+    return did_you_mean(str(loc[0]), known)
 
 
 # The `user_simulator_config` keys assay's simulated user reads (snake or camel case).

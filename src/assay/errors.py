@@ -27,6 +27,15 @@ class AssayWarning(UserWarning):
     """
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `choices` to `word`, or "" if none is
+    close (difflib's ratio of 0.6 or more)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def warn(message: str) -> None:
     """Issue an `AssayWarning` attributed to the caller's caller."""
     import warnings
@@ -88,9 +97,16 @@ class ConfigError(AssayError):
     """An evaluation config (criteria, metric options, CLI flags) is invalid."""
 
     @classmethod
-    def unknown(cls, kind: str, name: str, valid: Iterable[str]) -> ConfigError:
-        options = ", ".join(sorted(valid))
-        return cls(f"unknown {kind} {name!r}; valid {kind}s are: {options}")
+    def unknown(
+        cls, kind: str, name: str, valid: Iterable[str], *, listed_by: str | None = None
+    ) -> ConfigError:
+        """`unknown KIND 'NAME' (did you mean 'X'?)`, then where the valid names are
+        listed (`listed_by`, a command) or, without one, the names themselves."""
+        names = sorted(set(valid))
+        text = f"unknown {kind} {name!r}{did_you_mean(name, names)}"
+        if listed_by is not None:
+            return cls(f"{text}; `{listed_by}` lists the {len(names)} {kind}s")
+        return cls(f"{text}; valid {kind}s are: {', '.join(names)}")
 
 
 def parse_choice(cls: type[_E], value: str | _E, kind: str) -> _E:
@@ -108,7 +124,15 @@ def parse_choice(cls: type[_E], value: str | _E, kind: str) -> _E:
 
 
 class AgentError(AssayError):
-    """An agent could not be loaded or called."""
+    """An agent could not be loaded or called.
+
+    `remote` is what the agent's side said about it in full (an HTTP agent's error
+    body, which may hold its traceback); the message keeps only its start.
+    """
+
+    def __init__(self, message: str, *, remote: str | None = None) -> None:
+        super().__init__(message)
+        self.remote = remote
 
 
 class QuotaExhaustedError(AgentError):

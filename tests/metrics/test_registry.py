@@ -78,22 +78,33 @@ def test_bare_threshold(name: str) -> None:
     assert build_metric(name, {"threshold": half}).threshold == half
 
 
-def test_unknown_name_lists_valid_names() -> None:
+def test_unknown_name_says_the_closest_and_where_the_names_are() -> None:
     with pytest.raises(ConfigError) as info:
         build_metric("tool_trajectory_score")
     message = str(info.value)
-    assert "unknown metric 'tool_trajectory_score'" in message
-    for name in NAMES:
-        assert name in message
-    with pytest.raises(ConfigError, match="unknown metric 'nope'"):
+    assert message == (
+        "unknown metric 'tool_trajectory_score' (did you mean 'tool_trajectory_avg_score'?);"
+        f" `assay metrics` lists the {len(metric_names())} metrics"
+    )
+    # not every name on one line
+    assert "response_match_score" not in message
+    with pytest.raises(ConfigError, match=r"^unknown metric 'nope'; `assay metrics` lists"):
         get_metric_class("nope")
 
 
-def test_unknown_name_lists_custom_names_too() -> None:
+def test_unknown_name_looks_among_custom_names_too() -> None:
     with pytest.raises(ConfigError) as info:
-        build_metric("nope", custom={"my_custom": _CustomMetric})
-    assert "my_custom" in str(info.value)
-    assert "response_match_score" in str(info.value)
+        build_metric("my_custon", custom={"my_custom": _CustomMetric})
+    assert "(did you mean 'my_custom'?)" in str(info.value)
+
+
+def test_a_criterion_from_a_config_file_names_it() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_metric("response_match_scor", 0.5, where="cfg.json: criteria.response_match_scor")
+    assert str(info.value).startswith(
+        "cfg.json: criteria.response_match_scor: unknown metric 'response_match_scor'"
+        " (did you mean 'response_match_score'?)"
+    )
 
 
 def test_unknown_option_names_metric_key_and_valid_options() -> None:
@@ -101,7 +112,7 @@ def test_unknown_option_names_metric_key_and_valid_options() -> None:
         build_metric("tool_trajectory_avg_score", {"threshold": 1.0, "treshold": 0.5})
     message = str(info.value)
     assert "bad options for metric 'tool_trajectory_avg_score'" in message
-    assert "treshold" in message
+    assert "treshold: Extra inputs are not permitted (did you mean 'threshold'?)" in message
     assert "Valid options:" in message
     for option in ("threshold", "match_type", "matchType", "ignore_args"):
         assert option in message.split("Valid options:")[1]

@@ -228,6 +228,12 @@ def test_agent_failure_is_an_error_result(store: Store, start_server: Any) -> No
         assert result["errorInfo"]["errorType"] == "RUNTIME_FAILURE"
         assert "backend down" in result["errorInfo"]["errorMessage"]
         assert "aggregatedMetrics" not in http.get(f"/v1/{bad}").json()
+    # The run's store keeps the agent's traceback with the case (`assay runs show --case`).
+    (stored,) = [d for d in store.case_results(run["name"].rsplit("/", 1)[1]) if d["error"]]
+    assert (
+        "in flaky\n" in stored["traceback"]
+        and "RuntimeError: backend down" in (stored["traceback"])
+    )
 
 
 class SlowAgent:

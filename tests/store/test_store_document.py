@@ -46,6 +46,8 @@ def _every_field_set() -> CaseResult:
         error="boom",
         error_type=ErrorType.RUNTIME_FAILURE,
         eval_set_id="set",
+        traceback='Traceback (most recent call last):\n  File "agent.py", line 2, in run\n'
+        "RuntimeError: boom\n",
     )
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.agents._import_errors import raised_at
 from assay.agents.base import SessionOptions
 from assay.errors import AgentError, QuotaExhaustedError
 from assay.model.core import EvalCase, Turn, UserInput
@@ -301,6 +302,7 @@ def load_adk_agent(path: str | Path) -> AdkAgent:
         except Exception as exc:
             raise AgentError(
                 f"{where}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+                f"{raised_at(exc)}"
             ) from exc
         root = _find_root(module, where)
         if root is not None:

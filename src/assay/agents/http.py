@@ -67,6 +67,8 @@ from assay.models.registry import ModelRegistry, pacing_in_run
 OWN_CONCURRENCY = 1024
 #: longest Retry-After the adapter waits for before giving up on a 429
 MAX_RETRY_AFTER_S = 30.0
+#: the most of an error reply's body kept with the case (its traceback, if it sent one)
+REMOTE_BODY_CHARS = 64_000
 
 
 class _Event(BaseModel):
@@ -293,13 +295,17 @@ class HttpAgent:
     def _reply(self, response: httpx.Response) -> AgentReply:
         status = f"{response.status_code} {response.reason_phrase}".strip()
         if not response.is_success:
-            raise AgentError(f"HTTP agent {self.url} answered {status}: {response.text[:300]}")
+            raise AgentError(
+                f"HTTP agent {self.url} answered {status}: {response.text[:300]}",
+                remote=response.text[:REMOTE_BODY_CHARS],
+            )
         try:
             data = response.json()
         except ValueError:
             raise AgentError(
                 f"HTTP agent {self.url} answered {status} with a body that is not JSON: "
-                f"{response.text[:120]!r}"
+                f"{response.text[:120]!r}",
+                remote=response.text[:REMOTE_BODY_CHARS],
             ) from None
         try:
             return AgentReply.model_validate(data)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from assay.agents._import_errors import raised_at
 from assay.agents.base import Agent
 from assay.agents.callable import CallableAgent
 from assay.errors import AgentError, missing_import_hint
@@ -92,6 +93,7 @@ def _import_object(spec: str) -> Any:
     except Exception as exc:
         raise AgentError(
             f"--agent {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            f"{raised_at(exc)}"
         ) from exc
     obj: Any = module
     for part in attr.split("."):

@@ -181,6 +181,14 @@ def eval_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Print each agent exception's traceback (the agent's frames) as it happens.",
+        ),
+    ] = False,
     judge: Annotated[
         str | None,
         typer.Option(
@@ -282,6 +290,7 @@ def eval_command(
             store_url=None if no_store else (store or ""),
             fresh=fresh,
             quiet=quiet,
+            verbose=verbose,
             persona_file=persona_file,
             sinks=SinkOptions(
                 adk_history=not no_adk_history,
@@ -320,6 +329,7 @@ class _Request:
     fresh: bool
     quiet: bool
     persona_file: Path | None
+    verbose: bool = False
     sinks: SinkOptions | None = None  # None: the defaults (ADK history on, no MLflow)
     selection: CaseSelection = field(default_factory=CaseSelection)
     name: str | None = None
@@ -443,6 +453,10 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     elif not req.quiet:
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
         observers.append(PlainProgress(err, judges=req.judges.stats))
+    if req.verbose:
+        from assay.report.console_case import TracebackPrinter
+
+        observers.append(TracebackPrinter(err))
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     session = RunSession(
         evalsets,
@@ -463,7 +477,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         executor=req.executor,
         observers=observers,
         sinks=_sinks(req, evalsets, config_doc, agent_obj, out=out, junit=junit, csv_path=csv_path),
-        say=lambda line: err.print(Text(line, style="dim")),
+        say=lambda line: err.print(Text(line, style="dim"), soft_wrap=True),
     )
     interrupted = False
     try:
@@ -547,7 +561,7 @@ def _sinks(
     others = interop_sinks(
         req.sinks or SinkOptions(), agent_spec=req.agent, agent=agent, params=params
     )
-    return [_Terminal(req.quiet), files, _StoredLine(req.quiet), *others]
+    return [_Terminal(req.quiet), files, _StoredLine(req.quiet, req.verbose), *others]
 
 
 @dataclass(frozen=True)
@@ -575,13 +589,23 @@ class _Terminal:
 
 @dataclass(frozen=True)
 class _StoredLine:
+    """`run ID stored`, and where the tracebacks of the agent's exceptions are."""
+
     quiet: bool
+    verbose: bool = False
     partial: bool = True
 
     def deliver(self, run: FinishedRun) -> list[str]:
-        if run.result.run_id is None or self.quiet:
+        result = run.result
+        if self.quiet:
             return []
-        return [f"run {run.result.run_id} stored"]
+        lines = [f"run {result.run_id} stored"] if result.run_id is not None else []
+        raised = [c for c in result.cases if c.traceback is not None]
+        if raised and not self.verbose:
+            from assay.report.console_case import traceback_hint
+
+            lines.append(traceback_hint(result.run_id, raised, counted=True))
+        return lines
 
 
 def _loading_reason(req: _Request) -> str | None:

@@ -50,6 +50,8 @@ class StreamedRequest(Protocol):
     @property
     def quiet(self) -> bool: ...
     @property
+    def verbose(self) -> bool: ...
+    @property
     def sinks(self) -> SinkOptions | None: ...
     @property
     def min_pass_rate(self) -> float | None: ...
@@ -105,6 +107,11 @@ def run_agent_streamed(
     # out of the collector's passes, which otherwise re-walk it while millions of
     # short-lived objects come and go (about a third of the collector's time, measured).
     gc.freeze()
+    observers = []
+    if req.verbose:
+        from assay.report.console_case import TracebackPrinter
+
+        observers.append(TracebackPrinter(err))
     return AgentStreamingRun(
         files,
         metrics,
@@ -112,6 +119,7 @@ def run_agent_streamed(
         identity,
         options=req.options,
         judges=req.judges,
+        observers=observers,
         **stream_settings(req, db=db, progress=progress, out=out, csv_path=csv_path, junit=junit),
     ).run()
 
@@ -197,6 +205,12 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
         return EXIT_INTERRUPTED
     if outcome.run_id is not None and not req.quiet:
         err.print(Text(f"run {outcome.run_id} stored", style="dim"))
+    raised = [c for c in outcome.kept if c.traceback is not None]
+    if raised and not req.quiet and not req.verbose:
+        from assay.report.console_case import traceback_hint
+
+        hint = traceback_hint(outcome.run_id, raised, counted=outcome.kept_all)
+        err.print(Text(hint, style="dim"), soft_wrap=True)
     if req.min_pass_rate is not None or req.min_means:
         if result is not None:
             return gate_exit_code(result, req.min_pass_rate, req.min_means, err)

@@ -1,6 +1,7 @@
 """`assay runs`: the runs kept in the store; `assay runs show RUN`: one of them.
 
-RUN is a full run id, a unique prefix of one, or `latest`.
+RUN is a full run id, a unique prefix of one, or `latest`; `--case ID` shows one case
+of it in full (its error, scores and the agent's traceback).
 """
 
 from __future__ import annotations
@@ -69,7 +70,18 @@ def _resolves(db: Any, prefix: str) -> bool:
 
 
 @runs_app.command("show")
-def show_command(run: RunArgument, store: StoreOption = None) -> None:
+def show_command(
+    run: RunArgument,
+    store: StoreOption = None,
+    case: Annotated[
+        str | None,
+        typer.Option(
+            "--case",
+            help="Only this case (ID or SET/ID): every run of it, with its error, scores"
+            " and the agent's traceback.",
+        ),
+    ] = None,
+) -> None:
     """A stored run: its settings, case table, why cases failed and the summary."""
     with user_errors():
         from assay.store.reading import load_run, open_existing
@@ -79,6 +91,11 @@ def show_command(run: RunArgument, store: StoreOption = None) -> None:
             info, result = load_run(db, run)
         finally:
             db.close()
+        if case is not None:
+            from assay.report.console_case import print_cases, select_case
+
+            print_cases(stdout_console(), select_case(result.cases, case))
+            return
     from assay.report.console import render_results
     from assay.report.console_runs import run_header
 

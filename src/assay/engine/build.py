@@ -65,8 +65,17 @@ def build_metrics(
                 reserved=list(factories),
             ),
         }
+    # A criterion the config file names is reported with the file (`PATH: criteria.NAME`).
+    source = config.source if config is not None else None
+    in_file = config.criteria if config is not None and source else {}
     metrics = [
-        build_metric(name, criterion, custom=factories) for name, criterion in wanted.items()
+        build_metric(
+            name,
+            criterion,
+            custom=factories,
+            where=f"{source}: criteria.{name}" if name in in_file else None,
+        )
+        for name, criterion in wanted.items()
     ]
     for extra in custom:
         name = getattr(extra, "name", None)

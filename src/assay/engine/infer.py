@@ -11,20 +11,26 @@ both build on these pieces:
   went wrong into an `Inference` with a CES error type, keeping the turns completed so
   far (a timeout or a crash never loses them);
 - `with_app_details`: the case as the judges should see it, with the agent's
-  instructions and tool declarations in `metadata["app_details"]`.
+  instructions and tool declarations in `metadata["app_details"]`;
+- `agent_traceback`: the traceback an agent's exception is kept with (its own frames:
+  assay's and asyncio's plumbing left out; an HTTP agent's error body).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import os
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from assay.agents.base import AgentSession
 from assay.agents.tools import ToolHook
-from assay.errors import QuotaExhaustedError
+from assay.errors import AgentError, QuotaExhaustedError
 from assay.model.core import EvalCase, Step, Turn
 from assay.model.error_types import ErrorType
 
@@ -39,6 +45,8 @@ class Inference:
     error_type: ErrorType | None = None
     #: a scenario run's conversation: why it ended (`stopped_by`), user turns, persona...
     conversation: dict[str, Any] | None = None
+    #: the agent's exception as text (`agent_traceback`), when it raised one
+    traceback: str | None = None
 
 
 def fill_tool_latencies(steps: Sequence[Step], timings: list[tuple[str, float]]) -> list[Step]:
@@ -78,6 +86,57 @@ async def send_turn(session: AgentSession, ref: Turn, hook: ToolHook) -> Turn:
     return turn.model_copy(update=updates) if updates else turn
 
 
+MAX_TRACEBACK_CHARS = 64_000
+"""The most of a traceback kept with a case (its end: the frames nearest the error)."""
+
+_PLUMBING = (
+    # assay's package (this file is assay/engine/infer.py), asyncio, thread pools
+    str(Path(__file__).resolve().parents[1]) + os.sep,
+    str(Path(asyncio.__file__).resolve().parent) + os.sep,
+    str(Path(concurrent.futures.__file__).resolve().parent) + os.sep,
+)
+
+
+def _is_plumbing(filename: str) -> bool:
+    """Whether a frame's file is assay's own or asyncio's / a thread pool's machinery."""
+    try:
+        path = str(Path(filename).resolve())
+    except (OSError, ValueError):
+        return False
+    return path.startswith(_PLUMBING)
+
+
+def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
+    """Drop the plumbing frames of `te` and of the exceptions it was raised from."""
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(
+        [frame for frame in te.stack if not _is_plumbing(frame.filename)]
+    )
+    for chained in (te.__cause__, te.__context__):
+        if chained is not None:
+            _trim(chained, seen)
+    for member in te.exceptions or ():
+        _trim(member, seen)
+
+
+def agent_traceback(exc: BaseException) -> str:
+    """`exc` as a traceback of the agent's own frames (and the libraries it called),
+    chained exceptions included; an `AgentError` with what the agent's side sent
+    (`remote`: an HTTP agent's error body) has it appended. At most
+    `MAX_TRACEBACK_CHARS`, its end kept."""
+    te = traceback.TracebackException.from_exception(exc, capture_locals=False)
+    _trim(te, set())
+    text = "".join(te.format())
+    remote = exc.remote if isinstance(exc, AgentError) else None
+    if remote:
+        text += f"\nthe agent's reply:\n{remote.rstrip()}\n"
+    if len(text) > MAX_TRACEBACK_CHARS:
+        text = "[... the start cut]\n" + text[-MAX_TRACEBACK_CHARS:]
+    return text
+
+
 def failure_of(exc: BaseException) -> tuple[str, ErrorType]:
     """(message, CES error type) for an exception the agent under test raised."""
     if isinstance(exc, QuotaExhaustedError):
@@ -109,9 +168,10 @@ async def guarded(
             if turns:
                 message += f" (completed {len(turns)} turn(s))"
             return Inference(turns, elapsed, message, ErrorType.RUNTIME_FAILURE)
-        return Inference(turns, elapsed, *failure_of(exc))
+        return Inference(turns, elapsed, *failure_of(exc), traceback=agent_traceback(exc))
     except Exception as exc:  # the agent under test may raise anything; keep the others going
-        return Inference(turns, time.perf_counter() - started, *failure_of(exc))
+        elapsed = time.perf_counter() - started
+        return Inference(turns, elapsed, *failure_of(exc), traceback=agent_traceback(exc))
     return Inference(turns, time.perf_counter() - started)
 
 

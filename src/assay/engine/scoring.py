@@ -177,6 +177,7 @@ def finish_case(
         failure=error_type == ErrorType.RUNTIME_FAILURE,
         error=inference.error if inference else None,
         conversation=inference.conversation if inference else None,
+        traceback=inference.traceback if inference else None,
         error_type=error_type,
         eval_set_id=eval_set_id,
     )

@@ -7,13 +7,14 @@ both and raise `InputError` naming the file, case id, JSON path and what was exp
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.errors import InputError
+from assay.errors import InputError, warn
 from assay.formats._common import type_name
 from assay.model.core import Chunk, EvalCase
 
@@ -31,6 +32,37 @@ def columns_of(rows: list[Any]) -> list[str]:
             for key in row:
                 seen.setdefault(str(key), None)
     return list(seen)
+
+
+SAMPLE_ROWS = 100
+"""Rows whose columns are checked for misspellings (a file's columns are its first rows')."""
+
+
+def misspelt_columns(columns: Iterable[str], known: Collection[str]) -> list[tuple[str, str]]:
+    """(column, the known column it looks like) for each column the format does not read
+    that is a near miss of one it does and the data lacks (`refrence`: `reference`)."""
+    present = set(columns)
+    missing = sorted(k for k in known if k not in present)
+    found = []
+    for column in dict.fromkeys(columns):
+        if column in known:
+            continue
+        close = difflib.get_close_matches(column, missing, n=1, cutoff=0.8)
+        if close:
+            found.append((column, close[0]))
+    return found
+
+
+def warn_misspelt_columns(columns: Iterable[str], known: Collection[str], file: str | None) -> None:
+    """One warning per misspelt column (`misspelt_columns`), naming the file: such a
+    column is kept as case metadata, so what it was meant to hold is missing from every
+    case (a misspelt `reference` leaves every case NOT_EVALUATED)."""
+    where = f"{file}: " if file else ""
+    for column, meant in misspelt_columns(columns, known):
+        warn(
+            f"{where}column {column!r} is not one assay reads (did you mean {meant!r}?); it"
+            f" is kept as case metadata, and no case has a {meant}"
+        )
 
 
 # ----------------------------------------------------------------------------- column parsers

@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.errors import InputError
+from assay.errors import InputError, did_you_mean
 from assay.formats._build import (
     call_step_of,
     eval_case,
@@ -152,7 +152,7 @@ def apply_mapping(
     targets: dict[str, str] = {}
     for src, dst in mapping.items():
         if src not in present:
-            hint = ""
+            hint = did_you_mean(src, columns)
             if dst in present and src in known:
                 hint = f"; the mapping goes SRC=DST, did you mean {dst}={src}?"
             raise InputError(

@@ -44,11 +44,13 @@ from assay.errors import InputError
 from assay.formats._build import eval_case, eval_set, retrieval_step, turn
 from assay.formats._columns import (
     EXPECTED_FIELDS,
+    SAMPLE_ROWS,
     columns_of,
     parse_chunks,
     parse_expected,
     parse_str_list,
     row_error,
+    warn_misspelt_columns,
     write_records,
 )
 from assay.formats._common import check_unique_ids, gc_paused, type_name
@@ -126,6 +128,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
         rows = apply_mapping(rows, mapping, file=file, known=_FLAT | _V3)
     elif is_classic(set(columns_of(rows)), rows):
         rows = classic_rows(rows, file=file)
+    warn_misspelt_columns(columns_of(rows[:SAMPLE_ROWS]), _FLAT | _V3, file)
     with gc_paused():
         cases = []
         for i, row in enumerate(rows):

@@ -52,7 +52,14 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.formats._build import case_shell, set_shell, turn_shell
-from assay.formats._columns import EXPECTED_FIELDS, content_text, row_error
+from assay.formats._columns import (
+    EXPECTED_FIELDS,
+    SAMPLE_ROWS,
+    columns_of,
+    content_text,
+    row_error,
+    warn_misspelt_columns,
+)
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._fit_rows import fit_rows
 from assay.formats._loss import Loss, refuse
@@ -235,6 +242,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     rows = clean_rows(rows, file)
     if mapping:
         rows = apply_mapping(rows, mapping, file=file, known=KNOWN_COLUMNS)
+    warn_misspelt_columns(columns_of(rows[:SAMPLE_ROWS]), KNOWN_COLUMNS, file)
     # Tool names repeat across rows: one string object per distinct name.
     names: dict[str, str] = {}
     # Rows parsed from the file for this load are released as they are converted, and

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from assay.errors import ConfigError, warn
+from assay.errors import ConfigError, did_you_mean, warn
 from assay.metrics.base import Metric
 
 _M = TypeVar("_M", bound=type[Metric])
@@ -157,7 +157,9 @@ def metric_names() -> list[str]:
 def get_metric_class(name: str) -> type[Metric]:
     found = _lookup(name)
     if found is None:
-        raise _unavailable(name) or ConfigError.unknown("metric", name, _REGISTRY)
+        raise _unavailable(name) or ConfigError.unknown(
+            "metric", name, _REGISTRY, listed_by="assay metrics"
+        )
     return found
 
 
@@ -166,15 +168,31 @@ def build_metric(
     criterion: float | int | Mapping[str, Any] | None = None,
     *,
     custom: Mapping[str, Callable[[], Metric]] | None = None,
+    where: str | None = None,
 ) -> Metric:
     """Instantiate a metric from its criterion: a bare threshold or an options object.
 
     `custom` maps extra names (custom metrics of this evaluation) to factories; they
-    take precedence over nothing and may not shadow a built-in name.
+    take precedence over nothing and may not shadow a built-in name. `where` (a config
+    file's `PATH: criteria.NAME`) starts every error and warning about the criterion.
     """
+    if where is None:
+        return _build_metric(name, criterion, custom, None)
+    try:
+        return _build_metric(name, criterion, custom, where)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _build_metric(
+    name: str,
+    criterion: float | int | Mapping[str, Any] | None,
+    custom: Mapping[str, Callable[[], Metric]] | None,
+    where: str | None,
+) -> Metric:
     if not (custom and name in custom) and _lookup(name) is None:
         raise _unavailable(name) or ConfigError.unknown(
-            "metric", name, [*_REGISTRY, *(custom or {})]
+            "metric", name, [*_REGISTRY, *(custom or {})], listed_by="assay metrics"
         )
     raw = _raw_options(name, criterion)
     if custom and name in custom:
@@ -190,7 +208,7 @@ def build_metric(
         return metric
     cls = _REGISTRY[name]
     fields = cls.options_model.model_fields
-    raw = _drop_foreign_keys(name, raw, fields)
+    raw = _drop_foreign_keys(name, raw, fields, where)
     try:
         options = cls.options_model.model_validate(raw)
     except ValidationError as exc:
@@ -202,6 +220,7 @@ def build_metric(
         by_alias.update({n: a for n, a in public.items() if n != a})
         problems = "; ".join(
             f"{_error_location(err['loc'], err['type'], by_alias)}: {err['msg']}"
+            + (did_you_mean(str(err["loc"][-1]), valid) if err["type"] == "extra_forbidden" else "")
             for err in exc.errors()
         )
         raise ConfigError(
@@ -230,7 +249,9 @@ def check_threshold(
         )
 
 
-def _drop_foreign_keys(name: str, raw: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+def _drop_foreign_keys(
+    name: str, raw: dict[str, Any], fields: Mapping[str, Any], where: str | None = None
+) -> dict[str, Any]:
     """Ignore (with one warning) criterion keys the metric does not define, as ADK does.
 
     ADK's `BaseCriterion` allows extra keys, and public configs carry some (e.g.
@@ -249,8 +270,10 @@ def _drop_foreign_keys(name: str, raw: dict[str, Any], fields: Mapping[str, Any]
     if not foreign:
         return raw
     listed = ", ".join(repr(k) for k in foreign)
+    prefix = f"{where}: " if where else ""
+    keys = "keys" if len(foreign) > 1 else "key"
     warn(
-        f"metric {name!r}: ignoring criterion key{'s' if len(foreign) > 1 else ''} {listed}"
+        f"{prefix}metric {name!r}: ignoring criterion {keys} {listed}"
         f" (not an option of this metric; valid options: {', '.join(sorted(valid))})"
     )
     return {k: v for k, v in raw.items() if k not in foreign}

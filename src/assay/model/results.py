@@ -116,6 +116,9 @@ class CaseResult:
     #: ended it, "max_turns", "error", "timeout"), `user_turns`, `max_turns`, `persona`,
     #: `user_model`, `initiator`, `simulator_calls`, `stop_message`; None otherwise
     conversation: dict[str, Any] | None = None
+    #: the agent's exception, when it raised one: its traceback, trimmed of assay's own
+    #: frames (an HTTP agent: the error body it answered)
+    traceback: str | None = None
 
     @property
     def execution_state(self) -> ExecutionState:

@@ -2,8 +2,8 @@
 
 `cases` holds one object per case run, shaped like ADK's `EvalCaseResult` (snake_case,
 integer `EvalStatus` codes, `Invocation`-shaped actual/expected turns) so ADK tooling can
-read it, plus assay's own keys (`status`, `run_index`, `latency_s`, `failure`, `error`)
-which ADK ignores.
+read it, plus assay's own keys (`status`, `run_index`, `latency_s`, `failure`, `error`, and
+`traceback` when the agent raised) which ADK ignores.
 """
 
 from __future__ import annotations
@@ -181,6 +181,8 @@ def case_to_adk(
             m.name: m.explanation for m in case.metrics.values() if m.explanation is not None
         },
     }
+    if case.traceback is not None:
+        doc["traceback"] = case.traceback
     if eval_set_file is not None:
         doc["eval_set_file"] = eval_set_file
     return doc

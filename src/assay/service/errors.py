@@ -175,9 +175,28 @@ async def _service_error(_request: Request, exc: Exception) -> JSONResponse:
     return from_exception(exc).response()
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+def _not_json(request: Request, exc: RequestValidationError) -> ServiceError | None:
+    """The 400 for a body sent without `Content-Type: application/json` (curl's `-d`
+    sends `application/x-www-form-urlencoded`), which the body's fields cannot say."""
+    if not any(tuple(err.get("loc", ()))[:1] == ("body",) for err in exc.errors()):
+        return None
+    sent = request.headers.get("content-length", "0") not in ("", "0") or (
+        "transfer-encoding" in request.headers
+    )
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not sent or media == "application/json" or media.endswith("+json"):
+        return None
+    got = f"Content-Type {media!r}" if media else "no Content-Type"
+    message = (
+        f"the request body must be JSON sent with 'Content-Type: application/json'; this"
+        f" request has {got} (with curl, add -H 'Content-Type: application/json')"
+    )
+    return InvalidArgument(message, [field_violation("body", message)])
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return _validation_message(exc).response()
+    return (_not_json(request, exc) or _validation_message(exc)).response()
 
 
 # The error each HTTP status Starlette raises (404 for an unknown path, ...) is answered as.

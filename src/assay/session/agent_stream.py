@@ -39,6 +39,7 @@ from assay.engine.judging import JudgeRunOptions, run_registry
 from assay.engine.options import RunOptions
 from assay.engine.tally import Tally
 from assay.errors import InputError
+from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
@@ -185,6 +186,7 @@ class AgentStreamingRun(StreamSettings):
     observers: Sequence[RunObserver] = ()
 
     def __post_init__(self) -> None:
+        warn_misspelt_row_columns(self.files)
         self._session = self.open_session(self.metrics, self.identity)
         self._done = 0
         self._error: InputError | None = None

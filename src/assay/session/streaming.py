@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
+from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.session.run_session import RunIdentity, RunSession
@@ -208,6 +209,7 @@ class StreamingRun(StreamSettings):
     batch_rows: int = BATCH_ROWS
 
     def __post_init__(self) -> None:
+        warn_misspelt_row_columns(self.files)
         self._session = self.open_session(self.metrics, self.identity)
 
     def run(self) -> StreamOutcome:

@@ -161,6 +161,8 @@ def compact_document(result: CaseResult) -> dict[str, Any]:
         doc["eval_set_id"] = result.eval_set_id
     if result.conversation is not None:
         doc["conversation"] = result.conversation
+    if result.traceback is not None:
+        doc["traceback"] = result.traceback
     return doc
 
 
@@ -271,4 +273,5 @@ def expand_document(doc: Any) -> Any:
         "error_type": doc.get("error_type"),
         "eval_set_id": doc.get("eval_set_id"),
         "conversation": doc.get("conversation"),
+        "traceback": doc.get("traceback"),
     }

@@ -372,10 +372,16 @@ def test_a_dead_task_fails_its_case_not_the_run(tmp_path: Path) -> None:
     assert fatal.failure and fatal.status.value != "PASSED"
     # an agent exception is reported as a local run reports it
     assert by_id["raise"].error == "agent raised ValueError: the agent broke"
+    # and its traceback comes back from the worker process: the agent's own frame
+    raised_tb = by_id["raise"].traceback or ""
+    assert "in _crash_on_boom" in raised_tb and "test_ray_executor.py" in raised_tb, raised_tb
+    assert raised_tb.rstrip().endswith("ValueError: the agent broke")
+    assert "assay/engine" not in raised_tb
     with Store.open(url) as store:
         run = store.list_runs()[0]
         assert run.status == "COMPLETED"
         stored = {d["case_id"]: d for d in store.case_results(run.id)}
+    assert stored["raise"]["traceback"] == raised_tb
     assert stored["boom"]["error"] == dead.error and stored["boom"]["failure"] is True
 
 

@@ -179,6 +179,7 @@ def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
         "error": case.error,
         "error_type": str(case.error_type) if case.error_type else None,
         "conversation": case.conversation,
+        "traceback": case.traceback,
         "findings": [f.to_dict() for f in found.findings] if found else [],
     }
 

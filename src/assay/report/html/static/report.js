@@ -353,6 +353,7 @@
         return el("li", { class: "finding " + f.cause.replace(/ /g, "-") }, el("span", { class: "mark", text: f.cause }), " " + f.text);
       })) : null,
       d.error ? el("p", { class: "error", text: (d.error_type ? d.error_type + ": " : "") + d.error }) : null,
+      d.traceback ? el("pre", { class: "traceback", id: "traceback", text: d.traceback }) : null,
       conversationNode(d.conversation),
       siblings.length ? el("p", null, "Other runs of this case: ", siblings.map(function (s) {
         return el("a", { href: caseHref(s.key), class: "chip " + s.status, text: "run " + s.run + " " + s.status });
