@@ -235,7 +235,7 @@ def test_the_judge_sees_the_whole_conversation_with_tool_calls(standin: JudgeSer
         "[turn 3] agent: Boarding starts 40 minutes before departure",
         "Always confirm the booking details with the user before paying.",
         f"[id: no_invented] {INVENTED}",
-        f"[id: boarding_time] {BOARDING}",
+        f"[id: boarding_time] [type: TRAJECTORY_QUALITY] {BOARDING}",
     ):
         assert seen in prompt
     # Rubrics of another type are not this metric's.

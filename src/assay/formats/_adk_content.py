@@ -21,7 +21,6 @@ from assay.model.core import (
     Blob,
     Persona,
     Rubric,
-    RubricType,
     SessionInput,
     Step,
     ToolCall,
@@ -33,7 +32,6 @@ from assay.model.core import (
 _DATA_KEYS = frozenset(
     {"args", "response", "state", "partial_args", "part_metadata", "custom_metadata", "labels"}
 )
-_RUBRIC_TYPES = frozenset(t.value for t in RubricType)
 # In the tool_uses shape the steps of a turn read back as: calls, responses, messages.
 _RANK = {"tool_call": 0, "tool_response": 1, "agent_message": 2}
 
@@ -256,11 +254,12 @@ def read_rubrics(raw: Any, loc: Loc) -> list[Rubric]:
         obj = rl.expect_dict(item, what)
         content, cl = get_field(obj, rl, "rubric_content")
         if content is None:
-            raise cl.error("missing", expected="rubric_content: {text_property: string}")
-        text = need_str(cl.expect_dict(content, "{text_property}"), cl, "text_property")
+            raise cl.error("missing", expected="rubric_content: {text_property?: string}")
+        # ADK's text_property is optional: `rubric_content: {}` is a rubric without text.
+        text = get_str(cl.expect_dict(content, "{text_property?}"), cl, "text_property")
         kind = get_str(obj, rl, "type")
         rid = need_str(obj, rl, "rubric_id")
-        out.append(Rubric(id=rid, text=text, type=kind if kind in _RUBRIC_TYPES else None))
+        out.append(Rubric(id=rid, text=text, type=kind))
     return out
 
 
@@ -350,10 +349,14 @@ def render_steps(steps: list[Step]) -> dict[str, Any]:
     return {"invocation_events": events}
 
 
+def _rubric_content(r: Rubric) -> dict[str, Any]:
+    return {"text_property": r.text} if r.text is not None else {}
+
+
 def render_rubrics(rubrics: list[Rubric]) -> list[dict[str, Any]]:
     return [
-        {"rubric_id": r.id, "rubric_content": {"text_property": r.text}}
-        | ({"type": r.type.value} if r.type is not None else {})
+        {"rubric_id": r.id, "rubric_content": _rubric_content(r)}
+        | ({"type": r.type} if r.type is not None else {})
         for r in rubrics
     ]
 

@@ -60,12 +60,16 @@ async def ask(
     *,
     parse: Callable[[str], object] | None = None,
     prompt_version: str | None = None,
+    every_sample: bool = False,
 ) -> Replies:
     """`n` samples of the judge's reply to `messages`; a failed call gives the error.
 
     `parse` is the metric's reply parser (None meaning unparseable): the judge caches
     only replies it parses. `prompt_version` is the prompt template's id, taken from
     `messages` when they were rendered from a template (`RenderedPrompt`).
+    `every_sample`: a sample that failed (the judge returned fewer than `n`) fails the
+    whole call, as ADK's LLM-as-judge evaluators leave an invocation unscored when any
+    of its samples raised; otherwise the samples that came back are used.
     """
     if prompt_version is None and isinstance(messages, RenderedPrompt):
         prompt_version = messages.prompt_version
@@ -82,6 +86,13 @@ async def ask(
         return Replies([], f"judge call failed: {text}")
     if not texts:
         return Replies([], "judge call failed: the judge returned no sample")
+    if every_sample and len(texts) < n:
+        failed = n - len(texts)
+        return Replies(
+            [],
+            f"judge call failed: {failed} of {n} samples failed, and as in ADK an invocation"
+            " with a failed sample is not scored from the others",
+        )
     return Replies(list(texts))
 
 
@@ -181,6 +192,8 @@ async def binary_verdict(
     num_samples: int,
     extra: Callable[[list[dict[str, Any] | None]], dict[str, Any]] | None = None,
     keys: Sequence[str] = ("verdict", "label", "rating"),
+    every_sample: bool = False,
+    label_of: Callable[[Any], bool | None] | None = None,
 ) -> Score:
     """Sample a `{reasoning, verdict}` judge and vote: 1.0 for labels[0] (the positive
     label), 0.0 for labels[1]; a tie is negative.
@@ -188,13 +201,22 @@ async def binary_verdict(
     The explanation is the reasoning of the first sample agreeing with the outcome;
     details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
     draws from the replies that agree with the outcome. `keys` are the reply fields
-    that may hold the verdict, in order.
+    that may hold the verdict, in order; `label_of` reads a verdict value (default:
+    `labels` and yes/no spellings). `every_sample` is `ask`'s.
     """
 
     def parse(text: str) -> bool | None:
-        return _positive(labelled_value(text, *keys), labels)
+        value = labelled_value(text, *keys)
+        return label_of(value) if label_of is not None else _positive(value, labels)
 
-    replies = await ask(judge, messages, num_samples, settings_for(options, schema), parse=parse)
+    replies = await ask(
+        judge,
+        messages,
+        num_samples,
+        settings_for(options, schema),
+        parse=parse,
+        every_sample=every_sample,
+    )
     if replies.error is not None:
         return Score(None, replies.error)
     objs = [parse_json_object(text) for text in replies.texts]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.adk import UserSimulatorQualityOptions
@@ -37,7 +37,31 @@ from assay.model.core import EvalCase, Scenario, Turn
 from assay.model.results import MetricResult, Score
 
 _VALIDITY = ("valid", "invalid")
+# ADK 2.13's labels for a simulated user message: "almost" and "partially valid" are
+# not valid (a message that half follows the plan fails its turn), anything else is
+# no verdict.
+_INVALID_LABELS = frozenset(
+    {"invalid", "false", "almost", "partially_valid", "partially valid", "partially"}
+)
+_VALID_LABELS = frozenset({"valid", "true"})
 OPENING = "agent-initiated opening turn: no simulated user message to judge"
+
+
+def validity_label(value: Any) -> bool | None:
+    """A message's verdict as ADK 2.13 reads its `is_valid` label: True valid, False
+    invalid (also "almost", "partially valid", "partially_valid", "partially"), None
+    when the label is none of those. Case, blanks, commas and a closing brace around
+    the label are ignored, as ADK ignores them; a list gives its first label."""
+    if isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        return None
+    label = value.strip().strip("}").replace(",", "").strip().lower()
+    if label in _INVALID_LABELS:
+        return False
+    return True if label in _VALID_LABELS else None
 
 
 @register
@@ -80,7 +104,7 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
         return await binary_verdict(
             judge, messages, verdict_schema(_VALIDITY), _VALIDITY,
             options=self.judge_options, num_samples=self.num_samples,
-            keys=("verdict", "is_valid", "label", "rating"),
+            keys=("verdict", "is_valid", "label", "rating"), label_of=validity_label,
         )  # fmt: skip
 
     async def _judge_turn(
