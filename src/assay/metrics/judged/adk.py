@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 from assay.metrics.base import MetricOptions
+from assay.metrics.judged.adk_labels import response_validity
 from assay.metrics.judged.asking import (
     ask,
     binary_verdict,
@@ -195,8 +196,9 @@ class FinalResponseMatchV2(_AdkJudged):
             _VALIDITY,
             options=self.judge_options,
             num_samples=self.num_samples,
-            # ADK's own prompt names the verdict field so; replies to it read the same.
-            keys=("verdict", "is_the_agent_response_valid", "label", "rating"),
+            # Replies in the layout of ADK's own prompt read as ADK reads them.
+            keys=("verdict", "label", "rating"),
+            reader=response_validity,
             every_sample=True,
         )
 

@@ -193,7 +193,7 @@ async def binary_verdict(
     extra: Callable[[list[dict[str, Any] | None]], dict[str, Any]] | None = None,
     keys: Sequence[str] = ("verdict", "label", "rating"),
     every_sample: bool = False,
-    label_of: Callable[[Any], bool | None] | None = None,
+    reader: Callable[[str], tuple[bool, bool | None]] | None = None,
 ) -> Score:
     """Sample a `{reasoning, verdict}` judge and vote: 1.0 for labels[0] (the positive
     label), 0.0 for labels[1]; a tie is negative.
@@ -201,13 +201,17 @@ async def binary_verdict(
     The explanation is the reasoning of the first sample agreeing with the outcome;
     details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
     draws from the replies that agree with the outcome. `keys` are the reply fields
-    that may hold the verdict, in order; `label_of` reads a verdict value (default:
-    `labels` and yes/no spellings). `every_sample` is `ask`'s.
+    that may hold the verdict, in order. `reader` reads a reply in another layout
+    first (ADK's, see `adk_labels`): when it says the reply is in that layout, its
+    verdict stands. `every_sample` is `ask`'s.
     """
 
     def parse(text: str) -> bool | None:
-        value = labelled_value(text, *keys)
-        return label_of(value) if label_of is not None else _positive(value, labels)
+        if reader is not None:
+            recognised, verdict = reader(text)
+            if recognised:
+                return verdict
+        return _positive(labelled_value(text, *keys), labels)
 
     replies = await ask(
         judge,

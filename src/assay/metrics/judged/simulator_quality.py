@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.adk import UserSimulatorQualityOptions
+from assay.metrics.judged.adk_labels import message_validity
 from assay.metrics.judged.asking import binary_verdict, case_details, verdict_schema
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.context import render_history
@@ -37,31 +38,7 @@ from assay.model.core import EvalCase, Scenario, Turn
 from assay.model.results import MetricResult, Score
 
 _VALIDITY = ("valid", "invalid")
-# ADK 2.13's labels for a simulated user message: "almost" and "partially valid" are
-# not valid (a message that half follows the plan fails its turn), anything else is
-# no verdict.
-_INVALID_LABELS = frozenset(
-    {"invalid", "false", "almost", "partially_valid", "partially valid", "partially"}
-)
-_VALID_LABELS = frozenset({"valid", "true"})
 OPENING = "agent-initiated opening turn: no simulated user message to judge"
-
-
-def validity_label(value: Any) -> bool | None:
-    """A message's verdict as ADK 2.13 reads its `is_valid` label: True valid, False
-    invalid (also "almost", "partially valid", "partially_valid", "partially"), None
-    when the label is none of those. Case, blanks, commas and a closing brace around
-    the label are ignored, as ADK ignores them; a list gives its first label."""
-    if isinstance(value, list) and value:
-        value = value[0]
-    if isinstance(value, bool):
-        return value
-    if not isinstance(value, str):
-        return None
-    label = value.strip().strip("}").replace(",", "").strip().lower()
-    if label in _INVALID_LABELS:
-        return False
-    return True if label in _VALID_LABELS else None
 
 
 @register
@@ -100,11 +77,12 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
             history=render_history(history),
             message=message,
         )
-        # ADK's own prompt asks for `"is_valid": True/False`; replies to it read the same.
+        # ADK's own prompt asks for `"is_valid": True/False`; replies to it read as ADK
+        # reads them (`adk_labels`), others in assay's layout.
         return await binary_verdict(
             judge, messages, verdict_schema(_VALIDITY), _VALIDITY,
             options=self.judge_options, num_samples=self.num_samples,
-            keys=("verdict", "is_valid", "label", "rating"), label_of=validity_label,
+            keys=("verdict", "label", "rating"), reader=message_validity,
         )  # fmt: skip
 
     async def _judge_turn(
