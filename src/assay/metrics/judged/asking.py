@@ -28,6 +28,9 @@ from assay.metrics.judged.voting import Vote, binary_vote
 from assay.metrics.stats import mean
 from assay.model.results import Score
 
+#: how the error text of a judge call that failed begins
+JUDGE_CALL_FAILED = "judge call failed"
+
 
 @dataclass(frozen=True, slots=True)
 class Replies:
@@ -83,14 +86,14 @@ async def ask(
         )
     except Exception as exc:  # any judge failure leaves the score absent, with its text
         text = str(exc) or type(exc).__name__
-        return Replies([], f"judge call failed: {text}")
+        return Replies([], f"{JUDGE_CALL_FAILED}: {text}")
     if not texts:
-        return Replies([], "judge call failed: the judge returned no sample")
+        return Replies([], f"{JUDGE_CALL_FAILED}: the judge returned no sample")
     if every_sample and len(texts) < n:
         failed = n - len(texts)
         return Replies(
             [],
-            f"judge call failed: {failed} of {n} samples failed, and as in ADK an invocation"
+            f"{JUDGE_CALL_FAILED}: {failed} of {n} samples failed, and as in ADK an invocation"
             " with a failed sample is not scored from the others",
         )
     return Replies(list(texts))
