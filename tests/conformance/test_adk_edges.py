@@ -411,3 +411,64 @@ def test_empty_rubric_content_loads_as_adk(tmp_path: Path) -> None:
     assert [(r.rubric_id, r.rubric_content.text_property, r.type) for r in back.rubrics or []] == (
         want
     )
+
+
+# -- thought parts: google-adk 2.13 and after ---------------------------------------------
+
+THOUGHT = "I should look at the forecast first."
+
+
+def _thoughtful_set(folder: Path) -> Path:
+    inv = invocation("th-1", "Weather in Nice?", "Sunny, 24°C.")
+    inv["final_response"]["parts"].insert(0, {"text": THOUGHT, "thought": True})
+    inv["intermediate_data"] = {
+        "invocation_events": [
+            {
+                "author": "weather_agent",
+                "content": {"role": "model", "parts": [{"text": "Planning.", "thought": True}]},
+            }
+        ]
+    }
+    return write_evalset(folder, {"thoughtful": [inv]})
+
+
+def test_thought_parts_are_text_as_in_the_installed_adk(
+    standin: JudgeServer, tmp_path: Path
+) -> None:
+    from google.adk.evaluation.llm_as_judge_utils import get_text_from_content
+
+    path = _thoughtful_set(tmp_path)
+    theirs = AdkEvalSet.model_validate_json(path.read_text(encoding="utf-8"))
+    (inv,) = theirs.eval_cases[0].conversation
+    (turn,) = formats.load(path).cases[0].reference or []
+    # google-adk 2.13 (installed) reads thought parts as text: so does assay.
+    assert turn.final_response == get_text_from_content(inv.final_response)
+    assert THOUGHT in (turn.final_response or "")
+    name = "rubric_based_final_response_quality_v1"
+    routes = {"Weather in Nice?": [block("concise", CONCISE, "yes") + block("outil", OUTIL, "no")]}
+    adk_results, adk_router = run_adk(path, name, rubric_criterion(), routes)
+    ours, our_router = run_assay(standin, path, name, rubric_criterion(), routes)
+    assert_same(name, adk_results, ours)
+    assert THOUGHT in adk_router.prompts[0] and THOUGHT in our_router.prompts[0]
+
+
+def test_thought_parts_left_out_after_adk_2_13(
+    standin: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _thoughtful_set(tmp_path)
+    monkeypatch.setenv("ASSAY_ADK_VERSION", "2.14")
+    loaded = formats.load(path)
+    (turn,) = loaded.cases[0].reference or []
+    assert turn.final_response == "Sunny, 24°C." and turn.steps == []
+    name = "rubric_based_final_response_quality_v1"
+    routes = {"Weather in Nice?": [block("concise", CONCISE, "yes") + block("outil", OUTIL, "no")]}
+    _, our_router = run_assay(standin, path, name, rubric_criterion(), routes)
+    (prompt,) = our_router.prompts
+    assert THOUGHT not in prompt and "Planning." not in prompt and "Sunny, 24°C." in prompt
+    # The file written back still holds the thoughts, as ADK reads them.
+    again = AdkEvalSet.model_validate(adk.dump(loaded))
+    (inv,) = again.eval_cases[0].conversation
+    assert [p.thought for p in inv.final_response.parts] == [True, None]
+    monkeypatch.setenv("ASSAY_ADK_VERSION", "two")
+    with pytest.raises(ConfigError, match="ASSAY_ADK_VERSION='two'"):
+        formats.load(path)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic.alias_generators import to_camel, to_snake
 
 from assay.errors import InputError
+from assay.formats._adk_version import thoughts_are_text
 from assay.formats._common import Loc, type_name, validate
 from assay.model.core import (
     AgentMessage,
@@ -150,8 +151,16 @@ def join_texts(texts: list[str]) -> str:
     return "\n".join(t for t in texts if t)
 
 
+def is_thought(part: Mapping[str, Any]) -> bool:
+    """Whether a text part is a thought that the followed google-adk leaves out of a
+    Content's text (google-adk after 2.13; `_adk_version`)."""
+    return part.get("thought") is True and not thoughts_are_text()
+
+
 def text_of(parts: list[tuple[Loc, dict[str, Any]]]) -> str | None:
-    texts = [t for pl, p in parts if (t := get_str(p, pl, "text")) is not None]
+    texts = [
+        t for pl, p in parts if (t := get_str(p, pl, "text")) is not None and not is_thought(p)
+    ]
     return join_texts(texts) if texts else None
 
 
@@ -231,7 +240,8 @@ def read_events(events: Any, loc: Loc) -> list[Step]:
         for pl, part in read_parts(content, cl) if content is not None else []:
             text = get_str(part, pl, "text")
             if text is not None:
-                run.append(text)
+                if not is_thought(part):
+                    run.append(text)
                 continue
             if run:
                 steps.append(Step(agent_message=AgentMessage(author=author, text=join_texts(run))))
