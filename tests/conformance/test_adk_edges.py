@@ -472,3 +472,27 @@ def test_thought_parts_left_out_after_adk_2_13(
     monkeypatch.setenv("ASSAY_ADK_VERSION", "two")
     with pytest.raises(ConfigError, match="ASSAY_ADK_VERSION='two'"):
         formats.load(path)
+
+
+def test_grounding_of_a_run_survives_the_adk_format() -> None:
+    from assay.model.core import (
+        AgentMessage,
+        EvalCase,
+        EvalSet,
+        Grounding,
+        Step,
+        Turn,
+        UserInput,
+    )
+
+    kept = Grounding(step=1, author="a", metadata={"web_search_queries": [QUERY]}, first_step=1)
+    turn = Turn(
+        user_input=UserInput(text="hi"),
+        steps=[Step(agent_message=AgentMessage(author="a", text="Looking."))],
+        final_response="Sunny.",
+        grounding=[kept],
+    )
+    written = adk.dump(EvalSet(id="s", cases=[EvalCase(id="c", reference=[turn])]))
+    AdkEvalSet.model_validate(written)  # still an eval set ADK reads
+    (back,) = adk.load_data(written, file="s.json").cases[0].reference or []
+    assert back.grounding == [kept]

@@ -154,7 +154,8 @@ def join_texts(texts: list[str]) -> str:
 def is_thought(part: Mapping[str, Any]) -> bool:
     """Whether a text part is a thought that the followed google-adk leaves out of a
     Content's text (google-adk after 2.13; `_adk_version`)."""
-    return part.get("thought") is True and not thoughts_are_text()
+    # The version is read first, so that a bad ASSAY_ADK_VERSION is reported on any text.
+    return not thoughts_are_text() and part.get("thought") is True
 
 
 def text_of(parts: list[tuple[Loc, dict[str, Any]]]) -> str | None:
