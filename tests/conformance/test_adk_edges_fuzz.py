@@ -243,13 +243,21 @@ def rubric_case(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any], dict[s
     return evalset(conversation), criterion, routes
 
 
+RUBRIC_METRICS = (
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "rubric_based_multi_turn_trajectory_quality_v1",
+)
+
+
+@pytest.mark.parametrize("name", RUBRIC_METRICS)
 @SETTINGS
-@given(rubric_case())
+@given(drawn=rubric_case())
 def test_rubric_replies_as_adk(
-    drawn: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
+    name: str, drawn: tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 ) -> None:
     doc, criterion, routes = drawn
-    theirs, ours = run_both(doc, "rubric_based_final_response_quality_v1", criterion, routes)
+    theirs, ours = run_both(doc, name, criterion, routes)
     assert_same(theirs, ours, per_invocation=True)
 
 
