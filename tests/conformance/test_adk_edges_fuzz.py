@@ -31,6 +31,7 @@ from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALU
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from judge_parity import JUDGE_MODEL, Marker, Router, ScriptedLlm
+from test_adk_judged_parity import SEGMENTER, VALIDATOR
 
 from assay.formats import adk
 from assay.metrics.judged import JudgedMetric
@@ -115,7 +116,10 @@ def run_both(
     criterion: dict[str, Any],
     routes: Mapping[Marker, Sequence[str]],
     scenario: tuple[str, str] | None = None,
+    our_routes: Mapping[Marker, Sequence[str]] | None = None,
 ) -> tuple[EvaluationResult, MetricResult]:
+    """ADK's evaluator and assay's metric on the case of `doc`; `our_routes` are assay's
+    when its prompts are told apart by other markers than ADK's."""
     adk_case = AdkEvalSet.model_validate(doc).eval_cases[0]
     conversation = list(adk_case.conversation or [])
     ScriptedLlm.router = FuzzRouter(routes)
@@ -137,7 +141,7 @@ def run_both(
         )
     ours_metric = build_metric(name, criterion)
     assert isinstance(ours_metric, JudgedMetric)
-    ours_metric.attach_judge(InProcessJudge(FuzzRouter(routes)))
+    ours_metric.attach_judge(InProcessJudge(FuzzRouter(our_routes or routes)))
     turns = list(case.reference or [])
     ours = asyncio.run(ours_metric.ascore_case(case, turns, turns))
     return theirs, ours
@@ -344,6 +348,66 @@ def test_simulator_labels_as_adk(
     doc, criterion, routes, scenario = drawn
     theirs, ours = run_both(doc, "per_turn_user_simulator_quality_v1", criterion, routes, scenario)
     assert_same(theirs, ours, per_invocation=False)
+
+
+# -- hallucinations_v1: the validator's labelled blocks ------------------------------------
+
+SENTENCES = ("It is sunny in Lyon.", "Take sunglasses!")
+HALLUCINATION_LABELS = (
+    "supported", "Supported", " not_applicable", "unsupported", "CONTRADICTORY", "disputed",
+    "not applicable", "**supported**", "supported.", "partially", "",
+)  # fmt: skip
+
+
+@st.composite
+def validator_block(draw: st.DrawFn) -> str:
+    sentence = draw(st.sampled_from([*SENTENCES, "Something else."]))
+    fields = [
+        f"sentence: {sentence}",
+        "label: " + draw(st.sampled_from(HALLUCINATION_LABELS)),
+        "rationale: checked",
+        "supporting_excerpt: " + draw(st.sampled_from(["null", "the forecast"])),
+        "contradicting_excerpt: null",
+    ]
+    if draw(st.integers(0, 6)) == 0:  # a field left out
+        del fields[draw(st.integers(1, 4))]
+    return "\n".join(fields)
+
+
+@st.composite
+def hallucination_case(
+    draw: st.DrawFn,
+) -> tuple[dict[str, Any], dict[Marker, list[str]], dict[Marker, list[str]]]:
+    if draw(st.integers(0, 9)) == 0:
+        validator = draw(st.sampled_from(["", "All fine.", FAIL]))
+    else:
+        blocks = draw(st.lists(validator_block(), min_size=1, max_size=4))
+        validator = draw(st.sampled_from(["", "Here you go:\n"])) + "\n".join(blocks)
+    segments = "\n".join(f"<sentence>{s}</sentence>" for s in SENTENCES)
+    final = " ".join(SENTENCES)
+
+    def routes(tool: str) -> dict[Marker, list[str]]:
+        return {
+            (SEGMENTER[tool], SENTENCES[0]): [segments],
+            (VALIDATOR[tool], SENTENCES[0]): [validator],
+        }
+
+    doc = evalset([invocation("i0", "Weather in Lyon?", final)])
+    return doc, routes("adk"), routes("assay")
+
+
+@SETTINGS
+@given(hallucination_case())
+def test_hallucination_labels_as_adk(
+    drawn: tuple[dict[str, Any], dict[Marker, list[str]], dict[Marker, list[str]]],
+) -> None:
+    doc, adk_routes, our_routes = drawn
+    criterion = {
+        "threshold": 0.5,
+        "judge_model_options": {"judge_model": JUDGE_MODEL},
+    }
+    theirs, ours = run_both(doc, "hallucinations_v1", criterion, adk_routes, None, our_routes)
+    assert_same(theirs, ours, per_invocation=True)
 
 
 # -- eval sets with empty rubric texts -----------------------------------------------------
