@@ -5,7 +5,9 @@ Hypothesis writes the judge's replies: rubric blocks with decorated, curly-quote
 unknown property texts, missing ID / Rationale / Verdict lines, markdown labels, odd
 verdict words and rubrics judged twice; `is_valid` and `is_the_agent_response_valid`
 labels in every spelling (quoted, bare, bracketed, any case, "almost", "partially
-valid", ...); samples whose judge call failed; and eval sets with empty rubric texts.
+valid", ...); hallucinations segmenter and validator replies (tags in other cases,
+blank sentences, blocks with a field left out, odd labels); samples whose judge call
+failed; and eval sets with empty rubric texts.
 ADK's evaluator runs in process with a scripted model registered in its `LLMRegistry`;
 assay's metric runs with an in-process judge client that behaves as assay's model
 client does (a failed sample is missing from the replies, all failed raises). Both must
@@ -383,13 +385,25 @@ def hallucination_case(
     else:
         blocks = draw(st.lists(validator_block(), min_size=1, max_size=4))
         validator = draw(st.sampled_from(["", "Here you go:\n"])) + "\n".join(blocks)
-    segments = "\n".join(f"<sentence>{s}</sentence>" for s in SENTENCES)
+    segments = draw(
+        st.sampled_from(
+            [
+                "\n".join(f"<sentence>{s}</sentence>" for s in SENTENCES),
+                "\n".join(f"<SENTENCE>{s}</SENTENCE>" for s in SENTENCES),
+                f"<sentence> </sentence><sentence>{SENTENCES[0]}</sentence>",
+                "<sentence>  </sentence>",
+                '{"sentences": []}',
+                SENTENCES[0],
+            ]
+        )
+    )
     final = " ".join(SENTENCES)
 
     def routes(tool: str) -> dict[Marker, list[str]]:
         return {
-            (SEGMENTER[tool], SENTENCES[0]): [segments],
-            (VALIDATOR[tool], SENTENCES[0]): [validator],
+            # One response: each prompt kind is asked once.
+            SEGMENTER[tool]: [segments],
+            VALIDATOR[tool]: [validator],
         }
 
     doc = evalset([invocation("i0", "Weather in Lyon?", final)])

@@ -164,7 +164,7 @@ class ResponseCheck:
         return sum(values) / len(values) if values else None
 
 
-_TAGGED = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL | re.IGNORECASE)
+_TAGGED = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL)
 _BLOCK = re.compile(
     r"^[ \t*_-]*sentence[*_]*[ \t]*:(?P<sentence>.*?)\n[ \t*_-]*label[*_]*[ \t]*:(?P<label>[^\n]*)"
     r"(?:\n[ \t*_-]*rationale[*_]*[ \t]*:(?P<rationale>[^\n]*))?",
@@ -173,11 +173,17 @@ _BLOCK = re.compile(
 
 
 def parse_sentences(reply: str) -> list[str] | None:
-    """The segmenter's sentences (blank ones dropped), or None when unparseable."""
+    """The segmenter's sentences, or None when unparseable.
+
+    From assay's JSON layout, the non-blank strings of its list; else, as ADK 2.13
+    reads its segmenter, every `<sentence>...</sentence>` (tags in lower case), a
+    blank one included.
+    """
     sentences = get_field(parse_json_object(reply), "sentences")
-    if not isinstance(sentences, list):
-        sentences = _TAGGED.findall(reply or "")
-    kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
+    if isinstance(sentences, list):
+        kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
+    else:
+        kept = [s.strip() for s in _TAGGED.findall(reply or "")]
     return kept or None
 
 
