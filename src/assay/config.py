@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
 from assay.errors import ConfigError, did_you_mean, warn
@@ -137,6 +137,10 @@ class CustomMetricConfig(BaseModel):
     metric_info: dict[str, Any] | None = None
 
 
+#: the `user_simulator_config.type` values of google-adk 2.13's config union
+USER_SIMULATOR_TYPES = ("llm_backed", "llm_audio")
+
+
 class EvalConfig(BaseModel):
     """An evaluation config. `criteria` values stay raw; metrics validate their options."""
 
@@ -150,6 +154,20 @@ class EvalConfig(BaseModel):
     #: ADK's Live (bidirectional streaming) settings: accepted, kept, not used by assay
     live_model_config: dict[str, Any] | None = None
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("user_simulator_config")
+    @classmethod
+    def _simulator_type(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # As ADK 2.13's discriminated union: a missing or null `type` is the legacy
+        # "llm_backed"; any other value must name one of its simulator configs.
+        kind = (value or {}).get("type")
+        if kind is not None and kind not in USER_SIMULATOR_TYPES:
+            known = ", ".join(repr(t) for t in USER_SIMULATOR_TYPES)
+            raise ValueError(
+                f"type {kind!r} is not a user simulator google-adk knows ({known}; a config"
+                " without `type` means 'llm_backed')"
+            )
+        return value
 
     def dump(self) -> dict[str, Any]:
         """The config as ADK writes it (snake_case)."""
@@ -177,7 +195,8 @@ def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
         cfg = EvalConfig.model_validate(dict(data))
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}:"
+            f" {err['msg'].removeprefix('Value error, ')}"
             + (_close_key(err["loc"]) if err["type"] == "extra_forbidden" else "")
             for err in exc.errors()
         )

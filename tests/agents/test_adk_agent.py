@@ -309,6 +309,37 @@ def test_only_the_last_final_text_is_the_response_and_thoughts_are_skipped() -> 
     assert turn.usage is None
 
 
+def test_grounding_metadata_of_events_is_kept_on_the_turn() -> None:
+    from google.adk.events.event import Event
+
+    from assay.agents._adk_events import events_to_turn
+    from assay.metrics.judged.context import grounding_before, render_grounding
+
+    grounding = types.GroundingMetadata(
+        web_search_queries=["weather Bonn"],
+        grounding_chunks=[
+            types.GroundingChunk(web=types.GroundingChunkWeb(uri="https://w.example"))
+        ],
+    )
+    events = [
+        Event(author="user", content=types.Content(role="user", parts=[text("hi")])),
+        Event(author="searcher", content=types.Content(role="model", parts=[text("Looking.")])),
+        Event(
+            author="searcher",
+            content=types.Content(role="model", parts=[text("Sunny in Bonn.")]),
+            grounding_metadata=grounding,
+        ),
+    ]
+    turn = events_to_turn(events, UserInput(text="hi"))
+    assert turn.final_response == "Sunny in Bonn."
+    (kept,) = turn.grounding or []
+    assert (kept.step, kept.author, kept.first_step) == (1, "searcher", 1)
+    assert kept.metadata["web_search_queries"] == ["weather Bonn"]
+    # The intermediate message "Looking." (step 0) came before the grounded event.
+    assert grounding_before(turn, 0) == [] and grounding_before(turn, 1) == [kept]
+    assert "https://w.example" in render_grounding(turn.grounding)
+
+
 async def test_tools_of_an_agent_used_as_a_tool_are_mocked_too() -> None:
     from google.adk.tools.agent_tool import AgentTool
 

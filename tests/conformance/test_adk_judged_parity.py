@@ -53,11 +53,12 @@ def run_adk(
     criterion: Mapping[str, Any],
     routes: Mapping[Marker, Sequence[str]],
     scenarios: Scenarios | None = None,
+    router_type: type[Router] = Router,
 ) -> tuple[dict[str, EvaluationResult], Router]:
     """ADK's registered evaluator on every case of `path` (conversation = actual);
     `scenarios` gives cases a (starting prompt, plan) conversation scenario."""
     adk_set = AdkEvalSet.model_validate_json(path.read_text())
-    router = Router(routes)
+    router = router_type(routes)
     ScriptedLlm.router = router
     metric = EvalMetric(metric_name=name, criterion=BaseCriterion.model_validate(criterion))
     results: dict[str, EvaluationResult] = {}
@@ -82,8 +83,9 @@ def run_assay(
     criterion: Mapping[str, Any],
     routes: Mapping[Marker, Sequence[str]],
     scenarios: Scenarios | None = None,
+    router_type: type[Router] = Router,
 ) -> tuple[EvalResult, Router]:
-    router = Router(routes)
+    router = router_type(routes)
     server.set_script(router.standin)
     # The conversations are the recorded agent turns, as ADK is given them above.
     loaded = formats.load(path)
@@ -235,7 +237,7 @@ def test_the_judge_sees_the_whole_conversation_with_tool_calls(standin: JudgeSer
         "[turn 3] agent: Boarding starts 40 minutes before departure",
         "Always confirm the booking details with the user before paying.",
         f"[id: no_invented] {INVENTED}",
-        f"[id: boarding_time] {BOARDING}",
+        f"[id: boarding_time] [type: TRAJECTORY_QUALITY] {BOARDING}",
     ):
         assert seen in prompt
     # Rubrics of another type are not this metric's.

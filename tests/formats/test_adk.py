@@ -475,7 +475,7 @@ def test_unknown_and_partially_mapped_fields_survive_a_round_trip() -> None:
     assert evalset.metadata == {"owner": "team-a"} and case.metadata["labels"] == ["smoke"]
     turn = (case.reference or [])[0]
     assert turn.final_response == "thinking\nhello"
-    assert turn.rubrics == [Rubric(id="r1", text="polite")]
+    assert turn.rubrics == [Rubric(id="r1", text="polite", type="INSTRUCTION_ADHERENCE")]
     again = adk.dump(evalset)
     assert again["owner"] == "team-a"
     written = again["eval_cases"][0]

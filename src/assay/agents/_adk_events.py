@@ -10,7 +10,8 @@ steps also record `actions.transfer_to_agent` (an `agent_transfer` step after th
 them) and `actions.state_delta` (a `variables_update` step). Token usage sums the
 events' `usage_metadata` per token type as ADK's `token_usage_v1` does (input = prompt +
 tool-use prompt, output = candidates + thoughts), and events with usage or a model
-version count as model calls (`inference_call_count_v1`).
+version count as model calls (`inference_call_count_v1`). Events' `grounding_metadata`
+is kept on the turn (`Turn.grounding`), for the judges that show it as ADK's do.
 
 assay → ADK builds the events a seeded session holds: for each earlier Turn the user's
 message, then its steps and final response authored by the agent that produced them, so
@@ -34,6 +35,7 @@ from assay.errors import AgentError
 from assay.model.core import (
     AgentMessage,
     AgentTransfer,
+    Grounding,
     Step,
     ToolCall,
     ToolResponse,
@@ -96,7 +98,13 @@ def events_to_turn(
     counts: dict[str, int | None] = dict.fromkeys(_USAGE_COUNTS)
     model_calls = 0
     errors: list[str] = []
-    for event in agent_events:
+    grounding: list[Grounding] = []
+    for index, event in enumerate(agent_events):
+        if event.grounding_metadata is not None:
+            found = event.grounding_metadata.model_dump(mode="json", exclude_none=True)
+            grounding.append(
+                Grounding(step=index, author=event.author, metadata=found, first_step=len(steps))
+            )
         usage = event.usage_metadata
         if usage is not None or event.model_version is not None:
             model_calls += 1  # what ADK's inference_call_count_v1 counts
@@ -116,6 +124,7 @@ def events_to_turn(
         usage=_usage(counts),
         model_calls=model_calls,
         error="; ".join(errors) or None,
+        grounding=grounding or None,
     )
 
 

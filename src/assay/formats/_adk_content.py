@@ -15,13 +15,13 @@ from typing import Any
 from pydantic.alias_generators import to_camel, to_snake
 
 from assay.errors import InputError
+from assay.formats._adk_version import thoughts_are_text
 from assay.formats._common import Loc, type_name, validate
 from assay.model.core import (
     AgentMessage,
     Blob,
     Persona,
     Rubric,
-    RubricType,
     SessionInput,
     Step,
     ToolCall,
@@ -33,7 +33,6 @@ from assay.model.core import (
 _DATA_KEYS = frozenset(
     {"args", "response", "state", "partial_args", "part_metadata", "custom_metadata", "labels"}
 )
-_RUBRIC_TYPES = frozenset(t.value for t in RubricType)
 # In the tool_uses shape the steps of a turn read back as: calls, responses, messages.
 _RANK = {"tool_call": 0, "tool_response": 1, "agent_message": 2}
 
@@ -152,8 +151,17 @@ def join_texts(texts: list[str]) -> str:
     return "\n".join(t for t in texts if t)
 
 
+def is_thought(part: Mapping[str, Any]) -> bool:
+    """Whether a text part is a thought that the followed google-adk leaves out of a
+    Content's text (google-adk after 2.13; `_adk_version`)."""
+    # The version is read first, so that a bad ASSAY_ADK_VERSION is reported on any text.
+    return not thoughts_are_text() and part.get("thought") is True
+
+
 def text_of(parts: list[tuple[Loc, dict[str, Any]]]) -> str | None:
-    texts = [t for pl, p in parts if (t := get_str(p, pl, "text")) is not None]
+    texts = [
+        t for pl, p in parts if (t := get_str(p, pl, "text")) is not None and not is_thought(p)
+    ]
     return join_texts(texts) if texts else None
 
 
@@ -233,7 +241,8 @@ def read_events(events: Any, loc: Loc) -> list[Step]:
         for pl, part in read_parts(content, cl) if content is not None else []:
             text = get_str(part, pl, "text")
             if text is not None:
-                run.append(text)
+                if not is_thought(part):
+                    run.append(text)
                 continue
             if run:
                 steps.append(Step(agent_message=AgentMessage(author=author, text=join_texts(run))))
@@ -256,11 +265,12 @@ def read_rubrics(raw: Any, loc: Loc) -> list[Rubric]:
         obj = rl.expect_dict(item, what)
         content, cl = get_field(obj, rl, "rubric_content")
         if content is None:
-            raise cl.error("missing", expected="rubric_content: {text_property: string}")
-        text = need_str(cl.expect_dict(content, "{text_property}"), cl, "text_property")
+            raise cl.error("missing", expected="rubric_content: {text_property?: string}")
+        # ADK's text_property is optional: `rubric_content: {}` is a rubric without text.
+        text = get_str(cl.expect_dict(content, "{text_property?}"), cl, "text_property")
         kind = get_str(obj, rl, "type")
         rid = need_str(obj, rl, "rubric_id")
-        out.append(Rubric(id=rid, text=text, type=kind if kind in _RUBRIC_TYPES else None))
+        out.append(Rubric(id=rid, text=text, type=kind))
     return out
 
 
@@ -350,10 +360,14 @@ def render_steps(steps: list[Step]) -> dict[str, Any]:
     return {"invocation_events": events}
 
 
+def _rubric_content(r: Rubric) -> dict[str, Any]:
+    return {"text_property": r.text} if r.text is not None else {}
+
+
 def render_rubrics(rubrics: list[Rubric]) -> list[dict[str, Any]]:
     return [
-        {"rubric_id": r.id, "rubric_content": {"text_property": r.text}}
-        | ({"type": r.type.value} if r.type is not None else {})
+        {"rubric_id": r.id, "rubric_content": _rubric_content(r)}
+        | ({"type": r.type} if r.type is not None else {})
         for r in rubrics
     ]
 

@@ -51,9 +51,10 @@ def _resources(evalset: EvalSet) -> list[dict[str, Any]]:
     have = {(r.get(DISPLAY) or r.get("name"), r["llmCriteria"]["prompt"]) for r in out}
     for case in evalset.cases:
         for r in case.rubrics:
-            if (r.id, r.text) not in have:
-                have.add((r.id, r.text))
-                out.append(synth_resource(r.id, r.text))
+            text = r.text or ""
+            if (r.id, text) not in have:
+                have.add((r.id, text))
+                out.append(synth_resource(r.id, text))
     return out
 
 

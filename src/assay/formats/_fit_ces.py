@@ -72,7 +72,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
         if _fit_case(case, drop):
             kept = []
             for r in case.rubrics:
-                if texts.setdefault(r.id, r.text) != r.text:
+                if texts.setdefault(r.id, r.text or "") != (r.text or ""):
                     drop("rubrics[] (an id another rubric of the set has, with another text)")
                 else:
                     kept.append(r)

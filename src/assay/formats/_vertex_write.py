@@ -157,7 +157,7 @@ def _dump_rubric_groups(case: EvalCase) -> dict[str, Any]:
             "content": {"property": {"description": rubric.text}},
         }
         if rubric.type is not None:
-            item["type"] = rubric.type.value
+            item["type"] = rubric.type
         item.update((k, v) for k, v in kept.items() if k != "rubric_id")
         return item
 

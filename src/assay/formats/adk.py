@@ -26,6 +26,7 @@ from typing import Any
 
 from assay.errors import InputError
 from assay.formats import _adk_content as c
+from assay.formats._adk_grounding import events_grounding
 from assay.formats._adk_usage import events_cost
 from assay.formats._common import Loc, check_unique_ids, validate
 from assay.formats._fit_adk import fit
@@ -230,6 +231,9 @@ def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: 
             data["model_calls"] = calls
         if usage is not None and "usage" not in data:
             data["usage"] = usage
+        grounding = events_grounding(steps, dl)
+        if grounding is not None and "grounding" not in data:
+            data["grounding"] = grounding
     rubrics, rl = c.get_field(inv, loc, "rubrics")
     if rubrics is not None:
         data["rubrics"] = parsed = c.read_rubrics(rubrics, rl)
@@ -454,6 +458,9 @@ def _dump_invocation(
     if user_extra:
         extra["user_input"] = user_extra
     written = out["intermediate_data"]
+    if turn.grounding and events_grounding(written, _NOWHERE) != turn.grounding:
+        # Grounding the written events do not carry (e.g. of a run's turns) is kept.
+        extra["grounding"] = [g.model_dump(mode="json") for g in turn.grounding]
     if turn.model_calls is None and isinstance(written, dict) and "invocation_events" in written:
         # Events imply a model call count when read back; say there was none recorded.
         extra["model_calls"] = None

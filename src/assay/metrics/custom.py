@@ -321,7 +321,7 @@ def to_adk_invocation(turn: Turn) -> Any:
             {
                 "rubric_id": r.id,
                 "rubric_content": {"text_property": r.text},
-                "type": r.type.value if r.type else None,
+                "type": r.type,
             }
             for r in turn.rubrics
         ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Model(BaseModel):
@@ -143,9 +143,21 @@ class RubricType(StrEnum):
 
 
 class Rubric(_Model):
+    """A rubric: `text` is None where the file gave empty content (ADK allows
+    `rubric_content: {}`); `type` is ADK's free-form type designator (`RubricType`
+    names the ones assay's metrics select by)."""
+
     id: str
-    text: str
-    type: RubricType | None = None
+    text: str | None = None
+    type: RubricType | str | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: RubricType | str | None) -> RubricType | str | None:
+        # A type assay's metrics select by is the enum member; others stay as given.
+        if isinstance(value, str) and value in RubricType.__members__.values():
+            return RubricType(value)
+        return value
 
 
 class Expectation(_Model):
@@ -158,6 +170,18 @@ class Expectation(_Model):
     agent_transfer: str | None = None
     updated_variables: dict[str, Any] | None = None
     mock_tool_response: ToolResponse | None = None
+
+
+class Grounding(_Model):
+    """Grounding metadata one agent event carried (ADK's `grounding_metadata`: e.g. the
+    search queries and sources of a grounded answer), shown to judges as ADK shows it."""
+
+    #: the event's index among the invocation's events
+    step: int
+    author: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    #: how many of the turn's steps came before the event's own (which follow it)
+    first_step: int | None = None
 
 
 class Turn(_Model):
@@ -179,6 +203,8 @@ class Turn(_Model):
     expectations: list[Expectation] = Field(default_factory=list)
     rubrics: list[Rubric] = Field(default_factory=list)
     created_at: float | None = None
+    #: the grounding metadata of the invocation's events; None when none had any
+    grounding: list[Grounding] | None = None
 
     def tool_calls(self) -> list[ToolCall]:
         return [s.tool_call for s in self.steps if s.tool_call is not None]

@@ -346,9 +346,12 @@ async def test_no_rubrics_no_score_and_rubric_reply_forms() -> None:
     assert "no FINAL_RESPONSE_QUALITY rubrics" in (result.explanation or "")
     rubrics = [Rubric(id="Concise", text="The answer is short."), Rubric(id="b", text="Polite.")]
     by_text = '{"rubrics": [{"property": "**The answer is short.**", "verdict": "Yes"}]}'
-    assert parse_rubric_reply(by_text, rubrics) == {"Concise": (True, None)}
+    assert parse_rubric_reply(by_text, rubrics) == {"Concise": [(True, None)]}
     mapping = 'Here: {"concise": "no", "b": "yes", "c": "yes"}'
-    assert parse_rubric_reply(mapping, rubrics) == {"Concise": (False, None), "b": (True, None)}
+    assert parse_rubric_reply(mapping, rubrics) == {
+        "Concise": [(False, None)],
+        "b": [(True, None)],
+    }
     assert parse_rubric_reply('{"rubrics": [{"id": "zzz", "verdict": "yes"}]}', rubrics) is None
 
 

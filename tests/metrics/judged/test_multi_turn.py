@@ -38,10 +38,10 @@ def test_adk_labelled_blocks_and_json_give_the_same_verdicts() -> None:
     )
     as_json = json.dumps({"rubrics": [{"id": "1", "verdict": "yes"}, {"id": "2", "verdict": "no"}]})
     got = parse_rubric_reply(blocks, rubrics)
-    assert got == {"1": (True, "turn 2 calls it."), "2": (False, "rude in turn 1.")}
+    assert got == {"1": [(True, "turn 2 calls it.")], "2": [(False, "rude in turn 1.")]}
     json_got = parse_rubric_reply(as_json, rubrics)
     assert json_got is not None
-    assert {k: v[0] for k, v in json_got.items()} == {"1": True, "2": False}
+    assert {k: v[0][0] for k, v in json_got.items()} == {"1": True, "2": False}
     # A block whose verdict says neither yes nor no, or names no rubric, is no verdict.
     assert parse_rubric_reply("ID: 9\nProperty: other\nVerdict: yes\n", rubrics) is None
     assert parse_rubric_reply("ID: 1\nVerdict: maybe\n", rubrics) is None

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from assay.errors import ConfigError
 from assay.metrics.base import MetricOptions
+from assay.metrics.judged.adk_labels import response_validity
 from assay.metrics.judged.asking import (
     ask,
     binary_verdict,
@@ -31,6 +32,7 @@ from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
 from assay.metrics.judged.context import (
     NO_RESPONSE,
     InvocationView,
+    render_grounding,
     render_history,
     render_instructions,
     render_steps,
@@ -73,13 +75,8 @@ class CriterionRubric(_Strict):
     type: str | None = None
 
     def to_rubric(self) -> Rubric:
-        """The core-model rubric (a type other than the two known ones is dropped)."""
-        known = {t.value for t in RubricType}
-        return Rubric(
-            id=self.rubric_id,
-            text=self.rubric_content.text_property or "",
-            type=RubricType(self.type) if self.type in known else None,
-        )
+        """The core-model rubric, its text and free-form type as given."""
+        return Rubric(id=self.rubric_id, text=self.rubric_content.text_property, type=self.type)
 
 
 class AdkJudgedOptions(JudgedOptions):
@@ -199,8 +196,10 @@ class FinalResponseMatchV2(_AdkJudged):
             _VALIDITY,
             options=self.judge_options,
             num_samples=self.num_samples,
-            # ADK's own prompt names the verdict field so; replies to it read the same.
-            keys=("verdict", "is_the_agent_response_valid", "label", "rating"),
+            # Replies in the layout of ADK's own prompt read as ADK reads them.
+            keys=("verdict", "label", "rating"),
+            reader=response_validity,
+            every_sample=True,
         )
 
 
@@ -276,6 +275,7 @@ class _RubricBased(_AdkJudged):
             self.num_samples,
             settings,
             parse=lambda text: parse_rubric_reply(text, rubrics),
+            every_sample=True,
         )
         if replies.error is not None:
             return Score(None, replies.error)
@@ -294,7 +294,8 @@ class _RubricBased(_AdkJudged):
 @register
 class RubricBasedFinalResponseQualityV1(_RubricBased):
     """Judge the final response against each rubric (yes/no), with the tool calls and
-    results as the evidence it may rest on."""
+    results, and the grounding metadata of the invocation's events, as the evidence it
+    may rest on."""
 
     name: ClassVar[str] = "rubric_based_final_response_quality_v1"
     description: ClassVar[str] = "LLM judge: final response against each rubric"
@@ -311,6 +312,7 @@ class RubricBasedFinalResponseQualityV1(_RubricBased):
             history=render_history(view.history),
             prompt=view.user_prompt,
             steps=render_steps(view.turn.steps),
+            grounding=render_grounding(view.turn.grounding),
             response=response or NO_RESPONSE,
             rubrics=render_rubrics(rubrics),
         )

@@ -28,6 +28,9 @@ from assay.metrics.judged.voting import Vote, binary_vote
 from assay.metrics.stats import mean
 from assay.model.results import Score
 
+#: how the error text of a judge call that failed begins
+JUDGE_CALL_FAILED = "judge call failed"
+
 
 @dataclass(frozen=True, slots=True)
 class Replies:
@@ -60,12 +63,16 @@ async def ask(
     *,
     parse: Callable[[str], object] | None = None,
     prompt_version: str | None = None,
+    every_sample: bool = False,
 ) -> Replies:
     """`n` samples of the judge's reply to `messages`; a failed call gives the error.
 
     `parse` is the metric's reply parser (None meaning unparseable): the judge caches
     only replies it parses. `prompt_version` is the prompt template's id, taken from
     `messages` when they were rendered from a template (`RenderedPrompt`).
+    `every_sample`: a sample that failed (the judge returned fewer than `n`) fails the
+    whole call, as ADK's LLM-as-judge evaluators leave an invocation unscored when any
+    of its samples raised; otherwise the samples that came back are used.
     """
     if prompt_version is None and isinstance(messages, RenderedPrompt):
         prompt_version = messages.prompt_version
@@ -79,9 +86,16 @@ async def ask(
         )
     except Exception as exc:  # any judge failure leaves the score absent, with its text
         text = str(exc) or type(exc).__name__
-        return Replies([], f"judge call failed: {text}")
+        return Replies([], f"{JUDGE_CALL_FAILED}: {text}")
     if not texts:
-        return Replies([], "judge call failed: the judge returned no sample")
+        return Replies([], f"{JUDGE_CALL_FAILED}: the judge returned no sample")
+    if every_sample and len(texts) < n:
+        failed = n - len(texts)
+        return Replies(
+            [],
+            f"{JUDGE_CALL_FAILED}: {failed} of {n} samples failed, and as in ADK an invocation"
+            " with a failed sample is not scored from the others",
+        )
     return Replies(list(texts))
 
 
@@ -181,6 +195,8 @@ async def binary_verdict(
     num_samples: int,
     extra: Callable[[list[dict[str, Any] | None]], dict[str, Any]] | None = None,
     keys: Sequence[str] = ("verdict", "label", "rating"),
+    every_sample: bool = False,
+    reader: Callable[[str], tuple[bool, bool | None]] | None = None,
 ) -> Score:
     """Sample a `{reasoning, verdict}` judge and vote: 1.0 for labels[0] (the positive
     label), 0.0 for labels[1]; a tie is negative.
@@ -188,13 +204,26 @@ async def binary_verdict(
     The explanation is the reasoning of the first sample agreeing with the outcome;
     details hold `verdict`, `agreement`, `samples`, `unparseable` and whatever `extra`
     draws from the replies that agree with the outcome. `keys` are the reply fields
-    that may hold the verdict, in order.
+    that may hold the verdict, in order. `reader` reads a reply in another layout
+    first (ADK's, see `adk_labels`): when it says the reply is in that layout, its
+    verdict stands. `every_sample` is `ask`'s.
     """
 
     def parse(text: str) -> bool | None:
+        if reader is not None:
+            recognised, verdict = reader(text)
+            if recognised:
+                return verdict
         return _positive(labelled_value(text, *keys), labels)
 
-    replies = await ask(judge, messages, num_samples, settings_for(options, schema), parse=parse)
+    replies = await ask(
+        judge,
+        messages,
+        num_samples,
+        settings_for(options, schema),
+        parse=parse,
+        every_sample=every_sample,
+    )
     if replies.error is not None:
         return Score(None, replies.error)
     objs = [parse_json_object(text) for text in replies.texts]

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model.core import EvalCase, Step, Turn, UserInput
+from assay.model.core import EvalCase, Grounding, Step, Turn, UserInput
 
 NO_INSTRUCTIONS = "(no developer instructions were provided)"
 NO_TOOLS = "(no tool declarations were provided)"
@@ -228,10 +228,35 @@ def render_history(history: Sequence[Turn]) -> str:
     return "\n".join(lines)
 
 
+NO_GROUNDING = "No grounding metadata was provided."
+
+
+def render_grounding(entries: Sequence[Grounding] | None) -> str:
+    """The grounding metadata of an invocation's events as ADK 2.13 shows it to its
+    judges: `{"grounding_metadata": [{step, author, grounding_metadata}, ...]}`."""
+    if not entries:
+        return NO_GROUNDING
+    shown = [
+        {"step": g.step}
+        | ({"author": g.author} if g.author else {})
+        | {"grounding_metadata": g.metadata}
+        for g in entries
+    ]
+    return json.dumps({"grounding_metadata": shown}, indent=2, ensure_ascii=False)
+
+
+def grounding_before(turn: Turn, steps: int) -> list[Grounding]:
+    """The turn's grounding metadata of the events up to the one whose steps start at
+    `steps` (as ADK gives a response the grounding of the events before it and of its
+    own event)."""
+    return [g for g in turn.grounding or [] if g.first_step is None or g.first_step <= steps]
+
+
 def grounding_context(view: InvocationView, steps: Sequence[Step]) -> str:
     """The context a response is checked against (hallucinations): developer
-    instructions, tool declarations, the conversation so far, the user prompt and the
-    steps taken before the response."""
+    instructions, tool declarations, the conversation so far, the user prompt, the
+    steps taken before the response and, when the events carried any, their grounding
+    metadata (e.g. the search results a grounded answer rests on)."""
     agents = view.agents
     sections = [
         ("Developer instructions", render_instructions(agents)),
@@ -240,4 +265,7 @@ def grounding_context(view: InvocationView, steps: Sequence[Step]) -> str:
         ("User prompt", view.user_prompt),
         ("Steps the agent took before this response", render_steps(steps)),
     ]
+    grounding = grounding_before(view.turn, len(steps))
+    if grounding:
+        sections.append(("Grounding metadata", render_grounding(grounding)))
     return "\n\n".join(f"## {title}\n{body}" for title, body in sections)

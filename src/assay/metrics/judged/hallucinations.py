@@ -99,6 +99,38 @@ class SentenceVerdict:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class AdkBlocks:
+    """A validator reply read as ADK 2.13 reads it: every complete labelled block
+    counts, whatever sentence it names; its score is the share of grounded labels among
+    the known ones (None when no block has one)."""
+
+    blocks: int
+    score: float | None
+
+
+# ADK's validator layout: the five fields in this order, each label followed by a
+# colon (any case); a block runs until the next line starting "sentence:" or the end.
+_ADK_BLOCK = re.compile(
+    r"sentence:(.*?)\nlabel:(.*?)\nrationale:(.*?)\nsupporting_excerpt:(.*?)"
+    r"\ncontradicting_excerpt:(.*?)(?=\nsentence:|\Z)",
+    re.DOTALL | re.IGNORECASE,
+)
+_ADK_NEGATIVE = frozenset({"unsupported", "contradictory", "disputed"})
+
+
+def adk_block_score(reply: str) -> AdkBlocks | None:
+    """The reply as ADK 2.13's hallucinations_v1 scores it, when it holds ADK's
+    labelled blocks: labels compared in lower case after trimming blanks (`supported`,
+    `not_applicable` grounded; `unsupported`, `contradictory`, `disputed` not; others
+    ignored). None when the reply has no such block."""
+    labels = [m.group(2).strip().lower() for m in _ADK_BLOCK.finditer(reply.strip())]
+    if not labels:
+        return None
+    known = [label in GROUNDED for label in labels if label in GROUNDED | _ADK_NEGATIVE]
+    return AdkBlocks(len(labels), sum(known) / len(known) if known else None)
+
+
 @dataclass(frozen=True)
 class ResponseCheck:
     """One response checked sentence by sentence (or why it could not be)."""
@@ -108,6 +140,10 @@ class ResponseCheck:
     error: str | None = None
     samples: int = 0
     unparseable: int = 0
+    #: the score as ADK reads its validator's reply, when the one sample used ADK's
+    #: `sentence: / label: / rationale: / supporting_excerpt: / contradicting_excerpt:`
+    #: layout (`adk_block_score`); it stands instead of the per-sentence share
+    adk: AdkBlocks | None = None
 
     @property
     def decided(self) -> list[SentenceVerdict]:
@@ -115,6 +151,8 @@ class ResponseCheck:
 
     @property
     def score(self) -> float | None:
+        if self.adk is not None:
+            return self.adk.score
         decided = self.decided
         if self.error is not None or not decided:
             return None
@@ -126,7 +164,7 @@ class ResponseCheck:
         return sum(values) / len(values) if values else None
 
 
-_TAGGED = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL | re.IGNORECASE)
+_TAGGED = re.compile(r"<sentence>(.*?)</sentence>", re.DOTALL)
 _BLOCK = re.compile(
     r"^[ \t*_-]*sentence[*_]*[ \t]*:(?P<sentence>.*?)\n[ \t*_-]*label[*_]*[ \t]*:(?P<label>[^\n]*)"
     r"(?:\n[ \t*_-]*rationale[*_]*[ \t]*:(?P<rationale>[^\n]*))?",
@@ -135,16 +173,28 @@ _BLOCK = re.compile(
 
 
 def parse_sentences(reply: str) -> list[str] | None:
-    """The segmenter's sentences (blank ones dropped), or None when unparseable."""
+    """The segmenter's sentences, or None when unparseable.
+
+    From assay's JSON layout, the non-blank strings of its list; else, as ADK 2.13
+    reads its segmenter, every `<sentence>...</sentence>` (tags in lower case), a
+    blank one included.
+    """
     sentences = get_field(parse_json_object(reply), "sentences")
-    if not isinstance(sentences, list):
-        sentences = _TAGGED.findall(reply or "")
-    kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
+    if isinstance(sentences, list):
+        kept = [s.strip() for s in sentences if isinstance(s, str) and s.strip()]
+    else:
+        kept = [s.strip() for s in _TAGGED.findall(reply or "")]
     return kept or None
 
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
+
+
+def _json_entries(reply: str) -> bool:
+    """Whether the reply holds assay's JSON layout (a list of labelled entries)."""
+    entries = get_field(parse_json_object(reply), "sentences", "labels", "results")
+    return isinstance(entries, list)
 
 
 def parse_labels(
@@ -265,6 +315,23 @@ async def check_response(
     parsed = [parse_labels(text, sentences) for text in val.texts]
     usable = [p for p in parsed if p is not None]
     unparseable = len(parsed) - len(usable)
+    # One sample not in assay's JSON layout (ADK asks its validator once, for its own
+    # labelled blocks) is read as ADK reads it: without complete blocks, nothing.
+    if len(val.texts) == 1 and not _json_entries(val.texts[0]):
+        adk = adk_block_score(val.texts[0])
+        if adk is None:
+            return ResponseCheck(
+                response,
+                error="sentence validation: "
+                + no_parse_reason(val.texts, validator_schema(len(sentences))),
+                samples=1,
+                unparseable=1,
+            )
+        verdicts = [
+            _verdict(sentence, [p[0][i] for p in usable], [p[1][i] for p in usable])
+            for i, sentence in enumerate(sentences)
+        ]
+        return ResponseCheck(response, verdicts, None, 1, unparseable, adk)
     if not usable:
         return ResponseCheck(
             response,

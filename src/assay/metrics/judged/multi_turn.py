@@ -72,7 +72,7 @@ def render_trajectory_prompt(
         instructions=render_instructions(agents),
         tools=render_tool_declarations(agents),
         conversation=render_dialogue(turns),
-        rubrics=render_rubrics(rubrics),
+        rubrics=render_rubrics(rubrics, types=True),
     )
 
 
@@ -158,6 +158,7 @@ class RubricBasedMultiTurnTrajectoryQualityV1(_RubricBased):
             self.num_samples,
             settings_for(self.judge_options, trajectory_schema(rubrics)),
             parse=lambda text: parse_rubric_reply(text, rubrics),
+            every_sample=True,
         )
         if replies.error is not None:
             return Score(None, replies.error)

@@ -26,12 +26,19 @@ from assay.metrics.stats import mean
 from assay.model.core import Rubric
 from assay.model.results import Score
 
-Verdicts = dict[str, tuple[bool, str | None]]
+#: rubric id -> the verdicts a sample gave it, in order (a reply in ADK's labelled
+#: layout may judge one rubric twice, and ADK counts both in the vote), each with its
+#: rationale
+Verdicts = dict[str, list[tuple[bool, str | None]]]
 
 
-def render_rubrics(rubrics: Sequence[Rubric]) -> str:
-    """The property list of a rubric prompt, one `[id: ...]` line per rubric."""
-    return "\n".join(f"- [id: {r.id}] {r.text}" for r in rubrics)
+def render_rubrics(rubrics: Sequence[Rubric], *, types: bool = False) -> str:
+    """The property list of a rubric prompt, one `[id: ...]` line per rubric; with
+    `types`, a typed rubric shows its type too (`[id: ...] [type: TOOL_USE_QUALITY]`)."""
+    return "\n".join(
+        f"- [id: {r.id}]" + (f" [type: {r.type}]" if types and r.type else "") + f" {r.text or ''}"
+        for r in rubrics
+    )
 
 
 def rubric_schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
@@ -61,23 +68,44 @@ def rubric_schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
     }
 
 
-def _norm(text: str) -> str:
-    # Judges echo ids and property texts with markdown, quotes or other spacing.
+# Typographic characters judges put in echoed texts, as their plain forms (ADK 2.13 maps
+# the same six: curly single and double quotes, en and em dashes).
+_PLAIN = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+)
+# What ADK 2.13 strips from both ends of an echoed property text before matching it.
+_DECORATION = " *_`#>-\u2022\"'"
+
+
+def normalize_property(text: str | None) -> str:
+    """A rubric's property text as ADK 2.13 matches it to a judge's echo: NFKC, curly
+    quotes and dashes made plain, runs of whitespace as one space, markdown and bullet
+    decoration (`*`, `_`, backticks, `#`, `>`, `-`, `\u2022`, quotes) stripped from both
+    ends, lower case. A missing text normalizes to ""."""
+    if not isinstance(text, str):
+        return ""
+    text = unicodedata.normalize("NFKC", text).translate(_PLAIN)
+    return " ".join(text.split()).strip(_DECORATION).lower()
+
+
+def _norm_id(text: str) -> str:
+    # Judges echo ids in JSON replies with markdown, quotes or other spacing.
     text = unicodedata.normalize("NFKC", text)
     return " ".join(text.split()).strip(" *_`\"'[]").lower()
 
 
 def parse_rubric_reply(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None:
-    """The yes/no verdict (and rationale) per rubric id in one sample, or None.
+    """The yes/no verdicts (and rationales) per rubric id in one sample, or None.
 
-    Entries are matched to rubrics by id, then by property text; an object mapping
-    ids straight to verdicts (`{"concise": "yes"}`) is accepted too.
+    JSON entries are matched to rubrics by id, then by property text; an object mapping
+    ids straight to verdicts (`{"concise": "yes"}`) is accepted too. A reply without
+    such JSON is read as ADK's labelled blocks (`_parse_labelled_blocks`).
     """
     obj = parse_json_object(reply)
     if obj is None:
         return _parse_labelled_blocks(reply, rubrics)
-    by_id = {_norm(r.id): r.id for r in rubrics}
-    by_text = {_norm(r.text): r.id for r in rubrics}
+    by_id = {_norm_id(r.id): r.id for r in rubrics}
+    by_text = {normalize_property(r.text): r.id for r in rubrics}
     found: Verdicts = {}
     entries = field(obj, "rubrics", "properties", "verdicts", "results")
     if isinstance(entries, list):
@@ -86,51 +114,71 @@ def parse_rubric_reply(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None
                 continue
             key = field(entry, "id", "rubric_id")
             text = field(entry, "property", "text")
-            rubric_id = by_id.get(_norm(str(key))) if key is not None else None
+            rubric_id = by_id.get(_norm_id(str(key))) if key is not None else None
             if rubric_id is None and isinstance(text, str):
-                rubric_id = by_text.get(_norm(text))
+                rubric_id = by_text.get(normalize_property(text))
             verdict = parse_yes_no(field(entry, "verdict", "rating", "answer"))
             if rubric_id is None or verdict is None or rubric_id in found:
                 continue
             rationale = field(entry, "rationale", "reasoning", "reason")
-            found[rubric_id] = (verdict, rationale if isinstance(rationale, str) else None)
+            found[rubric_id] = [(verdict, rationale if isinstance(rationale, str) else None)]
     else:
         for key, value in obj.items():
-            rubric_id = by_id.get(_norm(str(key)))
+            rubric_id = by_id.get(_norm_id(str(key)))
             verdict = parse_yes_no(value)
             if rubric_id is not None and verdict is not None:
-                found[rubric_id] = (verdict, None)
+                found[rubric_id] = [(verdict, None)]
     return found or _parse_labelled_blocks(reply, rubrics)
 
 
-_LABEL = re.compile(r"(?im)^[ \t>*_#-]*(id|property|rationale|verdict)[*_]*[ \t]*:[*_]*[ \t]*(.*)$")
+# ADK 2.13's labelled layout, exactly as its parser reads it: `ID: ` and `Property: `
+# only at the start of a line (after blanks), `Rationale: ` and `Verdict: ` anywhere;
+# each label is case-sensitive and followed by one space.
+_ID_LINE = re.compile(r"^\s*ID: (.*)$", re.MULTILINE)
+_PROPERTY_LINE = re.compile(r"^\s*Property: (.*)$", re.MULTILINE)
+_RATIONALE = re.compile(r"Rationale: (.*)")
+_VERDICT = re.compile(r"Verdict: (.*)")
+
+
+def _verdict_word(text: str) -> bool | None:
+    # As ADK: "yes" anywhere means met, else "no" anywhere means not met.
+    lowered = text.lower()
+    return True if "yes" in lowered else False if "no" in lowered else None
 
 
 def _parse_labelled_blocks(reply: str, rubrics: Sequence[Rubric]) -> Verdicts | None:
-    """Verdicts from `ID:` / `Property:` / `Rationale:` / `Verdict:` lines.
+    """Verdicts from the `ID:` / `Property:` / `Rationale:` / `Verdict:` layout, read
+    as ADK 2.13 reads it.
 
-    Each `Verdict:` line closes one block; the block's rubric is its `ID:` when that
-    names a rubric, else its `Property:` text. As in ADK, a verdict containing "yes"
-    is met, else one containing "no" is not; anything else is no verdict. A block
-    naming no known rubric is skipped (ADK logs and skips it too).
+    - Unless the reply has as many `Property:` lines as `Rationale:` and `Verdict:`
+      labels, nothing is read: a reply cut short (one block without its verdict)
+      could otherwise hide a failed rubric behind the complete ones.
+    - The n-th property goes with the n-th rationale and verdict; its id is the last
+      `ID:` line between the previous property and this one.
+    - A block names its rubric by exact id, else by its property text as
+      `normalize_property` sees it; a block naming no known rubric is skipped.
+    - Every matched block counts, so a rubric judged twice in one reply votes twice.
     """
-    by_id = {_norm(r.id): r.id for r in rubrics}
-    by_text = {_norm(r.text): r.id for r in rubrics}
+    properties = list(_PROPERTY_LINE.finditer(reply))
+    rationales = _RATIONALE.findall(reply)
+    verdicts = [_verdict_word(v) for v in _VERDICT.findall(reply)]
+    if not len(properties) == len(rationales) == len(verdicts):
+        return None
+    ids = list(_ID_LINE.finditer(reply))
+    by_id = {r.id: r.id for r in rubrics}
+    by_text = {normalize_property(r.text): r.id for r in rubrics}
     found: Verdicts = {}
-    block: dict[str, str] = {}
-    for match in _LABEL.finditer(reply):
-        label, value = match.group(1).lower(), match.group(2).strip()
-        if label != "verdict":
-            block.setdefault(label, value)
-            continue
-        rubric_id = by_id.get(_norm(block.get("id", "")))
+    for i, (prop, rationale, verdict) in enumerate(
+        zip(properties, rationales, verdicts, strict=True)
+    ):
+        after = properties[i - 1].start() if i else -1
+        named = [m.group(1).strip() for m in ids if after < m.start() < prop.start()]
+        rubric_id = by_id.get(named[-1]) if named and named[-1] else None
         if rubric_id is None:
-            rubric_id = by_text.get(_norm(block.get("property", "")))
-        lowered = value.lower()
-        verdict = True if "yes" in lowered else False if "no" in lowered else None
-        if rubric_id is not None and verdict is not None and rubric_id not in found:
-            found[rubric_id] = (verdict, block.get("rationale") or None)
-        block = {}
+            rubric_id = by_text.get(normalize_property(prop.group(1).strip()))
+        if rubric_id is None or verdict is None:
+            continue
+        found.setdefault(rubric_id, []).append((verdict, rationale.strip() or None))
     return found or None
 
 
@@ -152,14 +200,12 @@ def vote_rubrics(
     usable = [p for p in parsed if p is not None]
     outcomes: list[RubricOutcome] = []
     for rubric in rubrics:
-        samples = [p.get(rubric.id) for p in usable]
-        vote = binary_vote([s[0] if s is not None else None for s in samples])
+        samples = [entry for p in usable for entry in p.get(rubric.id, [])]
+        vote = binary_vote([s[0] for s in samples])
         if vote.label is None:
             outcomes.append(RubricOutcome(rubric.id, None, None, None))
             continue
-        rationale = next(
-            (s[1] for s in samples if s is not None and s[0] == vote.label and s[1]), None
-        )
+        rationale = next((s[1] for s in samples if s[0] == vote.label and s[1]), None)
         outcomes.append(
             RubricOutcome(rubric.id, 1.0 if vote.label else 0.0, vote.agreement, rationale)
         )

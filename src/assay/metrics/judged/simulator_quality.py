@@ -13,9 +13,10 @@ As ADK's metric of that name (options: ADK's `LlmBackedUserSimulatorCriterion`,
   valid message; when it is not (the conversation should have gone on), the last
   turn counts as failed.
 
-Score = passed turns ÷ judged turns. An agent-initiated opening turn (no user text) is
-not a simulated message and is skipped; a turn whose judge call failed has no score
-and is left out of the share.
+Score = passed turns ÷ judged turns: as in ADK, a turn whose judge replies gave no
+verdict counts as not passed. An agent-initiated opening turn (no user text) is not a
+simulated message and is skipped. A judge call that failed leaves the case unscored
+(ADK's evaluation stops there), naming the turn.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from typing import ClassVar
 
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.adk import UserSimulatorQualityOptions
-from assay.metrics.judged.asking import binary_verdict, case_details, verdict_schema
+from assay.metrics.judged.adk_labels import message_validity
+from assay.metrics.judged.asking import (
+    JUDGE_CALL_FAILED,
+    binary_verdict,
+    case_details,
+    verdict_schema,
+)
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.context import render_history
 from assay.metrics.judged.prompts import get_prompt
@@ -76,11 +83,12 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
             history=render_history(history),
             message=message,
         )
-        # ADK's own prompt asks for `"is_valid": True/False`; replies to it read the same.
+        # ADK's own prompt asks for `"is_valid": True/False`; replies to it read as ADK
+        # reads them (`adk_labels`), others in assay's layout.
         return await binary_verdict(
             judge, messages, verdict_schema(_VALIDITY), _VALIDITY,
             options=self.judge_options, num_samples=self.num_samples,
-            keys=("verdict", "is_valid", "label", "rating"),
+            keys=("verdict", "label", "rating"), reader=message_validity, every_sample=True,
         )  # fmt: skip
 
     async def _judge_turn(
@@ -123,7 +131,14 @@ class PerTurnUserSimulatorQualityV1(ScenarioMetric):
         details["ending"] = (
             "valid" if ending.value == 1.0 else "invalid" if ending.value == 0.0 else None
         )
+        failed = [
+            f"turn {i}: {s.explanation}" if i else f"the end: {s.explanation}"
+            for i, s in [(0, ending), *enumerate(per, 1)]
+            if s.value is None and (s.explanation or "").startswith(JUDGE_CALL_FAILED)
+        ]
+        if failed:
+            return self.make_result(None, per, explanation="; ".join(failed), details=details)
         if not decided:
             reasons = sorted({s.explanation for s in judged if s.explanation})
             return self.make_result(None, per, explanation="; ".join(reasons), details=details)
-        return self.make_result(sum(decided) / len(decided), per, details=details)
+        return self.make_result(sum(decided) / len(judged), per, details=details)
