@@ -38,9 +38,17 @@ def _base(request: Request) -> str:
     return str(request.scope.get("root_path", "")).rstrip("/")
 
 
+def _csrf(request: Request) -> str | None:
+    """The CSRF token of the browser session serving this request (`assay serve`'s
+    /ui login), if any."""
+    token = request.scope.get("state", {}).get("ui_csrf")
+    return token if isinstance(token, str) else None
+
+
 def _error(request: Request, status: int, message: str) -> HTMLResponse:
     body = f'<h1>Not available</h1><p class="error-page" id="error">{esc(message)}</p>'
-    return HTMLResponse(layout("assay view", body, base=_base(request)), status_code=status)
+    page = layout("assay view", body, base=_base(request), csrf=_csrf(request))
+    return HTMLResponse(page, status_code=status)
 
 
 def create_view_app(store: Store) -> FastAPI:
@@ -79,7 +87,15 @@ def create_view_app(store: Store) -> FastAPI:
         filters = {"eval_set": eval_set, "agent": agent, "status": status, "since": since}
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         body = runs_page(infos, filters, base=_base(request))
-        return HTMLResponse(layout("assay view · runs", body, base=_base(request), refresh=refresh))
+        return HTMLResponse(
+            layout(
+                "assay view · runs",
+                body,
+                base=_base(request),
+                refresh=refresh,
+                csrf=_csrf(request),
+            )
+        )
 
     @app.get("/runs/{ref}", response_class=HTMLResponse)
     def run(request: Request, ref: str) -> HTMLResponse:
@@ -93,7 +109,10 @@ def create_view_app(store: Store) -> FastAPI:
         )
         return HTMLResponse(
             report_page(
-                str(data["header"]["title"]), data, extra_head=head, nav=nav(_base(request))
+                str(data["header"]["title"]),
+                data,
+                extra_head=head,
+                nav=nav(_base(request), _csrf(request)),
             )
         )
 
@@ -122,6 +141,6 @@ def create_view_app(store: Store) -> FastAPI:
         body = "<h1>Compare runs</h1>" + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         return HTMLResponse(layout("assay view · compare", body, base=_base(request),
-                                   refresh=refresh))  # fmt: skip
+                                   refresh=refresh, csrf=_csrf(request)))  # fmt: skip
 
     return app

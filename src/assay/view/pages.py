@@ -42,20 +42,34 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def layout(title: str, body: str, *, base: str, refresh: int | None = None) -> str:
-    """A view page: nav bar, the report's stylesheet, `body` (already escaped HTML)."""
+def layout(
+    title: str, body: str, *, base: str, refresh: int | None = None, csrf: str | None = None
+) -> str:
+    """A view page: nav bar, the report's stylesheet, `body` (already escaped HTML).
+    `csrf`: the session's token when the page is served by its login cookie (adds the
+    log-out button)."""
     meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"{meta}{ICON}<title>{esc(title)}</title>"
         f"<style>{static_text('report.css')}{_VIEW_CSS}</style></head><body>"
-        f'{nav(base)}<div class="page">{body}</div></body></html>\n'
+        f'{nav(base, csrf)}<div class="page">{body}</div></body></html>\n'
     )
 
 
-def nav(base: str) -> str:
-    return f'<nav class="top"><strong>assay view</strong><a href="{esc(base)}/">runs</a></nav>'
+def nav(base: str, csrf: str | None = None) -> str:
+    """The top bar; with a session's `csrf` token, its log-out form (a POST)."""
+    logout = (
+        f'<form method="post" action="{esc(base)}/logout" class="logout">'
+        f'<input type="hidden" name="csrf_token" value="{esc(csrf)}">'
+        '<button type="submit" id="logout">log out</button></form>'
+        if csrf
+        else ""
+    )
+    return (
+        f'<nav class="top"><strong>assay view</strong><a href="{esc(base)}/">runs</a>{logout}</nav>'
+    )
 
 
 def _rate(info: Any) -> float | None:
