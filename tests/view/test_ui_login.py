@@ -4,6 +4,9 @@ cookie, CSRF tokens on posted forms, logout, expiry; Bearer keys keep working.""
 from __future__ import annotations
 
 import logging
+import signal
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -185,3 +188,55 @@ def test_login_form_posts_are_checked_over_http(served: Served) -> None:
         assert huge.status_code == 400
         assert client.put("/ui/login").status_code == 405
         assert client.get("/ui/logout").status_code == 405
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.mark.slow
+def test_a_session_holds_across_serve_workers(tmp_path: Path) -> None:
+    """`assay serve --workers 2`: a cookie one worker signed opens /ui in the other (they
+    share the signing secret), over many fresh connections."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Store.open(url) as db:
+        _info, key = db.api_keys.create("workers")
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "serve", "--store", url, "--port", str(port),
+         "--workers", "2", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "assay serve --workers 2 did not start"
+            try:
+                if httpx.get(base + "/openapi.json").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        with httpx.Client(base_url=base) as client:
+            form = client.get("/ui/login").text
+            token = form.split('name="csrf_token" value="')[1].split('"')[0]
+            login = client.post("/ui/login", data={"csrf_token": token, "api_key": key})
+            assert login.status_code == 303, login.text
+            session = client.cookies[COOKIE]
+        statuses = []
+        for _ in range(30):  # a new connection each: the kernel spreads them over workers
+            with httpx.Client(base_url=base, cookies={COOKIE: session}) as fresh:
+                page = fresh.get("/ui/", headers={"Accept": "text/html"})
+                statuses.append(page.status_code)
+        assert statuses == [200] * 30
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
