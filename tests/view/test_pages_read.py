@@ -202,6 +202,7 @@ def test_compare_page_names_the_runs_and_diffs_the_responses(
     assert diff.is_visible()
     assert diff.locator("del").all_inner_texts()[0].startswith("OK,")
     assert "Done:" in diff.locator("ins").all_inner_texts()[0]
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
     assert w.errors == [] and w.outside() == []
 
 

@@ -57,13 +57,14 @@ def _login(page: Any, served: Served, key: str) -> None:
 
 
 def test_a_browser_logs_in_with_a_key_sees_the_runs_and_logs_out(
-    served: Served, browser: Any, caplog: pytest.LogCaptureFixture
+    served: Served, browser: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     caplog.set_level(logging.DEBUG)
     w = open_page(browser, served.url + f"/ui/runs/{served.run_id}")
     page = w.page
     # No session: the browser is sent to the login page, which will bring it back.
     assert "/ui/login?next=" in page.url and page.locator("#api-key").count() == 1
+    page.screenshot(path=str(tmp_path / "login.png"))
     # A wrong key is refused, and never written back into the page.
     wrong = served.key[:-4] + "xxxx"
     _login(page, served, wrong)
