@@ -150,6 +150,13 @@ def test_the_case_page_is_a_timeline_with_previous_and_next(
     text = page.inner_text("#case-page")
     assert "null" not in text and "token_usage_v1" in page.inner_text("#not-measured")
     assert page.locator(".metric-table td:text-is('token_usage_v1')").count() == 0
+    # A multi-turn case shows each turn's scores, without the unmeasured metrics.
+    page.goto(f"{served}/runs/{base}#case/home_automation%2Ftv_follow_up%231")
+    page.wait_for_function("document.querySelectorAll('#case-page .turn').length === 2")
+    per_turn = page.inner_text("#turn-2 .scores")
+    assert "response_match_score" in per_turn and "token_usage_v1" not in per_turn
+    page.goto(f"{served}/runs/{base}#case/{FAHRENHEIT}")
+    page.wait_for_selector("#case-page")
     # Previous and next case.
     page.click("#next-case")
     page.wait_for_function("location.hash.includes('energy_today')")

@@ -369,9 +369,10 @@
     events.push(event("agent-reply", "agent reply", a && a.response ? markedText(a.response, e && e.response) : el("span", { class: "muted", text: "no reply" }), a && a.latency));
     return el("ol", { class: "timeline" }, events);
   }
-  function invocationNode(inv, i, many) {
+  function invocationNode(inv, i, many, unmeasured) {
     var a = inv.actual, e = inv.expected;
-    var scores = Object.keys(inv.scores).filter(function (k) { var s = inv.scores[k]; return s.value !== null || s.explanation || s.details; }).map(function (k) {
+    // A metric the case did not measure (named once above) is not repeated per turn.
+    var scores = Object.keys(inv.scores).filter(function (k) { var s = inv.scores[k]; return s.value !== null || (unmeasured.indexOf(k) < 0 && (s.explanation || s.details)); }).map(function (k) {
       var s = inv.scores[k];
       return el("li", null, el("strong", { text: k }), " ", numEl("span", s.value, k), s.explanation ? el("span", { class: "rationale", text: " — " + s.explanation }) : null, s.details ? details(s.details) : null);
     });
@@ -437,7 +438,7 @@
       })) : null,
       el("table", { class: "metric-table" }, el("thead", null, el("tr", null, ["metric", "score", "threshold", "status", "explanation"].map(function (h) { return el("th", { text: h }); }))), el("tbody", null, metrics)),
       hidden.length ? el("p", { class: "muted", id: "not-measured", text: "Not measured: " + hidden.join(", ") }) : null,
-      d.invocations.map(function (inv, i) { return invocationNode(inv, i, d.invocations.length > 1); })));
+      d.invocations.map(function (inv, i) { return invocationNode(inv, i, d.invocations.length > 1, hidden); })));
     window.scrollTo(0, 0);
   }
 
