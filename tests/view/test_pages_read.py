@@ -210,6 +210,14 @@ def test_compare_page_names_the_runs_and_diffs_the_responses(
     assert diff.locator("del").all_inner_texts()[0].startswith("OK,")
     assert "Done:" in diff.locator("ins").all_inner_texts()[0]
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    # Means rounded, the exact value in the tooltip; metrics neither run measured named once.
+    cell = page.locator("section table").first.locator("tbody tr").first.locator("td.num").first
+    assert re.fullmatch(r"\d\.\d{3}", cell.inner_text())
+    assert float(cell.get_attribute("title") or "nan") == pytest.approx(
+        float(cell.inner_text()), abs=0.0005
+    )
+    assert "token_usage_v1" in page.inner_text("#unmeasured")
+    assert "token_usage_v1" not in page.locator("section table").first.inner_text()
     assert w.errors == [] and w.outside() == []
 
 

@@ -241,3 +241,41 @@ def test_a_session_holds_across_serve_workers(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+HOSTILE_COOKIES = [
+    "a.b.c.d.e.f",
+    "....",
+    "x" * 20_000,
+    "é.1.n.sig",
+    '"quoted"',
+    "a;b=c",
+    "\\x00",
+    "k.99999999999999999999999999.n.s",
+    "k.-1.n.s",
+    "k.1e9.n.s",
+    "k . . s",
+]
+HOSTILE_NEXT = ["//evil.example", "/ui/\\evil", "https://evil.example/ui/", "/ui//x",
+                "javascript:alert(1)", "/other", "/ui/" + "a" * 5000]  # fmt: skip
+
+
+def test_hostile_cookies_and_next_targets_get_no_500(served: Served) -> None:
+    with httpx.Client(base_url=served.url) as client:
+        for value in HOSTILE_COOKIES:
+            answer = client.get(
+                "/ui/", headers={"Accept": "text/html", "Cookie": f"{COOKIE}={value}".encode()}
+            )
+            assert answer.status_code in (303, 400, 431), (value[:40], answer.status_code)
+        for target in HOSTILE_NEXT:
+            form = client.get("/ui/login", params={"next": target})
+            token = form.text.split('name="csrf_token" value="')[1].split('"')[0]
+            done = client.post("/ui/login", data={"csrf_token": token, "api_key": served.key,
+                                                  "next": target})  # fmt: skip
+            assert done.status_code == 303
+            location = done.headers["location"]
+            assert location == target if target.startswith("/ui/a") else location == "/ui/"
+        # A body that is not UTF-8, and an empty one: refused, not a 500.
+        form_type = {"Content-Type": "application/x-www-form-urlencoded"}
+        assert client.post("/ui/login", content=b"\xff\xfe", headers=form_type).status_code == 400
+        assert client.post("/ui/login", content=b"").status_code == 403

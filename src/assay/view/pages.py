@@ -240,6 +240,12 @@ def _num(value: float | None, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
+def _num_cell(value: float | None, signed: bool = False) -> str:
+    """A rounded number in a table cell, the exact value in its tooltip."""
+    exact = "" if value is None else f' title="{esc(repr(value))}"'
+    return f'<td class="num"{exact}>{_num(value, signed)}</td>'
+
+
 def _case_link(base: str, run_id: str | None, set_id: str, case_id: str) -> str:
     key = case_run_key(set_id or None, case_id, 0)
     return f"{esc(base)}/runs/{quote(run_id or '')}/cases/{quote(key, safe='')}"
@@ -309,13 +315,19 @@ def comparison_section(
         f"{'Regression' if bad else 'No regression'}: {esc(comparison.summary())}</p>"
     )
     metric_rows = []
+    # Metrics neither run measured (token usage a recorded run did not report) are
+    # named once under the table instead of a row of dashes.
+    unmeasured = [m.name for m in comparison.metrics
+                  if m.paired == 0 and m.base_mean is None and m.other_mean is None]  # fmt: skip
     for m in comparison.metrics:
+        if m.name in unmeasured:
+            continue
         ci = "–" if m.ci_low is None else f"[{_num(m.ci_low, True)}, {_num(m.ci_high, True)}]"
         word = ("regressed" if m.regressed else "improved" if m.improved
                 else "informational" if not m.gated else "within noise")  # fmt: skip
         metric_rows.append(
-            f'<tr><td>{esc(m.name)}</td><td class="num">{_num(m.base_mean)}</td>'
-            f'<td class="num">{_num(m.other_mean)}</td><td class="num">{_num(m.delta, True)}</td>'
+            f"<tr><td>{esc(m.name)}</td>{_num_cell(m.base_mean)}{_num_cell(m.other_mean)}"
+            f"{_num_cell(m.delta, True)}"
             f'<td class="num">{ci}</td><td class="num">{m.paired}</td>'
             f'<td class="change {"regressed" if m.regressed else ""}">{word}</td></tr>'
         )
@@ -323,7 +335,9 @@ def comparison_section(
         "<h3>Metric means</h3><table><thead><tr><th>metric</th><th>base</th><th>other</th>"
         "<th>delta</th><th>95% interval</th><th>cases</th><th>verdict</th></tr></thead>"
         f"<tbody>{''.join(metric_rows)}</tbody></table>"
-    )
+        + (f'<p class="muted" id="unmeasured">Not measured in either run: '
+           f"{esc(', '.join(unmeasured))}</p>" if unmeasured else "")
+    )  # fmt: skip
     first_run = {
         r: {(c.eval_set_id or "", c.case_id): c for c in reversed(r.cases)}
         for r in (base_result, other_result)
