@@ -180,6 +180,18 @@ def test_login_form_posts_are_checked_over_http(served: Served) -> None:
         assert "HttpOnly" in ok.headers["set-cookie"] and "SameSite=strict" in ok.headers[
             "set-cookie"
         ].replace("Strict", "strict")
+        assert "secure" not in ok.headers["set-cookie"].lower()  # plain http: not Secure
+        # Behind a TLS proxy on loopback (X-Forwarded-Proto, as uvicorn trusts it): Secure.
+        proxied = client.get("/ui/login", headers={"X-Forwarded-Proto": "https"})
+        token = proxied.text.split('name="csrf_token" value="')[1].split('"')[0]
+        assert "; secure" in proxied.headers["set-cookie"].lower()
+        nonce = proxied.cookies[LOGIN_COOKIE]  # a Secure cookie: sent by hand over http here
+        secure = httpx.post(
+            served.url + "/ui/login", data={"csrf_token": token, "api_key": served.key},
+            headers={"X-Forwarded-Proto": "https", "Cookie": f"{LOGIN_COOKIE}={nonce}"},
+        )  # fmt: skip
+        assert secure.status_code == 303
+        assert "; secure" in secure.headers["set-cookie"].lower()
         # A token of another login form (another browser's cookie) does not fit.
         client.cookies.set(LOGIN_COOKIE, "someone-else", path="/ui")
         stolen = client.post("/ui/login", data={"csrf_token": token, "api_key": served.key})
