@@ -260,3 +260,53 @@ def test_the_readme_screenshot_is_the_report_as_it_is(browser: Any, tmp_path: Pa
     assert int.from_bytes(png[20:24], "big") == HEIGHT
     if not SCREENSHOT.exists() or SCREENSHOT.read_bytes() != png:
         SCREENSHOT.write_bytes(png)
+
+
+def test_every_step_kind_reads_in_the_timeline(browser: Any, tmp_path: Path) -> None:
+    from assay.model.core import (
+        AgentMessage,
+        AgentTransfer,
+        Chunk,
+        Retrieval,
+        Step,
+        ToolCall,
+        ToolResponse,
+        Usage,
+    )
+
+    result = copy.deepcopy(home_result())
+    case = result.cases[0]
+    turn = case.invocations[0].actual
+    assert turn is not None
+    turn.steps = [
+        Step(tool_call=ToolCall(name="lookup", args={"q": "<b>x</b>"})),
+        Step(tool_response=ToolResponse(name="lookup", response={"error": {"code": 7}},
+                                        latency_s=0.0123)),
+        Step(tool_response=ToolResponse(name="lookup", response=["a", 1])),
+        Step(tool_response=ToolResponse(name="lookup", response={"output": "plain text"})),
+        Step(agent_message=AgentMessage(author="planner", text="thinking")),
+        Step(agent_transfer=AgentTransfer(target_agent="billing")),
+        Step(variables_update={"k": None}),
+        Step(retrieval=Retrieval(chunks=[Chunk(content="c")])),
+    ]  # fmt: skip
+    turn.error = "agent raised RuntimeError: boom"
+    turn.model_latency_s, turn.tool_latency_s, turn.model_calls = 1.5, 0.25, 2
+    turn.usage = Usage(input_tokens=10, output_tokens=3)
+    path = write_html(result, tmp_path / "report.html")
+    key = f"{case.eval_set_id}%2F{case.case_id}%231"
+    w = _page(browser, path.as_uri() + "#case/" + key)
+    page = w.page
+    page.wait_for_selector("#case-page")
+    events = page.locator("#turn-1 .timeline > li")
+    texts = events.all_inner_texts()
+    assert len(texts) == 11  # user, 8 steps, the agent's error, its reply
+    assert 'lookup(q="<b>x</b>")' in texts[1]  # shown as text, never as markup
+    assert page.locator("#turn-1 .timeline b").count() == 0
+    assert "LOOKUP FAILED" in texts[2].upper() and '{"code":7}' in texts[2]
+    assert "12 ms" in texts[2] and '["a",1]' in texts[3] and "plain text" in texts[4]
+    assert "thinking" in texts[5] and "to billing" in texts[6] and "1 chunk" in texts[8]
+    assert "boom" in texts[9] and events.nth(9).get_attribute("class") == "event agent-error"
+    timing = page.inner_text("#turn-1 h3 .timing")
+    assert "model 1.50 s" in timing and "tools 250 ms" in timing and "2 model calls" in timing
+    assert "10 tokens in, 3 out" in timing
+    assert w.errors == [] and w.outside() == []

@@ -348,7 +348,7 @@
     if (step.kind === "agent_message") return event("agent-message", (v.author || "agent") + " (intermediate)", v.text);
     if (step.kind === "agent_transfer") return event("transfer", "transfer", "to " + v.target_agent);
     if (step.kind === "variables_update") return event("variables", "variables updated", el("code", { text: json(v) }));
-    if (step.kind === "retrieval") return event("retrieval", "retrieval", (v.chunks || []).length + " chunks");
+    if (step.kind === "retrieval") { var n = (v.chunks || []).length; return event("retrieval", "retrieval", n + (n === 1 ? " chunk" : " chunks")); }
     return event("other", step.kind, el("code", { text: json(v) }));
   }
   function turnTiming(a) {
