@@ -201,7 +201,7 @@
 
   function rowNode(c) {
     var cells = COLS.map(function (col) {
-      if (col.key === "id") return el("a", { href: caseHref(c.key), class: "cell case-link", text: c.id });
+      if (col.key === "id") return el("a", { href: caseHref(c.key), class: "cell case-link", title: c.id, text: c.id });
       if (col.key === "status") return el("span", { class: "cell" }, statusBadge(c.status));
       if (col.metric) {
         var v = c.scores[col.metric];
