@@ -253,6 +253,8 @@ def test_a_session_holds_across_serve_workers(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    said = process.stderr.read().decode()  # type: ignore[union-attr]
+    assert f"the runs in a browser at {base}/ui" in said  # where a person goes
 
 
 HOSTILE_COOKIES = [

@@ -210,7 +210,7 @@ def serve_command(
     processes = f"; {workers} worker processes" if workers > 1 else ""
     err.print(
         f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
-        "API docs at /docs)",
+        f"API docs at /docs; the runs in a browser at http://{shown}:{port}/ui)",
         soft_wrap=True,
     )
     if workers > 1:
