@@ -107,8 +107,11 @@ def test_the_run_page_reads_for_people(
     assert "token_usage_v1" in page.inner_text("#unmeasured")
     # Seconds read as milliseconds, the exact value in the tooltip.
     duration = page.locator(".card[data-metric='invocation_duration_v1'] .big")
-    assert re.fullmatch(r"\d+ ms", duration.inner_text())
-    assert len(duration.get_attribute("title") or "") > 6
+    shown = duration.inner_text()
+    exact = float(duration.get_attribute("title") or "nan")
+    assert re.fullmatch(r"\d+ ms", shown) or (shown == "<1 ms" and exact < 0.001)
+    if shown != "<1 ms":
+        assert int(shown.split()[0]) == pytest.approx(exact * 1000, abs=0.5 + 1e-9)
     # The case table fits 1366 px: headers whole, no horizontal scrolling, "why" inside.
     assert _fits(page, "#case-scroller")
     assert _fits(page, ".row.head .cell")
@@ -145,7 +148,7 @@ def test_the_case_page_is_a_timeline_with_previous_and_next(
     error = page.locator("#turn-1 .tool-error")
     assert error.is_visible() and "must be between 10 and 30" in error.inner_text()
     assert "set_temperature failed" in error.inner_text().lower()
-    assert re.search(r"\d+ ms", page.inner_text("#turn-1 h3"))  # the turn's time
+    assert re.search(r"\d+ ms|\d\.\d\d s", page.inner_text("#turn-1 h3"))  # the turn's time
     # Null fields and unmeasured metrics are left out; no raw null anywhere.
     text = page.inner_text("#case-page")
     assert "null" not in text and "token_usage_v1" in page.inner_text("#not-measured")
@@ -186,8 +189,8 @@ def test_runs_page_has_metric_means_and_a_labelled_chart(
     chart = page.locator("svg[aria-label='pass rate over time']")
     labels = chart.locator("text").all_text_contents()
     assert "pass rate" in labels and "100%" in labels and "0%" in labels
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    assert today in labels and any(re.fullmatch(r"\d\d:\d\d", t) for t in labels)
+    assert any(re.fullmatch(r"\d{4}-\d\d-\d\d", t) for t in labels)  # the runs' dates
+    assert any(re.fullmatch(r"\d\d:\d\d", t) for t in labels)  # and times
     assert "run started (UTC), oldest to newest" in labels
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
     assert _fits(page, "table.runs th")
