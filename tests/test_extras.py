@@ -48,7 +48,7 @@ def test_dev_installs_what_all_installs() -> None:
 
 def test_readme_lists_every_extra() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Optional features (extras)", 1)[1].split("\n#", 1)[0]
+    section = readme.split("## Optional features (extras)", 1)[1].split("\n#", 1)[0]
     listed = set(re.findall(r"^\| `([a-z-]+)` \|", section, flags=re.MULTILINE))
     missing = (set(_extras()) - {"ui-test"}) - listed
     assert not missing, f"README's extras table lacks {sorted(missing)}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -184,6 +185,7 @@ def serve_command(
                     rate_burst=rate_burst,
                     judge_model=judge_model,
                     files_root=str(files_root.resolve()) if files_root is not None else None,
+                    ui_secret=secrets.token_hex(32),  # one /ui session secret for all
                 )
             else:
                 app = create_app(
@@ -208,7 +210,7 @@ def serve_command(
     processes = f"; {workers} worker processes" if workers > 1 else ""
     err.print(
         f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
-        "API docs at /docs)",
+        f"API docs at /docs; the runs in a browser at http://{shown}:{port}/ui)",
         soft_wrap=True,
     )
     if workers > 1:

@@ -20,6 +20,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
 from assay.service.ratelimit import RateLimiter, RateLimitMiddleware
 from assay.service.routes import collection_router, generic_router
+from assay.service.ui_session import SessionSigner, UiLogin
 from assay.store import Store
 from assay.view import create_view_app
 
@@ -46,6 +47,7 @@ def create_app(
     rate_burst: int | None = None,
     judge_model: str | None = None,
     files_root: str | Path | None = None,
+    ui_secret: bytes | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -63,6 +65,8 @@ def create_app(
     what the service itself is asked to judge (Vertex's pointwise and pairwise metrics).
     `files_root`: the folder CES imports and exports may use (`file://` URIs under it);
     None refuses them, so a client cannot make the server read or write its files.
+    `ui_secret` signs the viewer's session cookies (`ui_session`); None: a random one,
+    so sessions end when the server does (`assay serve --workers` shares one).
     """
     ctx = ServiceContext(
         store=store,
@@ -112,7 +116,9 @@ def create_app(
         app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(rate_limit, rate_burst))
     if auth:
         # Added last, so it runs first: unauthenticated requests are not read at all.
-        app.add_middleware(ApiKeyMiddleware, store=store)
+        signer = SessionSigner(ui_secret)
+        app.state.ui_signer = signer
+        app.add_middleware(ApiKeyMiddleware, store=store, ui=UiLogin(store, signer))
     return app
 
 

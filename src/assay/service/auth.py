@@ -3,6 +3,8 @@
 Both are plain ASGI middleware, so they cover every route, the MCP endpoint included.
 Keys are checked against the store (`store.api_keys`, hashed); the OpenAPI document
 and its viewers stay public so a client can discover the API before having a key.
+The viewer's pages under `/ui` also take the session cookie of its login page
+(`ui_session`), so a person can use them in a browser.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from assay.service.errors import (
     Unauthenticated,
     logger,
 )
+from assay.service.ui_session import LOGIN, LOGOUT, UiLogin, is_ui_path, wants_html
 from assay.store import Store
 
 PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
@@ -49,21 +52,36 @@ async def _answer(error: ServiceError, scope: Scope, receive: Receive, send: Sen
 
 
 class ApiKeyMiddleware:
-    """Requires `Authorization: Bearer <key>` with an active key of the store."""
+    """Requires `Authorization: Bearer <key>` with an active key of the store.
 
-    def __init__(self, app: ASGIApp, store: Store) -> None:
+    With `ui` (the viewer's login), `/ui` pages also take its session cookie, and a
+    browser without one is sent to the login page instead of answered 401.
+    """
+
+    def __init__(self, app: ASGIApp, store: Store, ui: UiLogin | None = None) -> None:
         self.app = app
         self.store = store
+        self.ui = ui
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
+            return
+        if self.ui is not None and scope["path"] in (LOGIN, LOGOUT):
+            await self.ui.endpoint(scope, receive, send)
             return
         headers = Headers(scope=scope)
         scheme, _, key = (headers.get("authorization") or "").partition(" ")
         if headers.get("x-goog-api-key"):
             # How Google's client libraries send an API key (client_options.api_key).
             scheme, key = "bearer", headers["x-goog-api-key"]
+        if (
+            not key.strip()
+            and self.ui is not None
+            and is_ui_path(scope["path"])
+            and await self._ui_session(scope, receive, send, wants_html(headers))
+        ):
+            return
         if scheme.lower() != "bearer" or not key.strip():
             await _answer(
                 Unauthenticated(
@@ -93,6 +111,28 @@ class ApiKeyMiddleware:
             return
         scope.setdefault("state", {})["api_key"] = info
         await self.app(scope, receive, send)
+
+    async def _ui_session(self, scope: Scope, receive: Receive, send: Send, html: bool) -> bool:
+        """Serve a /ui request by its session cookie, or send a browser to log in; False
+        when neither (a tool without a key: answered 401 like any other route)."""
+        assert self.ui is not None
+        try:
+            found = await self.ui.session(scope)
+        except StoreError as exc:
+            logger.error("checking a /ui session failed: %s", exc)
+            await _answer(Internal("could not check the session; see the server log"),
+                          scope, receive, send)  # fmt: skip
+            return True
+        if found is not None:
+            state = scope.setdefault("state", {})
+            state["api_key"] = found[1]
+            state["ui_csrf"] = self.ui.csrf_for(found[0])
+            await self.app(scope, receive, send)
+            return True
+        if html:
+            await self.ui.to_login(scope, receive, send)
+            return True
+        return False
 
 
 class BodyLimitMiddleware:

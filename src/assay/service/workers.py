@@ -38,6 +38,8 @@ class ServeSettings(BaseModel):
     rate_burst: int | None = Field(default=None, ge=1)
     judge_model: str | None = None
     files_root: str | None = None
+    #: hex of the secret signing the viewer's session cookies (the same in every worker)
+    ui_secret: str | None = None
 
 
 def app_from_environment() -> FastAPI:
@@ -70,6 +72,7 @@ def app_from_environment() -> FastAPI:
             rate_burst=settings.rate_burst,
             judge_model=settings.judge_model,
             files_root=settings.files_root,
+            ui_secret=bytes.fromhex(settings.ui_secret) if settings.ui_secret else None,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

@@ -111,6 +111,14 @@ class ApiKeyRepository(Repository):
             self._verified.clear()
         return _info(row)
 
+    @database_errors
+    def by_id(self, key_id: str) -> ApiKeyInfo | None:
+        """The key with id `key_id` (revoked or not), or None; for sessions that hold a
+        key's id, never its secret (the viewer's login cookie)."""
+        with self._engine.connect() as conn:
+            row = conn.execute(_BY_ID, {"key_id": key_id}).first()
+        return None if row is None else _info(row)
+
     def remembered(self, key: str) -> ApiKeyInfo | None:
         """The key's info if it verified less than `VERIFIED_TTL_S` ago (no database
         access, so callers on an event loop can ask first); None otherwise."""

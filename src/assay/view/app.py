@@ -26,8 +26,17 @@ from assay.report.html import page as report_page
 from assay.report.html import report_data
 from assay.store import RunNotFoundError, Store
 from assay.store.reading import find_run, load_result
+from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
-from assay.view.pages import ICON, comparison_section, esc, layout, nav, runs_page
+from assay.view.pages import (
+    ICON,
+    compare_query,
+    comparison_section,
+    esc,
+    layout,
+    nav,
+    runs_page,
+)
 
 #: seconds between reloads of a page that shows a run still in progress
 REFRESH_S = 3
@@ -38,9 +47,30 @@ def _base(request: Request) -> str:
     return str(request.scope.get("root_path", "")).rstrip("/")
 
 
+def _csrf(request: Request) -> str | None:
+    """The CSRF token of the browser session serving this request (`assay serve`'s
+    /ui login), if any."""
+    token = request.scope.get("state", {}).get("ui_csrf")
+    return token if isinstance(token, str) else None
+
+
 def _error(request: Request, status: int, message: str) -> HTMLResponse:
     body = f'<h1>Not available</h1><p class="error-page" id="error">{esc(message)}</p>'
-    return HTMLResponse(layout("assay view", body, base=_base(request)), status_code=status)
+    page = layout("assay view", body, base=_base(request), csrf=_csrf(request))
+    return HTMLResponse(page, status_code=status)
+
+
+def previous_run(store: Store, info: RunInfo) -> RunInfo | None:
+    """The latest run of the same eval sets made before `info` (what its page offers
+    to compare with), or None."""
+    for other in store.list_runs(limit=500):  # newest first
+        if (
+            other.id != info.id
+            and other.eval_set_ids == info.eval_set_ids
+            and (other.created_at, other.id) < (info.created_at, info.id)
+        ):
+            return other
+    return None
 
 
 def create_view_app(store: Store) -> FastAPI:
@@ -79,13 +109,26 @@ def create_view_app(store: Store) -> FastAPI:
         filters = {"eval_set": eval_set, "agent": agent, "status": status, "since": since}
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         body = runs_page(infos, filters, base=_base(request))
-        return HTMLResponse(layout("assay view · runs", body, base=_base(request), refresh=refresh))
+        return HTMLResponse(
+            layout(
+                "assay view · runs",
+                body,
+                base=_base(request),
+                refresh=refresh,
+                csrf=_csrf(request),
+            )
+        )
 
     @app.get("/runs/{ref}", response_class=HTMLResponse)
     def run(request: Request, ref: str) -> HTMLResponse:
         info = find_run(store, ref)
         result = load_result(store, info)
         data = report_data(result, run=info, title=info.name or f"run {info.id}")
+        before = previous_run(store, info)
+        data["header"]["compare_previous"] = before and {
+            "label": before.name or before.id,
+            "href": f"{_base(request)}/compare?{compare_query([before.id, info.id])}",
+        }
         head = ICON + (
             f'<meta http-equiv="refresh" content="{REFRESH_S}">'
             if info.status in _UNFINISHED
@@ -93,7 +136,10 @@ def create_view_app(store: Store) -> FastAPI:
         )
         return HTMLResponse(
             report_page(
-                str(data["header"]["title"]), data, extra_head=head, nav=nav(_base(request))
+                str(data["header"]["title"]),
+                data,
+                extra_head=head,
+                nav=nav(_base(request), _csrf(request)),
             )
         )
 
@@ -115,8 +161,9 @@ def create_view_app(store: Store) -> FastAPI:
         if order == "time":  # from the runs page's checkboxes: the oldest run is the base
             infos.sort(key=lambda i: (i.created_at, i.id))
         results = [load_result(store, i) for i in infos]
+        names = {i.id: i.name or "" for i in infos}
         sections = [
-            comparison_section(c, results[0], other, base=_base(request))
+            comparison_section(c, results[0], other, base=_base(request), names=names)
             for c, other in zip(
                 compare_many(results, names=[i.name for i in infos]), results[1:], strict=True
             )
@@ -124,6 +171,6 @@ def create_view_app(store: Store) -> FastAPI:
         body = "<h1>Compare runs</h1>" + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         return HTMLResponse(layout("assay view · compare", body, base=_base(request),
-                                   refresh=refresh))  # fmt: skip
+                                   refresh=refresh, csrf=_csrf(request)))  # fmt: skip
 
     return app

@@ -117,8 +117,8 @@ def _score_doc(score: Score) -> dict[str, Any]:
     doc: dict[str, Any] = {"value": _finite(score.value)}
     if score.explanation:
         doc["explanation"] = score.explanation
-    if score.details:
-        doc["details"] = score.details
+    if score.details and (kept := _without_nulls(score.details)):
+        doc["details"] = kept
     return doc
 
 
@@ -128,8 +128,64 @@ def _metric_doc(metric: MetricResult) -> dict[str, Any]:
         "threshold": metric.threshold,
         "status": metric.status.value if metric.status is not None else None,
         "explanation": metric.explanation,
-        "details": metric.details or None,
+        "details": (_without_nulls(metric.details) or None) if metric.details else None,
     }
+
+
+def _number_text(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value) if value != int(value) else f"{value:.1f}"
+    return str(value)
+
+
+def criterion_text(name: str, criterion: Any) -> str:
+    """A criterion of the config for people: `tool_trajectory_avg_score: EXACT match,
+    threshold 1.0` rather than its JSON."""
+    if isinstance(criterion, bool) or not isinstance(criterion, int | float | Mapping):
+        return f"{name}: {criterion}"
+    if not isinstance(criterion, Mapping):
+        return f"{name}: threshold {_number_text(criterion)}"
+    parts: list[str] = []
+    rest = dict(criterion)
+    if (match := rest.pop("match_type", None)) is not None:
+        parts.append(f"{match} match")
+    if (threshold := rest.pop("threshold", None)) is not None:
+        parts.append(f"threshold {_number_text(threshold)}")
+    judge = rest.pop("judge_model_options", None) or rest.pop("judge_model", None)
+    model = judge.get("judge_model") if isinstance(judge, Mapping) else judge
+    if model:
+        parts.append(f"judged by {model}")
+        if isinstance(judge, Mapping) and judge.get("num_samples"):
+            parts.append(f"{judge['num_samples']} samples")
+    for key, value in rest.items():
+        if value is None or value == {} or value == []:
+            continue
+        shown = _number_text(value) if isinstance(value, int | float | str) else "…"
+        parts.append(f"{key.replace('_', ' ')} {shown}")
+    return f"{name}: {', '.join(parts) or 'default settings'}"
+
+
+def _criteria_text(config: Mapping[str, Any], summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The run's criteria, one readable line each: from the stored config, or else the
+    thresholds its metric results carry."""
+    criteria = config.get("criteria")
+    if isinstance(criteria, Mapping) and criteria:
+        return [criterion_text(str(k), v) for k, v in criteria.items()]
+    return [
+        criterion_text(str(m["name"]), m["threshold"])
+        for m in summaries
+        if not m["informational"] and m["threshold"] is not None
+    ]
+
+
+def _without_nulls(value: Any) -> Any:
+    """`value` with None, empty mappings and empty lists left out, recursively."""
+    if isinstance(value, Mapping):
+        kept = {k: _without_nulls(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _turn_doc(turn: Turn | None) -> dict[str, Any] | None:
@@ -149,11 +205,16 @@ def _turn_doc(turn: Turn | None) -> dict[str, Any] | None:
                 ),
             }
         )
+    usage = turn.usage.model_dump(exclude_none=True) if turn.usage is not None else None
     return {
         "user": turn.user_input.text,
         "response": turn.final_response,
         "steps": steps,
         "latency": turn.latency_s,
+        "model_latency": turn.model_latency_s,
+        "tool_latency": turn.tool_latency_s,
+        "model_calls": turn.model_calls,
+        "usage": usage or None,
         "error": turn.error,
     }
 
@@ -234,6 +295,7 @@ def report_data(
     latencies = [v for c in result.cases if (v := _finite(c.latency_s)) is not None]
     repeated = pass_at_k(result)
     counts = {s.value: sum(c.status is s for c in result.cases) for s in Status}
+    summaries = [_metric_summary(name, result) for name in metrics]
     header = {
         "title": title or (getattr(run, "name", None) or "assay report"),
         "run_id": result.run_id,
@@ -245,6 +307,7 @@ def report_data(
         ),
         "agent": getattr(run, "agent", None),
         "criteria": config.get("criteria") or {},
+        "criteria_text": _criteria_text(config, summaries),
         "judges": _judge_models(config),
         "runs_per_case": run_count(result),
         "started": _when(getattr(run, "created_at", None)),
@@ -257,7 +320,7 @@ def report_data(
     }
     return {
         "header": header,
-        "metrics": [_metric_summary(name, result) for name in metrics],
+        "metrics": summaries,
         "latency": {
             "histogram": _histogram(latencies, 0.0, max(latencies, default=1.0)),
             "max": max(latencies, default=None),

@@ -3,12 +3,16 @@
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("assay-data").textContent);
-  var ROW_H = 30;
+  var ROW_H = 40;
   var root = document.getElementById("app");
   var state = { sort: null, desc: false, status: "", metric: "", cause: "", tool: "", q: "" };
   var byKey = {};
   D.cases.forEach(function (c, i) { c._i = i; byKey[c.key] = c; });
-  var metricNames = D.metrics.map(function (m) { return m.name; });
+  // A metric no case has a score for (token usage a recorded run did not report) is
+  // named once, not drawn as a card and a column of dashes.
+  var measured = D.metrics.filter(function (m) { return m.mean !== null || m.passed + m.failed + m.not_evaluated > 0; });
+  var unmeasured = D.metrics.filter(function (m) { return measured.indexOf(m) < 0; }).map(function (m) { return m.name; });
+  var metricNames = measured.map(function (m) { return m.name; });
   var multiSet = new Set(D.cases.map(function (c) { return c.set; })).size > 1;
   var multiRun = D.header.runs_per_case > 1;
 
@@ -40,7 +44,25 @@
   function num(v, digits) {
     return v === null || v === undefined ? "–" : Number(v).toFixed(digits === undefined ? 2 : digits);
   }
+  // Numbers for people: two decimals (seconds as ms / s / min), the full value in a tooltip.
+  function isSeconds(name) { return /duration|latency|seconds/.test(name || ""); }
+  function secs(v) {
+    if (v === null || v === undefined) return "–";
+    var a = Math.abs(v);
+    if (a < 0.001) return a === 0 ? "0 s" : "<1 ms";
+    if (a < 1) return Math.round(v * 1000) + " ms";
+    if (a < 60) return v.toFixed(2) + " s";
+    return Math.floor(v / 60) + " min " + Math.round(v % 60) + " s";
+  }
+  function human(v, name) { return isSeconds(name) ? secs(v) : num(v); }
+  function numEl(tag, v, name, cls) {
+    return el(tag, { class: cls, text: human(v, name), title: v === null || v === undefined ? null : String(v) });
+  }
   function json(v) { return JSON.stringify(v); }
+  function rounded(v) {
+    return JSON.stringify(v, function (k, x) { return typeof x === "number" && !Number.isInteger(x) ? Number(x.toPrecision(4)) : x; }, 2);
+  }
+  function breakable(name) { return name.replace(/_/g, "_\u200b"); }
   function caseHref(key) { return "#case/" + encodeURIComponent(key); }
   function statusBadge(s) { return el("span", { class: "badge " + s, text: s }); }
 
@@ -51,7 +73,7 @@
       ["run", (h.run_id || "not stored") + (h.name ? "  (" + h.name + ")" : "")],
       ["status", h.status], ["eval sets", h.eval_sets.join(", ")],
       ["agent", h.agent || "recorded responses"],
-      ["criteria", Object.keys(h.criteria).map(function (k) { return k + ": " + json(h.criteria[k]); }).join("; ") || metricNames.join(", ")],
+      ["criteria", (h.criteria_text || []).length ? el("ul", { class: "criteria" }, h.criteria_text.map(function (t) { return el("li", { text: t }); })) : null],
       ["judge models", h.judges.join(", ") || null], ["runs per case", String(h.runs_per_case)],
       ["started", h.started], ["finished", h.finished], ["assay", h.version], ["git commit", h.commit],
     ];
@@ -60,8 +82,10 @@
     if (h.pass_at_k) summary += "; pass@" + h.pass_at_k[0] + " " + num(h.pass_at_k[1]) + ", pass^" + h.pass_at_k[0] + " " + num(h.pass_at_k[2]);
     return el("header", null, el("h1", { text: h.title }),
       el("p", { class: "summary", id: "summary", text: summary }),
+      h.compare_previous ? el("p", null, el("a", { id: "compare-previous", href: h.compare_previous.href, text: "compare with the previous run of this eval set (" + h.compare_previous.label + ")" }))
+        : "compare_previous" in h ? el("p", { class: "muted", id: "compare-previous", text: "The first run of this eval set: no earlier run to compare with." }) : null,
       el("dl", { class: "facts" }, facts.filter(function (f) { return f[1]; }).map(function (f) {
-        return el("div", null, el("dt", { text: f[0] }), el("dd", { text: f[1] }));
+        return el("div", { class: "fact-" + f[0].replace(/ /g, "-") }, el("dt", { text: f[0] }), typeof f[1] === "string" ? el("dd", { text: f[1] }) : el("dd", null, f[1]));
       })));
   }
 
@@ -82,17 +106,19 @@
 
   function metricCards() {
     return el("section", { id: "metrics" }, el("h2", { text: "Metrics" }),
-      el("div", { class: "cards" }, D.metrics.map(function (m) {
+      el("div", { class: "cards" }, measured.map(function (m) {
         var rate = m.pass_rate === null ? "–" : Math.round(m.pass_rate * 100) + "%";
-        return el("div", { class: "card" + (m.failed ? " has-failures" : "") },
+        var counts = [[m.passed, "passed"], [m.failed, "failed"], [m.not_evaluated, "not evaluated"]].filter(function (c) { return c[0]; });
+        return el("div", { class: "card" + (m.failed ? " has-failures" : "") + (m.informational ? " informational" : ""), "data-metric": m.name },
           el("h3", { text: m.name }),
-          el("p", { class: "big", text: num(m.mean) }),
-          el("p", { text: "95% interval " + (m.ci95 ? "[" + num(m.ci95[0]) + ", " + num(m.ci95[1]) + "]" : "–") }),
-          el("p", { text: m.informational ? "informational" : "threshold " + num(m.threshold) + " · pass rate " + rate }),
-          el("p", { class: "muted", text: m.passed + " passed · " + m.failed + " failed · " + m.not_evaluated + " not evaluated" }),
-          histogram(m.histogram, "score distribution of " + m.name + " from " + num(m.range[0]) + " to " + num(m.range[1]), 220, 70),
-          el("p", { class: "axis-label", text: num(m.range[0]) + " … " + num(m.range[1]) }));
-      })));
+          numEl("p", m.mean, m.name, "big"),
+          m.ci95 ? el("p", { title: String(m.ci95) }, "95% interval [" + human(m.ci95[0], m.name) + ", " + human(m.ci95[1], m.name) + "]") : null,
+          el("p", { text: m.informational ? "informational: shown, never pass/fail" : "threshold " + num(m.threshold) + " · pass rate " + rate }),
+          counts.length ? el("p", { class: "muted", text: counts.map(function (c) { return c[0] + " " + c[1]; }).join(" · ") }) : null,
+          histogram(m.histogram, "score distribution of " + m.name + " from " + human(m.range[0], m.name) + " to " + human(m.range[1], m.name), 220, 70),
+          el("p", { class: "axis-label", text: human(m.range[0], m.name) + " … " + human(m.range[1], m.name) }));
+      })),
+      unmeasured.length ? el("p", { class: "muted", id: "unmeasured", text: "Not measured in this run: " + unmeasured.join(", ") }) : null);
   }
 
   function charts() {
@@ -106,10 +132,10 @@
     var lat = D.latency;
     return el("section", { id: "charts", class: "charts" },
       el("div", null, el("h3", { text: "Pass/fail per case" }), canvas),
-      el("div", null, el("h3", { text: "Latency (s)" }),
+      el("div", null, el("h3", { text: "Latency per case" }),
         lat.max === null ? el("p", { class: "muted", text: "no latency recorded" }) :
           el("div", null, histogram(lat.histogram, "latency distribution", 300, 70),
-            el("p", { class: "axis-label", text: "0 … " + num(lat.max) + " s · mean " + num(lat.mean) + " s" }))));
+            el("p", { class: "axis-label", title: "max " + lat.max + " s, mean " + lat.mean + " s", text: "0 … " + secs(lat.max) + " · mean " + secs(lat.mean) }))));
   }
 
   function filterLink(label, filters) {
@@ -140,13 +166,13 @@
   // -- case table (virtual) ---------------------------------------------------------------
   function columns() {
     var cols = [];
-    if (multiSet) cols.push({ key: "set", label: "eval set", w: "10rem" });
-    cols.push({ key: "id", label: "case", w: "16rem" });
+    if (multiSet) cols.push({ key: "set", label: "eval set", w: "9rem" });
+    cols.push({ key: "id", label: "case", w: "minmax(9rem, 14rem)" });
     if (multiRun) cols.push({ key: "run", label: "run", w: "3rem" });
-    cols.push({ key: "status", label: "status", w: "8.5rem" });
-    metricNames.forEach(function (m) { cols.push({ key: "m:" + m, label: m, w: "7rem", metric: m }); });
-    cols.push({ key: "latency", label: "latency", w: "5rem" });
-    cols.push({ key: "reason", label: "why", w: "36rem" });
+    cols.push({ key: "status", label: "status", w: "7.5rem" });
+    metricNames.forEach(function (m) { cols.push({ key: "m:" + m, label: breakable(m), w: "5.6rem", metric: m }); });
+    cols.push({ key: "latency", label: "latency", w: "5.2rem" });
+    cols.push({ key: "reason", label: "why", w: "minmax(18rem, 1fr)" });
     return cols;
   }
   var COLS = columns();
@@ -175,13 +201,13 @@
 
   function rowNode(c) {
     var cells = COLS.map(function (col) {
-      if (col.key === "id") return el("a", { href: caseHref(c.key), class: "cell case-link", text: c.id });
+      if (col.key === "id") return el("a", { href: caseHref(c.key), class: "cell case-link", title: c.id, text: c.id });
       if (col.key === "status") return el("span", { class: "cell" }, statusBadge(c.status));
       if (col.metric) {
         var v = c.scores[col.metric];
-        return el("span", { class: "cell num" + (c.failed.indexOf(col.metric) >= 0 ? " fail" : ""), text: v === undefined ? "" : num(v) });
+        return v === undefined ? el("span", { class: "cell" }) : numEl("span", v, col.metric, "cell num" + (c.failed.indexOf(col.metric) >= 0 ? " fail" : ""));
       }
-      if (col.key === "latency") return el("span", { class: "cell num", text: c.latency === null ? "" : num(c.latency) });
+      if (col.key === "latency") return c.latency === null ? el("span", { class: "cell" }) : el("span", { class: "cell num", title: String(c.latency), text: secs(c.latency) });
       if (col.key === "reason") return el("span", { class: "cell reason", title: c.reason || "", text: c.reason || "" });
       return el("span", { class: "cell", text: String(c[col.key]) });
     });
@@ -289,31 +315,77 @@
           el("td", null, el("span", { class: "mark " + r.mark, text: MARK_LABEL[r.mark] }), r.out_of_order ? el("span", { class: "mark order", text: "out of order" }) : null, wrongArgs));
       })));
   }
+  // Details of a score (nulls are already left out): numbers rounded, the exact JSON in the tooltip.
   function details(value) {
-    return el("pre", { class: "details", text: JSON.stringify(value, null, 2) });
+    return el("pre", { class: "details", title: JSON.stringify(value), text: rounded(value) });
   }
-  function stepsList(turn) {
-    if (!turn || !turn.steps.length) return null;
-    return el("details", null, el("summary", { text: turn.steps.length + " steps" }), el("ol", { class: "steps" }, turn.steps.map(function (s) {
-      return el("li", null, el("span", { class: "step-kind", text: s.kind }), " ", el("code", { text: json(s.value) }));
-    })));
+  // -- the conversation timeline: user turn, tool calls, tool results, agent reply ------
+  function toolError(response) {
+    if (response && typeof response === "object" && !Array.isArray(response) && response.error !== undefined && response.error !== null) {
+      return typeof response.error === "string" ? response.error : json(response.error);
+    }
+    return null;
   }
-  function invocationNode(inv, i) {
+  function resultText(response) {
+    if (response && typeof response === "object" && !Array.isArray(response) && Object.keys(response).length === 1 && response.output !== undefined) {
+      response = response.output;
+    }
+    return typeof response === "string" ? response : json(response);
+  }
+  function timing(v) { return v === null || v === undefined ? null : el("span", { class: "timing", title: v + " s", text: secs(v) }); }
+  function event(kind, who, body, seconds) {
+    return el("li", { class: "event " + kind }, el("span", { class: "who", text: who }), timing(seconds), el("div", { class: "what" }, body));
+  }
+  function stepEvent(step) {
+    var v = step.value || {};
+    if (step.kind === "tool_call") return event("tool-call", "tool call", callText(v));
+    if (step.kind === "tool_response") {
+      var failed = toolError(v.response);
+      return failed !== null
+        ? event("tool-result tool-error", v.name + " failed", el("span", { class: "error", text: failed }), v.latency_s)
+        : event("tool-result", v.name + " returned", el("code", { text: resultText(v.response) }), v.latency_s);
+    }
+    if (step.kind === "agent_message") return event("agent-message", (v.author || "agent") + " (intermediate)", v.text);
+    if (step.kind === "agent_transfer") return event("transfer", "transfer", "to " + v.target_agent);
+    if (step.kind === "variables_update") return event("variables", "variables updated", el("code", { text: json(v) }));
+    if (step.kind === "retrieval") { var n = (v.chunks || []).length; return event("retrieval", "retrieval", n + (n === 1 ? " chunk" : " chunks")); }
+    return event("other", step.kind, el("code", { text: json(v) }));
+  }
+  function turnTiming(a) {
+    if (!a || a.latency === null || a.latency === undefined) return null;
+    var parts = [secs(a.latency)];
+    if (a.model_latency !== null && a.model_latency !== undefined) parts.push("model " + secs(a.model_latency));
+    if (a.tool_latency !== null && a.tool_latency !== undefined) parts.push("tools " + secs(a.tool_latency));
+    if (a.model_calls !== null && a.model_calls !== undefined) parts.push(a.model_calls + " model calls");
+    if (a.usage) parts.push(a.usage.input_tokens + " tokens in, " + a.usage.output_tokens + " out");
+    return el("span", { class: "timing", title: "latency " + a.latency + " s", text: parts.join(" · ") });
+  }
+  function timeline(inv) {
     var a = inv.actual, e = inv.expected;
-    var scores = Object.keys(inv.scores).map(function (k) {
+    var user = (a || e || {}).user;
+    var events = [event("user", "user", user || el("span", { class: "muted", text: "(no text)" }))];
+    (a ? a.steps : []).forEach(function (s) { events.push(stepEvent(s)); });
+    if (a && a.error) events.push(event("agent-error", "agent error", el("span", { class: "error", text: a.error })));
+    events.push(event("agent-reply", "agent reply", a && a.response ? markedText(a.response, e && e.response) : el("span", { class: "muted", text: "no reply" }), a && a.latency));
+    return el("ol", { class: "timeline" }, events);
+  }
+  function invocationNode(inv, i, many, unmeasured) {
+    var a = inv.actual, e = inv.expected;
+    // A metric the case did not measure (named once above) is not repeated per turn.
+    var scores = Object.keys(inv.scores).filter(function (k) { var s = inv.scores[k]; return s.value !== null || (unmeasured.indexOf(k) < 0 && (s.explanation || s.details)); }).map(function (k) {
       var s = inv.scores[k];
-      return el("li", null, el("strong", { text: k }), " " + num(s.value), s.explanation ? el("span", { class: "rationale", text: " — " + s.explanation }) : null, s.details ? details(s.details) : null);
+      return el("li", null, el("strong", { text: k }), " ", numEl("span", s.value, k), s.explanation ? el("span", { class: "rationale", text: " — " + s.explanation }) : null, s.details ? details(s.details) : null);
     });
     return el("section", { class: "turn", id: "turn-" + (i + 1) },
-      el("h3", { text: "Turn " + (i + 1) + (inv.id ? " · " + inv.id : "") }),
-      el("div", { class: "bubble user" }, el("span", { class: "who", text: "user" }), (a || e || {}).user || ""),
-      callsTable(inv.calls),
-      el("div", { class: "responses" },
-        el("div", { class: "bubble agent" }, el("span", { class: "who", text: "expected response" }), e ? markedText(e.response, a && a.response) : el("span", { class: "muted", text: "none" })),
-        el("div", { class: "bubble agent" }, el("span", { class: "who", text: "actual response" }), a ? markedText(a.response, e && e.response) : el("span", { class: "muted", text: "no reply" }))),
-      a && a.error ? el("p", { class: "error", text: a.error }) : null,
-      stepsList(a),
-      scores.length ? el("ul", { class: "scores" }, scores) : null);
+      el("h3", null, "Turn " + (i + 1) + (inv.id ? " · " + inv.id : "") + " ", turnTiming(a)),
+      timeline(inv),
+      e ? el("h4", { text: "Against the reference" }) : null,
+      e ? callsTable(inv.calls) : null,
+      e ? el("div", { class: "responses" },
+        el("div", { class: "bubble agent" }, el("span", { class: "who", text: "expected response" }), markedText(e.response, a && a.response)),
+        el("div", { class: "bubble agent" }, el("span", { class: "who", text: "actual response" }), a ? markedText(a.response, e && e.response) : el("span", { class: "muted", text: "no reply" }))) : null,
+      // One turn: its scores are the case's (the table above); several: each turn's own.
+      many && scores.length ? el("ul", { class: "scores" }, scores) : null);
   }
   var ENDINGS = {
     stop_signal: "the simulated user ended the conversation (goal reached or given up)",
@@ -340,13 +412,20 @@
     root.textContent = "";
     if (!c) { root.appendChild(el("p", null, "No case " + key + ". ", el("a", { href: "#", text: "back to the run" }))); return; }
     var siblings = D.cases.filter(function (o) { return o.set === c.set && o.id === c.id && o.key !== c.key; });
-    var metrics = Object.keys(d.metrics).map(function (n) {
+    var shown = Object.keys(d.metrics).filter(function (n) { var m = d.metrics[n]; return m.score !== null || m.status; });
+    var hidden = Object.keys(d.metrics).filter(function (n) { return shown.indexOf(n) < 0; });
+    var metrics = shown.map(function (n) {
       var m = d.metrics[n];
-      return el("tr", { class: m.status || "" }, el("td", { text: n }), el("td", { class: "num", text: num(m.score) }), el("td", { class: "num", text: num(m.threshold) }),
-        el("td", null, m.status ? statusBadge(m.status) : "informational"), el("td", null, m.explanation || "", m.details ? details(m.details) : null));
+      return el("tr", { class: m.status || "" }, el("td", { text: n }), numEl("td", m.score, n, "num"), el("td", { class: "num", text: m.threshold === null ? "" : num(m.threshold) }),
+        el("td", null, m.status ? statusBadge(m.status) : "informational"), el("td", { class: "explanation" }, m.explanation || "", m.details ? details(m.details) : null));
     });
+    var prev = D.cases[c._i - 1], next = D.cases[c._i + 1];
+    var label = function (o) { return o.id + (multiRun ? " · run " + o.run : ""); };
     root.appendChild(el("article", { id: "case-page", "data-key": key },
-      el("p", null, el("a", { href: "#", id: "back", text: "← all cases" })),
+      el("p", { class: "case-nav" }, el("a", { href: "#", id: "back", text: "← all cases" }),
+        prev ? el("a", { href: caseHref(prev.key), id: "prev-case", title: "previous case", text: "‹ " + label(prev) }) : el("span", { class: "muted", text: "first case" }),
+        el("span", { class: "muted", text: (c._i + 1) + " of " + D.cases.length }),
+        next ? el("a", { href: caseHref(next.key), id: "next-case", title: "next case", text: label(next) + " ›" }) : el("span", { class: "muted", text: "last case" })),
       el("h1", null, c.id + (multiRun ? " · run " + c.run : ""), " ", statusBadge(c.status)),
       c.set ? el("p", { class: "muted", text: "eval set " + c.set }) : null,
       d.findings.length ? el("ul", { class: "findings" }, d.findings.map(function (f) {
@@ -359,7 +438,8 @@
         return el("a", { href: caseHref(s.key), class: "chip " + s.status, text: "run " + s.run + " " + s.status });
       })) : null,
       el("table", { class: "metric-table" }, el("thead", null, el("tr", null, ["metric", "score", "threshold", "status", "explanation"].map(function (h) { return el("th", { text: h }); }))), el("tbody", null, metrics)),
-      d.invocations.map(invocationNode)));
+      hidden.length ? el("p", { class: "muted", id: "not-measured", text: "Not measured: " + hidden.join(", ") }) : null,
+      d.invocations.map(function (inv, i) { return invocationNode(inv, i, d.invocations.length > 1, hidden); })));
     window.scrollTo(0, 0);
   }
 
