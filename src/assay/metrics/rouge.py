@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from assay.errors import ConfigError
+from assay.metrics import work
 from assay.metrics.porter import stem
 
 RougeType = Literal[
@@ -225,6 +226,7 @@ def rouge_lsum(target: Sequence[Sequence[str]], prediction: Sequence[Sequence[st
     can_counts: Counter[str] = Counter(t for s in prediction for t in s)
     hits = 0
     for sentence in target:
+        work.check()  # sentence pairs grow as the product of the sentence counts
         union = sorted(set().union(*(_lcs_indices(sentence, c) for c in prediction)))
         for token in (sentence[i] for i in union):
             # The guard keeps a token from counting more often than it occurs.
