@@ -122,3 +122,16 @@ def redact_url(url: str) -> str:
         netloc = f"{userinfo.partition(':')[0]}:{MASK}@{host}"
     query = _QUERY_SECRET.sub(rf"\g<1>{MASK}", "?" + parts.query)[1:] if parts.query else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_query(target: str) -> str:
+    """A request target (`/path?query`) as logs may show it: every query value masked
+    (a client may put its API key in any parameter)."""
+    path, sep, query = target.partition("?")
+    if not sep:
+        return target
+    masked = [
+        f"{name}={MASK}" if has_value else name
+        for name, has_value, _ in (p.partition("=") for p in query.split("&"))
+    ]
+    return f"{path}?{'&'.join(masked)}"

@@ -14,6 +14,7 @@ from fastapi.openapi.utils import get_openapi
 
 from assay.agents.base import Agent
 from assay.service import mcp_server, runs_api, schedules, wire
+from assay.service._logs import install_log_redaction
 from assay.service._threads import shorten_thread_turns
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from assay.service.context import ServiceContext
@@ -64,6 +65,7 @@ def create_app(
     `files_root`: the folder CES imports and exports may use (`file://` URIs under it);
     None refuses them, so a client cannot make the server read or write its files.
     """
+    install_log_redaction()  # no query string (an API key in `?key=`) in the logs
     ctx = ServiceContext(
         store=store,
         agent=agent,
