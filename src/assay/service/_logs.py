@@ -19,7 +19,9 @@ class QueryRedaction(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         if isinstance(args, tuple) and any(_is_target(a) for a in args):
-            record.args = tuple(redact_query(a) if _is_target(a) else a for a in args)
+            record.args = tuple(
+                redact_query(a) if isinstance(a, str) and _is_target(a) else a for a in args
+            )
         return True
 
 
