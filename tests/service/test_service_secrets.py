@@ -121,3 +121,21 @@ def test_a_stored_judge_error_shows_on_the_run_page_without_the_key(
         server.stop()
     assert "Bearer ***" in page.text, page.text[:2000]
     assert key not in page.text and key not in runs
+
+
+def test_no_docs_serves_no_cdn_pages(tmp_path: Path) -> None:
+    """`/docs` and `/redoc` load their scripts from a CDN without integrity hashes (for
+    development, docs/security.md); `--no-docs` turns them off, the schema stays."""
+    store = f"sqlite:///{tmp_path / 'assay.db'}"
+    server = CliServe(store, tmp_path / "serve.log", "--no-auth", cwd=tmp_path)
+    try:
+        assert "cdn.jsdelivr.net" in httpx.get(server.base_url + "/docs").text
+    finally:
+        server.stop()
+    server = CliServe(store, tmp_path / "serve.log", "--no-auth", "--no-docs", cwd=tmp_path)
+    try:
+        assert httpx.get(server.base_url + "/docs").status_code == 404
+        assert httpx.get(server.base_url + "/redoc").status_code == 404
+        assert httpx.get(server.base_url + "/openapi.json").status_code == 200
+    finally:
+        server.stop()

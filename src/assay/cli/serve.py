@@ -99,6 +99,13 @@ def serve_command(
             "under it); default: none, the server touches no files for its clients.",
         ),
     ] = None,
+    no_docs: Annotated[
+        bool,
+        typer.Option(
+            "--no-docs",
+            help="Serve no /docs and /redoc pages (they load their scripts from a CDN).",
+        ),
+    ] = False,
     workers: Annotated[
         int,
         typer.Option(
@@ -184,6 +191,7 @@ def serve_command(
                     rate_burst=rate_burst,
                     judge_model=judge_model,
                     files_root=str(files_root.resolve()) if files_root is not None else None,
+                    api_docs=not no_docs,
                 )
             else:
                 app = create_app(
@@ -198,6 +206,7 @@ def serve_command(
                     rate_burst=rate_burst,
                     judge_model=judge_model,
                     files_root=files_root,
+                    api_docs=not no_docs,
                 )
                 grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:
@@ -208,7 +217,7 @@ def serve_command(
     processes = f"; {workers} worker processes" if workers > 1 else ""
     err.print(
         f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
-        "API docs at /docs)",
+        f"{'no API docs pages' if no_docs else 'API docs at /docs'})",
         soft_wrap=True,
     )
     if workers > 1:

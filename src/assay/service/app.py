@@ -47,6 +47,7 @@ def create_app(
     rate_burst: int | None = None,
     judge_model: str | None = None,
     files_root: str | Path | None = None,
+    api_docs: bool = True,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -64,6 +65,8 @@ def create_app(
     what the service itself is asked to judge (Vertex's pointwise and pairwise metrics).
     `files_root`: the folder CES imports and exports may use (`file://` URIs under it);
     None refuses them, so a client cannot make the server read or write its files.
+    `api_docs=False` serves no `/docs` and `/redoc` pages (they load their scripts from a
+    CDN; `/openapi.json` stays).
     """
     install_log_redaction()  # no query string (an API key in `?key=`) in the logs
     ctx = ServiceContext(
@@ -92,6 +95,8 @@ def create_app(
         description=DESCRIPTION,
         version="1",
         lifespan=lifespan,
+        docs_url="/docs" if api_docs else None,
+        redoc_url="/redoc" if api_docs else None,
     )
     app.state.ctx = ctx
     app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]

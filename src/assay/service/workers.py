@@ -38,6 +38,7 @@ class ServeSettings(BaseModel):
     rate_burst: int | None = Field(default=None, ge=1)
     judge_model: str | None = None
     files_root: str | None = None
+    api_docs: bool = True
 
 
 def app_from_environment() -> FastAPI:
@@ -70,6 +71,7 @@ def app_from_environment() -> FastAPI:
             rate_burst=settings.rate_burst,
             judge_model=settings.judge_model,
             files_root=settings.files_root,
+            api_docs=settings.api_docs,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc
