@@ -11,8 +11,8 @@ shown and stored as `redact_url` gives them.
 
 - every credential assay was given to send (`remember`: the API keys handed to a model
   SDK, a URL's password and secret query values) and the values of environment
-  variables named like credentials (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, ...), which the
-  SDKs send on their own; each also percent-encoded;
+  variables named like credentials (`*_API_KEY`, `*_TOKEN`, `*_SECRET`), which the
+  SDKs send on their own (12 characters or more); each also percent-encoded;
 - what looks like one whatever its value: `Bearer ...` / `Basic ...`, `api-key: ...`
   style headers, the password of a URL, secret query parameters (`key`, `token`,
   `api_key`, `sig`, ...).
@@ -41,13 +41,17 @@ _SECRET_PARAM = (
 )
 _QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_PARAM}=)[^&#\s\"'<>]+", re.IGNORECASE)
 _USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^@/\s\"'<>]+@", re.IGNORECASE)
-_SCHEME_TOKEN = re.compile(r"\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE)
+_SCHEME_TOKEN = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{4,})", re.IGNORECASE)
+_CREDENTIAL_LIKE = re.compile(r"[0-9._~+/=-]|[a-z].*[A-Z]|[A-Z].*[a-z]")
+"""A digit or symbol, or mixed case: a token, not a word ("Token limit", "Basic plan")."""
 _HEADER = re.compile(
     r"((?:x-goog-api-key|x-api-key|api-key|apikey|authorization)[\"']?\s*[:=]\s*[\"']?)"
     r"(?!Bearer\b|Basic\b|Token\b)[^\s\"',;}]+",
     re.IGNORECASE,
 )
-_ENV_SECRET = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_ENV_SECRET = re.compile(r"(API_?KEY|TOKEN|SECRET)$", re.IGNORECASE)
+ENV_MIN_LENGTH = 12
+"""Environment values shorter than this are not masked (real API keys are longer)."""
 
 _lock = threading.Lock()
 _remembered: set[str] = set()
@@ -68,7 +72,7 @@ def url_secrets(url: str) -> list[str]:
         password = parts.password
     except ValueError:
         return []
-    found = [password] if password else []
+    found = [password, unquote(password)] if password else []
     pattern = re.compile(rf"{_SECRET_PARAM}$", re.IGNORECASE)
     found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if pattern.match(k)]
     return [s for s in found if s]
@@ -93,7 +97,7 @@ def _known() -> list[str]:
     with _lock:
         values = set(_remembered)
     for name, value in os.environ.items():
-        if _ENV_SECRET.search(name) and len(value) >= MIN_LENGTH:
+        if _ENV_SECRET.search(name) and len(value) >= ENV_MIN_LENGTH:
             values.add(value)
     return sorted(values, key=len, reverse=True)
 
@@ -105,8 +109,15 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     text = _USERINFO.sub(rf"\g<1>{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\g<1>{MASK}", text)
-    text = _SCHEME_TOKEN.sub(rf"\g<1>\g<2>{MASK}", text)
+    text = _SCHEME_TOKEN.sub(_scheme_token, text)
     return _HEADER.sub(rf"\g<1>{MASK}", text)
+
+
+def _scheme_token(match: re.Match[str]) -> str:
+    scheme, space, token = match.groups()
+    if not _CREDENTIAL_LIKE.search(token[1:] if token[:1].isupper() else token):
+        return match.group(0)
+    return f"{scheme}{space}{MASK}"
 
 
 def redact_url(url: str) -> str:
