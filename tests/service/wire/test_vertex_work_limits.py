@@ -8,6 +8,8 @@ and scoring runs in a bounded thread pool while the event loop serves other clie
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 import threading
 import time
@@ -132,3 +134,30 @@ def test_count_is_at_least_every_metric_s_tokens() -> None:
         counted = count_tokens(text)
         assert counted >= len(rouge_tokens(text, use_stemmer=False)), text
         assert counted >= len(tokenize_13a(text)), text
+
+
+def test_a_judge_prompt_repeating_a_long_variable_is_refused_before_it_is_built() -> None:
+    """`{response}` 100,000 times over a 1,000-word response would be a 500 MB prompt."""
+    from assay.service.context import ServiceContext
+    from assay.service.wire import vertex_judged
+    from assay.store import Store
+
+    instance = json.dumps({"response": "word " * 1_000})
+    body = {
+        "metricSpec": {"metricPromptTemplate": "Rate {response}" * 100_000},
+        "instance": {"jsonInstance": instance},
+    }
+    with Store.open("sqlite://") as store:
+        ctx = ServiceContext(store=store, judge_model="openai:judge-1")
+        with pytest.raises(InvalidArgument) as caught:
+            asyncio.run(vertex_judged.evaluate(ctx, vertex_judged.POINTWISE, body))
+        assert "pointwise_metric_input.metric_spec.metric_prompt_template" in str(
+            caught.value.payload()
+        )
+        assert "over 50,000 tokens, the limit per instance" in str(caught.value)
+        many = {
+            "metrics": [{"llmBasedMetricSpec": {"metricPromptTemplate": "{response}"}}] * 1_001,
+            "instance": {"response": {"text": "ok"}},
+        }
+        with pytest.raises(InvalidArgument, match="1,001 metrics, over the limit"):
+            asyncio.run(vertex_judged.evaluate_metrics(ctx, many))
