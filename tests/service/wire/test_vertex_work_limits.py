@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from cli_serve import CliServe
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.metrics.rouge import rouge
 from assay.service.errors import InvalidArgument
@@ -161,3 +163,27 @@ def test_a_judge_prompt_repeating_a_long_variable_is_refused_before_it_is_built(
         }
         with pytest.raises(InvalidArgument, match="1,001 metrics, over the limit"):
             asyncio.run(vertex_judged.evaluate_metrics(ctx, many))
+
+
+_words = st.lists(st.sampled_from(["a", "b.", "cat", "x1", "-", "é", "\n", "日本", "a.a"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(_words, _words), min_size=1, max_size=4),
+    kind=st.sampled_from(["rouge1", "rougeL", "rougeLsum"]),
+    per_instance=st.integers(1, 40),
+    per_request=st.integers(1, 80),
+)
+def test_every_request_is_scored_exactly_or_refused_naming_a_limit(
+    pairs: list[tuple[list[str], list[str]]], kind: str, per_instance: int, per_request: int
+) -> None:
+    texts = [(" ".join(p), " ".join(r)) for p, r in pairs]
+    limits = WorkLimits(max_tokens_per_instance=per_instance, max_tokens_per_request=per_request)
+    try:
+        answer = evaluate_instances(_rouge_body(texts, kind), limits)
+    except InvalidArgument as exc:
+        assert "the limit per" in str(exc), exc
+        return
+    scores = [v["score"] for v in answer["rougeResults"]["rougeMetricValues"]]
+    assert scores == [rouge(r, p, kind).fmeasure for p, r in texts]  # type: ignore[arg-type]
