@@ -62,6 +62,8 @@ def test_a_remembered_key_is_masked_wherever_it_is_quoted(
         "Token limit exceeded: 4096 tokens",
         "Basic plan has no access to this model",
         "Bearer tokens are required for this endpoint",
+        "send Bearer tokens.",
+        "Basic auth-only endpoint",
         "the model gpt-4o-mini is not available at http://127.0.0.1:8080/v1?stream=true",
         "rate limited; retry after 2 s",
     ],

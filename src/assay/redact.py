@@ -42,8 +42,9 @@ _SECRET_PARAM = (
 _QUERY_SECRET = re.compile(rf"([?&;]{_SECRET_PARAM}=)[^&#\s\"'<>]+", re.IGNORECASE)
 _USERINFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@\"'<>]*:)[^@/\s\"'<>]+@", re.IGNORECASE)
 _SCHEME_TOKEN = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=-]{4,})", re.IGNORECASE)
-_CREDENTIAL_LIKE = re.compile(r"[0-9._~+/=-]|[a-z].*[A-Z]|[A-Z].*[a-z]")
-"""A digit or symbol, or mixed case: a token, not a word ("Token limit", "Basic plan")."""
+_CREDENTIAL_LIKE = re.compile(r"[0-9_~+/=]|[a-z].*[A-Z]|[A-Z].*[a-z]")
+"""A digit or symbol, or mixed case: a token, not a word ("Token limit", "Basic plan",
+"Bearer tokens.", "Basic auth-only")."""
 _HEADER = re.compile(
     r"((?:x-goog-api-key|x-api-key|api-key|apikey|authorization)[\"']?\s*[:=]\s*[\"']?)"
     r"(?!Bearer\b|Basic\b|Token\b)[^\s\"',;}]+",

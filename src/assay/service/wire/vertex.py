@@ -356,7 +356,6 @@ _LIMITER = "vertex.scoring_limiter"
 
 
 async def _endpoint(request: Request) -> Response:
-
     try:
         raw = await request.body()
         try:
