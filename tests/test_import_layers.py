@@ -17,7 +17,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
 
 FLOORS: list[set[str]] = [
-    {"errors", "_version", "_native", "_lazy", "_malloc"},
+    {"errors", "_version", "_native", "_lazy", "_malloc", "redact"},
     {"model"},
     # Calling models: backends, the per-run registry of limits and retries, the reply
     # cache, reading model APIs' answers (below every caller).

@@ -37,6 +37,7 @@ from assay.engine.replay import RunMethod
 from assay.formats._common import gc_paused
 from assay.model.core import Persona
 from assay.model.results import EvalResult
+from assay.redact import redact_url
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ async def aevaluate(
         simulator=simulator_options(user_model, simulator, personas),
     )
     judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
-    agent_label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
+    agent_label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
         mlflow=mlflow, mlflow_experiment=mlflow_experiment, adk_history=adk_history,

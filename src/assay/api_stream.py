@@ -30,6 +30,7 @@ from assay.agents.tools import ToolBehavior
 from assay.engine.replay import RunMethod
 from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult, Status
+from assay.redact import redact_url
 
 if TYPE_CHECKING:
     from assay.config import EvalConfig
@@ -130,7 +131,7 @@ async def aevaluate_streamed(
     )
     adapter = resolve_agent(agent)
     assert adapter is not None
-    label = agent if isinstance(agent, str) else getattr(adapter, "name", None)
+    label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     # The loaded run's identity, so either resumes the other's interrupted run.
     planned = RunSession(
         (),

@@ -61,6 +61,7 @@ from assay.model.core import (
 )
 from assay.models.http import retry_after_seconds
 from assay.models.registry import ModelRegistry, pacing_in_run
+from assay.redact import redact_url, remember, remember_url
 
 #: calls in flight to the endpoint outside a run: no bound of its own (the limiter
 #: still pauses on Retry-After and halves on 429 / 5xx)
@@ -228,15 +229,23 @@ class HttpAgent:
         name: str | None = None,
         max_retries: int = 2,
     ) -> None:
+        # The URL's password and secret query values are sent, never shown (issue #31).
+        shown = self.shown = redact_url(url)
+        remember_url(url)
+        for value in (headers or {}).values():
+            remember(value)
+            remember(value.partition(" ")[2] or None)  # "Bearer TOKEN"
         if not url.startswith(("http://", "https://")):
-            raise AgentError(f"HTTP agent URL must start with http:// or https://, got {url!r}")
+            raise AgentError(f"HTTP agent URL must start with http:// or https://, got {shown!r}")
         if timeout_s <= 0:
-            raise AgentError(f"HTTP agent {url}: timeout must be positive, got {timeout_s}")
+            raise AgentError(f"HTTP agent {shown}: timeout must be positive, got {timeout_s}")
         self.url = url
-        self.name = name or url
+        self.name = name or shown
         self.timeout_s = timeout_s
         if max_retries < 0:
-            raise AgentError(f"HTTP agent {url}: max_retries must be 0 or more, got {max_retries}")
+            raise AgentError(
+                f"HTTP agent {shown}: max_retries must be 0 or more, got {max_retries}"
+            )
         self.max_retries = max_retries
         # Outside a run the agent paces itself; in a run its endpoint's pacing is the
         # run's (assay.models.registry), shared with any other caller of the same URL.
@@ -259,16 +268,16 @@ class HttpAgent:
             except httpx.TimeoutException:
                 limiter.release(permit, ok=False)
                 raise AgentError(
-                    f"HTTP agent {self.url} did not answer within {self.timeout_s:g}s"
+                    f"HTTP agent {self.shown} did not answer within {self.timeout_s:g}s"
                 ) from None
             except httpx.RemoteProtocolError as exc:
                 # It was reached, then broke off (a crash mid-call): not an address problem.
                 raise AgentError(
-                    f"HTTP agent {self.url} dropped the connection before a complete reply: {exc}"
+                    f"HTTP agent {self.shown} dropped the connection before a complete reply: {exc}"
                 ) from None
             except httpx.HTTPError as exc:
                 limiter.release(permit, ok=False)
-                raise AgentError(f"HTTP agent {self.url} could not be reached: {exc}") from None
+                raise AgentError(f"HTTP agent {self.shown} could not be reached: {exc}") from None
             except BaseException:
                 limiter.release(permit, ok=False)
                 raise
@@ -286,7 +295,7 @@ class HttpAgent:
                 break
             if not retry.should_retry(attempt, True) or (asked or 0) > MAX_RETRY_AFTER_S:
                 raise QuotaExhaustedError(
-                    f"HTTP agent {self.url} kept answering 429 Too Many Requests "
+                    f"HTTP agent {self.shown} kept answering 429 Too Many Requests "
                     f"({attempt + 1} attempt(s)): {response.text[:300]}"
                 )
             await asyncio.sleep(retry.delay(attempt + 1, asked))
@@ -296,14 +305,14 @@ class HttpAgent:
         status = f"{response.status_code} {response.reason_phrase}".strip()
         if not response.is_success:
             raise AgentError(
-                f"HTTP agent {self.url} answered {status}: {response.text[:300]}",
+                f"HTTP agent {self.shown} answered {status}: {response.text[:300]}",
                 remote=response.text[:REMOTE_BODY_CHARS],
             )
         try:
             data = response.json()
         except ValueError:
             raise AgentError(
-                f"HTTP agent {self.url} answered {status} with a body that is not JSON: "
+                f"HTTP agent {self.shown} answered {status} with a body that is not JSON: "
                 f"{response.text[:120]!r}",
                 remote=response.text[:REMOTE_BODY_CHARS],
             ) from None
@@ -314,7 +323,7 @@ class HttpAgent:
                 f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()
             )
             raise AgentError(
-                f"HTTP agent {self.url} answered {status} with a reply that does not follow "
+                f"HTTP agent {self.shown} answered {status} with a reply that does not follow "
                 f"the assay HTTP agent contract (docs/http-agent.md): {problems}"
             ) from None
 

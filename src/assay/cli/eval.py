@@ -49,6 +49,7 @@ from assay.cli.common import (
 from assay.engine.selection import CaseSelection
 from assay.errors import ConfigError
 from assay.model.results import Status
+from assay.redact import redact_url
 
 if TYPE_CHECKING:
     from assay.config import EvalConfig
@@ -467,7 +468,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         judges=req.judges,
         store=db,
         config=config_doc,
-        agent_label=req.agent,
+        agent_label=redact_url(req.agent) if req.agent else None,
         persona_source=str(req.persona_file) if req.persona_file is not None else None,
         selection=req.selection.describe() if req.selection.active else None,
         run_extra={"prices_file": req.prices_file} if req.prices_file is not None else None,
@@ -540,6 +541,7 @@ def _sinks(
     from assay.interop.sinks import SinkOptions, interop_sinks
     from assay.session.sinks import ReportFiles
 
+    shown = redact_url(req.agent) if req.agent else None  # no password or token (#31)
     files = ReportFiles(
         out=out,
         junit=junit,
@@ -547,13 +549,13 @@ def _sinks(
         html=req.html,
         eval_set_files={e.id: str(f) for e, f in zip(evalsets, req.data, strict=True)},
         name=req.name,
-        agent=req.agent,
+        agent=shown,
         config=config_doc,
         runs=req.options.runs or 1,
     )
     params = {
         "eval_sets": [e.id for e in evalsets],
-        "agent": req.agent,
+        "agent": shown,
         "criteria": config_doc.get("criteria"),
         "judge_model": req.judges.model,
         "runs": req.options.runs,
@@ -697,7 +699,7 @@ def _run_streamed(
                 {"prices_file": req.prices_file} if req.prices_file is not None else None,
             ),
         },
-        "agent": req.agent,
+        "agent": redact_url(req.agent) if req.agent else None,
     }
     progress = _progress_for(req, err)
     # This process is the `assay` program's own: its batches' buffers are kept for the

@@ -100,6 +100,13 @@ def serve_command(
             "under it); default: none, the server touches no files for its clients.",
         ),
     ] = None,
+    no_docs: Annotated[
+        bool,
+        typer.Option(
+            "--no-docs",
+            help="Serve no /docs and /redoc pages (they load their scripts from a CDN).",
+        ),
+    ] = False,
     workers: Annotated[
         int,
         typer.Option(
@@ -186,6 +193,7 @@ def serve_command(
                     judge_model=judge_model,
                     files_root=str(files_root.resolve()) if files_root is not None else None,
                     ui_secret=secrets.token_hex(32),  # one /ui session secret for all
+                    api_docs=not no_docs,
                 )
             else:
                 app = create_app(
@@ -200,6 +208,7 @@ def serve_command(
                     rate_burst=rate_burst,
                     judge_model=judge_model,
                     files_root=files_root,
+                    api_docs=not no_docs,
                 )
                 grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:
@@ -210,7 +219,8 @@ def serve_command(
     processes = f"; {workers} worker processes" if workers > 1 else ""
     err.print(
         f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
-        f"API docs at /docs; the runs in a browser at http://{shown}:{port}/ui)",
+        f"{'no API docs pages' if no_docs else 'API docs at /docs'}; "
+        f"the runs in a browser at http://{shown}:{port}/ui)",
         soft_wrap=True,
     )
     if workers > 1:

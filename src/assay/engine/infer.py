@@ -33,6 +33,7 @@ from assay.agents.tools import ToolHook
 from assay.errors import AgentError, QuotaExhaustedError
 from assay.model.core import EvalCase, Step, Turn
 from assay.model.error_types import ErrorType
+from assay.redact import redact
 
 
 @dataclass(slots=True)
@@ -139,9 +140,10 @@ def agent_traceback(exc: BaseException) -> str:
 
 def failure_of(exc: BaseException) -> tuple[str, ErrorType]:
     """(message, CES error type) for an exception the agent under test raised."""
+    # An agent's error may quote the credentials it was called with (issue #31).
     if isinstance(exc, QuotaExhaustedError):
-        return f"quota exhausted: {exc}", ErrorType.QUOTA_EXHAUSTED
-    return f"agent raised {type(exc).__name__}: {exc}", ErrorType.RUNTIME_FAILURE
+        return redact(f"quota exhausted: {exc}"), ErrorType.QUOTA_EXHAUSTED
+    return redact(f"agent raised {type(exc).__name__}: {exc}"), ErrorType.RUNTIME_FAILURE
 
 
 async def guarded(

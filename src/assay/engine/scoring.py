@@ -24,6 +24,7 @@ from assay.model.results import (
     Score,
 )
 from assay.model.verdict import case_status
+from assay.redact import redact
 
 NO_RESPONSE_REASON = "no agent given and the case has no recorded response"
 
@@ -41,7 +42,7 @@ def _calculation_failure(metric: Metric, exc: Exception) -> MetricResult:
     return metric.make_result(
         None,
         [],
-        explanation=f"{ErrorType.METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}",
+        explanation=redact(f"{ErrorType.METRIC_CALCULATION_FAILURE}: {type(exc).__name__}: {exc}"),
         error_type=ErrorType.METRIC_CALCULATION_FAILURE,
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.redact import remember_url
 
 if TYPE_CHECKING:
     from assay.models.types import ModelBackend
@@ -134,6 +135,8 @@ def make_backend(
         # The SDK is there but something it needs is not (or is too old).
         raise ConfigError(f"{missing_sdk_message(spec.backend)} ({exc})") from exc
     factory: Any = module.create_backend
+    if base_url is not None:
+        remember_url(base_url)  # a key in the URL is masked in what the endpoint answers
     backend: ModelBackend = factory(
         spec.name, base_url=base_url, api_key=api_key, config=config, timeout_s=timeout_s
     )

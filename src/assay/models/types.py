@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from assay.errors import AssayError, ConfigError
+from assay.redact import redact
 
 # Accepted spellings of each setting: ours, camelCase, and the names ADK's
 # `judge_model_config` and the Gemini SDK use for the same thing.
@@ -115,6 +116,8 @@ class ModelCallError(AssayError):
         status: int | None = None,
         retry_after: float | None = None,
     ) -> None:
+        # What an endpoint answers may quote the credentials it was sent (issue #31).
+        message = redact(message)
         super().__init__(message)
         self.message = message
         self.retryable = retryable

@@ -14,6 +14,7 @@ from fastapi.openapi.utils import get_openapi
 
 from assay.agents.base import Agent
 from assay.service import mcp_server, runs_api, schedules, wire
+from assay.service._logs import install_log_redaction
 from assay.service._threads import shorten_thread_turns
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
 from assay.service.context import ServiceContext
@@ -48,6 +49,7 @@ def create_app(
     judge_model: str | None = None,
     files_root: str | Path | None = None,
     ui_secret: bytes | None = None,
+    api_docs: bool = True,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -67,7 +69,10 @@ def create_app(
     None refuses them, so a client cannot make the server read or write its files.
     `ui_secret` signs the viewer's session cookies (`ui_session`); None: a random one,
     so sessions end when the server does (`assay serve --workers` shares one).
+    `api_docs=False` serves no `/docs` and `/redoc` pages (they load their scripts from a
+    CDN; `/openapi.json` stays).
     """
+    install_log_redaction()  # no query string (an API key in `?key=`) in the logs
     ctx = ServiceContext(
         store=store,
         agent=agent,
@@ -94,6 +99,8 @@ def create_app(
         description=DESCRIPTION,
         version="1",
         lifespan=lifespan,
+        docs_url="/docs" if api_docs else None,
+        redoc_url="/redoc" if api_docs else None,
     )
     app.state.ctx = ctx
     app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]

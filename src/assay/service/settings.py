@@ -10,6 +10,8 @@ none and are version 1).
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -79,3 +81,35 @@ class ServiceRunSettings(BaseModel):
     def document(self) -> dict[str, Any]:
         """The stored form (camelCase; unset optional fields left out, as before)."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# -- Work per request (issue #31) ---------------------------------------------------------
+# Limits on the text a request may ask the server to score, and on the CPU it may use.
+# Answered 400 INVALID_ARGUMENT naming the field and the limit (docs/security.md).
+
+
+@dataclass(frozen=True)
+class WorkLimits:
+    """How much scoring one request may ask for (Vertex `evaluateInstances`)."""
+
+    max_tokens_per_instance: int = 50_000
+    """Tokens in one instance's text fields together (prediction, reference, ...)."""
+    max_tokens_per_request: int = 500_000
+    """Tokens in all the instances of one request together."""
+    max_instances_per_request: int = 1_000
+    cpu_seconds_per_request: float = 30.0
+    """CPU time one request's scoring may take (checked between instances and inside the
+    metrics whose work outgrows their input, rougeLsum's sentence pairs)."""
+    scoring_threads: int = 2
+    """Requests scored at once; the others wait their turn (the event loop never scores)."""
+
+
+WORK_LIMITS = WorkLimits()
+
+_TOKEN = re.compile(r"[a-z0-9]+|[^a-z0-9\s]", re.IGNORECASE)
+
+
+def count_tokens(text: str) -> int:
+    """Tokens as the limits count them: runs of ASCII letters and digits, and every
+    other character but white space on its own (at least what any text metric makes)."""
+    return sum(1 for _ in _TOKEN.finditer(text))

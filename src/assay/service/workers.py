@@ -40,6 +40,7 @@ class ServeSettings(BaseModel):
     files_root: str | None = None
     #: hex of the secret signing the viewer's session cookies (the same in every worker)
     ui_secret: str | None = None
+    api_docs: bool = True
 
 
 def app_from_environment() -> FastAPI:
@@ -73,6 +74,7 @@ def app_from_environment() -> FastAPI:
             judge_model=settings.judge_model,
             files_root=settings.files_root,
             ui_secret=bytes.fromhex(settings.ui_secret) if settings.ui_secret else None,
+            api_docs=settings.api_docs,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

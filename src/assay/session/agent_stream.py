@@ -43,6 +43,7 @@ from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
+from assay.redact import redact
 from assay.session.streaming import StreamOutcome, StreamSettings
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ class AgentStreamingRun(StreamSettings):
             self._end(outcome, writers, window)
             raise
         except BaseException as exc:
-            self._session.mark_error(f"{type(exc).__name__}: {exc}")
+            self._session.mark_error(redact(f"{type(exc).__name__}: {exc}"))
             writers.discard()
             raise
         self._end(outcome, writers, window)

@@ -30,6 +30,7 @@ from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.options import RunOptions
 from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult
+from assay.redact import redact
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import FinishedRun, RunSink
 from assay.store.exceptions import store_unavailable
@@ -328,7 +329,7 @@ class RunSession:
                 # database came back a moment later would turn an outage into a failed run.
                 await self._blocking(self._close_abandoned)
                 raise
-            message = f"{type(exc).__name__}: {exc}"
+            message = redact(f"{type(exc).__name__}: {exc}")
             await self._blocking(lambda: self.mark_error(message))
             raise
         self._finished = True

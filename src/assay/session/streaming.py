@@ -39,6 +39,7 @@ from assay.formats._common import gc_paused
 from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
+from assay.redact import redact
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
@@ -278,7 +279,7 @@ class StreamingRun(StreamSettings):
             outcome.interrupted = True
         except BaseException as exc:
             outputs.close()
-            self._session.mark_error(f"{type(exc).__name__}: {exc}")
+            self._session.mark_error(redact(f"{type(exc).__name__}: {exc}"))
             if json_writer is not None:
                 json_writer.discard()
             if spool is not None:

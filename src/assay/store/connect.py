@@ -9,6 +9,7 @@ psycopg 3 driver (`pip install -e '.[postgres]'`).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -118,6 +119,33 @@ def create_store_engine(url: URL) -> Engine:
         raise StoreError(_POSTGRES_DRIVER_HINT) from exc
 
 
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def _private_store_file(path: Path) -> None:
+    """Create the store's folder (0700) and file (0600) when missing (issue #31).
+
+    The store holds API-key hashes, the page-token signing key and every result: no
+    other local user may read it, whatever the umask. SQLite gives its `-wal` and
+    `-shm` files the database file's permissions, so they are 0600 too. Folders and
+    files that already exist keep their permissions (a store shared on purpose stays
+    shared; `chmod -R go= .assay` tightens an older one).
+    """
+    folder = path.parent
+    try:
+        folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store folder {folder}: {exc}") from exc
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.close(os.open(path, flags, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot create the store file {path}: {exc}") from exc
+
+
 def _sqlite_engine(url: URL) -> Engine:
     database = url.database or ""
     in_memory = database in ("", ":memory:")
@@ -128,11 +156,7 @@ def _sqlite_engine(url: URL) -> Engine:
         kwargs = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
     else:
         if not database.startswith("file:"):
-            folder = Path(database).expanduser().resolve().parent
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the store folder {folder}: {exc}") from exc
+            _private_store_file(Path(database).expanduser().resolve())
             queue = queue_for(str(Path(database).expanduser().resolve()), SQLITE_BUSY_TIMEOUT_S)
         kwargs = {
             "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S, "factory": QueuedConnection},

@@ -33,6 +33,7 @@ from assay.models.http import error_detail as error_detail
 from assay.models.http import is_retryable_status as is_retryable_status
 from assay.models.http import retry_after_seconds as retry_after_seconds
 from assay.models.types import BackendReply, GenerationSettings, ModelCallError
+from assay.redact import remember
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ def api_key_or_placeholder(
     stand-in, which needs no key).
     """
     if api_key is not None or configured:
+        remember(api_key)  # masked in whatever an endpoint answers (assay.redact)
         return api_key
     if own_endpoint:
         raise ConfigError(missing)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from assay.errors import AssayError
 from assay.judges.client import JudgePool
+from assay.redact import redact
 from assay.service.errors import FailedPrecondition, ServiceError
 
 T = TypeVar("T")
@@ -62,9 +63,9 @@ async def ask(
             retry = {"role": "user", "content": "Answer with the JSON object only."}
             messages = [*messages, {"role": "assistant", "content": last}, retry]
     except AssayError as exc:
-        raise Unavailable(f"the judge {model} failed: {exc}") from None
+        raise Unavailable(redact(f"the judge {model} failed: {exc}")) from None
     finally:
         await pool.aclose()
     raise Unavailable(
-        f"the judge {model} did not answer in the asked shape; it said: {last[:300]!r}"
+        redact(f"the judge {model} did not answer in the asked shape; it said: {last[:300]!r}")
     )

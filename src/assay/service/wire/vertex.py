@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -27,9 +29,12 @@ from starlette.routing import Route
 from assay.engine.scoring import aligned_expected, safe_score
 from assay.errors import AssayError
 from assay.formats import vertex
+from assay.metrics import work
 from assay.metrics.registry import build_metric, metric_names
 from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
+from assay.service.context import ServiceContext
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
+from assay.service.settings import WORK_LIMITS, WorkLimits, count_tokens
 from assay.service.wire import vertex_judged
 
 _TEXT = ("prediction", "reference")
@@ -221,8 +226,50 @@ def score_instance(
     return float(result.score)
 
 
-def evaluate_instances(body: Any) -> dict[str, Any]:
-    """The EvaluateInstancesResponse JSON for an EvaluateInstancesRequest JSON."""
+class _Budget:
+    """One request's share of the server: tokens per instance and in all, CPU time."""
+
+    def __init__(self, limits: WorkLimits) -> None:
+        self.limits = limits
+        self.tokens = 0
+
+    def instance(self, row: Mapping[str, Any], path: str) -> None:
+        limits = self.limits
+        counted = 0
+        for key, text in row.items():
+            if not isinstance(text, str):
+                continue
+            counted += count_tokens(text)
+            if counted > limits.max_tokens_per_instance:
+                raise InvalidArgument.field(
+                    f"{path}.{_SNAKE_FIELDS.get(key, key)}",
+                    f"the instance has over {limits.max_tokens_per_instance:,} tokens, the "
+                    "limit per instance (tokens: words, numbers and punctuation marks)",
+                )
+        self.tokens += counted
+        if self.tokens > limits.max_tokens_per_request:
+            raise InvalidArgument.field(
+                path,
+                f"the request has over {limits.max_tokens_per_request:,} tokens, the limit "
+                "per request: send the instances in several requests",
+            )
+
+    def spent(self, path: str) -> None:
+        """400 naming the limit once the request's CPU time is over its budget."""
+        try:
+            work.check()
+        except work.WorkBudgetExceeded as exc:
+            raise InvalidArgument.field(
+                path, f"{exc}: send fewer or shorter instances per request"
+            ) from None
+
+
+_SNAKE_FIELDS = {"response": "prediction", "reference": "reference"}
+
+
+def evaluate_instances(body: Any, limits: WorkLimits = WORK_LIMITS) -> dict[str, Any]:
+    """The EvaluateInstancesResponse JSON for an EvaluateInstancesRequest JSON, within
+    the work `limits` of one request (400 naming the limit beyond them)."""
     if not isinstance(body, Mapping):
         raise InvalidArgument("Invalid JSON payload received. Expected an object.")
     given = {_camel(str(k)): v for k, v in body.items() if v is not None and k != "location"}
@@ -246,18 +293,37 @@ def evaluate_instances(body: Any) -> dict[str, Any]:
     instances = payload.get("instances") or []
     if not isinstance(instances, list) or not instances:
         raise InvalidArgument.field(f"{where}.instances", "expected a non-empty list of instances")
+    if len(instances) > limits.max_instances_per_request:
+        raise InvalidArgument.field(
+            f"{where}.instances",
+            f"{len(instances):,} instances, over the limit of "
+            f"{limits.max_instances_per_request:,} per request",
+        )
+    with work.cpu_budget(limits.cpu_seconds_per_request):
+        values = _scores(family, spec, instances, where, _Budget(limits))
+    return {f"{family.stem}Results": {f"{family.stem}MetricValues": values}}
+
+
+def _scores(
+    family: Family, spec: Mapping[str, Any], instances: list[Any], where: str, budget: _Budget
+) -> list[dict[str, Any]]:
     values = []
     for i, raw in enumerate(instances):
         path = f"{where}.instances[{i}]"
         instance = _object(raw, path, family.instance_fields)
         try:
             row = _row(family, instance, path)
+            budget.instance(row, path)
             values.append({"score": score_instance(family, spec, row, path)})
+        except InvalidArgument:
+            budget.spent(path)  # a metric stopped by the budget: say so, not "cannot score"
+            raise
         except ServiceError:
             raise
         except AssayError as exc:
             raise InvalidArgument.field(path, str(exc)) from None
-    return {f"{family.stem}Results": {f"{family.stem}MetricValues": values}}
+        budget.spent(path)
+    return values
 
 
 def _judged_input(body: Any) -> tuple[str, Any] | None:
@@ -277,9 +343,19 @@ def _judged_input(body: Any) -> tuple[str, Any] | None:
     return None
 
 
-async def _endpoint(request: Request) -> Response:
-    import anyio.to_thread
+def _scoring_limiter(ctx: ServiceContext) -> anyio.CapacityLimiter:
+    """The threads requests are scored in (`work_limits.scoring_threads` at once): a
+    request waits for its turn, and the event loop keeps serving everyone else."""
+    limiter = ctx.parts.get(_LIMITER)
+    if not isinstance(limiter, anyio.CapacityLimiter):
+        limiter = ctx.parts[_LIMITER] = anyio.CapacityLimiter(ctx.work_limits.scoring_threads)
+    return limiter
 
+
+_LIMITER = "vertex.scoring_limiter"
+
+
+async def _endpoint(request: Request) -> Response:
     try:
         raw = await request.body()
         try:
@@ -295,7 +371,10 @@ async def _endpoint(request: Request) -> Response:
             else:
                 answer = await vertex_judged.evaluate(ctx, stem, payload)
         else:
-            answer = await anyio.to_thread.run_sync(evaluate_instances, body)
+            ctx = request.app.state.ctx
+            answer = await anyio.to_thread.run_sync(
+                evaluate_instances, body, ctx.work_limits, limiter=_scoring_limiter(ctx)
+            )
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()
     return JSONResponse(answer)

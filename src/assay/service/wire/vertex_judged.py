@@ -26,6 +26,7 @@ from typing import Any
 
 from assay.service.context import ServiceContext
 from assay.service.errors import FailedPrecondition, InvalidArgument, ServiceError
+from assay.service.settings import WorkLimits, count_tokens
 from assay.service.wire._judge import ask, last_object
 
 POINTWISE, PAIRWISE = "pointwiseMetric", "pairwiseMetric"
@@ -103,6 +104,28 @@ def render(template: str, instance: Mapping[str, Any]) -> str:
     return _VARIABLE.sub(lambda m: _text(instance[m[1]]) if m[1] in instance else m[0], template)
 
 
+def checked_render(
+    template: str, instance: Mapping[str, Any], limits: WorkLimits, path: str
+) -> tuple[str, int]:
+    """(`render(template, instance)`, its tokens), refused 400 naming `path` and the limit
+    when the prompt would pass the tokens per instance: counted before it is built, so
+    a template repeating a long variable cannot make the server build a huge prompt."""
+    total = count_tokens(_VARIABLE.sub(" ", template))
+    counted: dict[str, int] = {}
+    for match in _VARIABLE.finditer(template):
+        name = match[1]
+        if name not in counted:
+            counted[name] = count_tokens(_text(instance[name]) if name in instance else match[0])
+        total += counted[name]
+        if total > limits.max_tokens_per_instance:
+            raise InvalidArgument.field(
+                path,
+                f"the judge's prompt would have over {limits.max_tokens_per_instance:,} "
+                "tokens, the limit per instance",
+            )
+    return render(template, instance), total
+
+
 def parse_pointwise(reply: str) -> dict[str, Any] | None:
     """{score, explanation} from a judge's reply; None if it has no numeric score."""
     found = last_object(reply)
@@ -147,7 +170,9 @@ async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -
             f"{where} needs a judge, and this server has none: start it with "
             "assay serve --judge-model MODEL (e.g. openai:gpt-4o-mini)"
         )
-    prompt = render(template, instance)
+    prompt, _tokens = checked_render(
+        template, instance, ctx.work_limits, f"{where}.metric_spec.metric_prompt_template"
+    )
     if stem == POINTWISE:
         prompt += _ASK_POINTWISE
         parse: Any = parse_pointwise
@@ -217,8 +242,15 @@ async def evaluate_metrics(ctx: ServiceContext, body: Mapping[str, Any]) -> dict
     metrics = body.get("metrics")
     if not isinstance(metrics, list) or not metrics:
         raise InvalidArgument.field("metrics", "expected a non-empty list of metrics")
+    limits = ctx.work_limits
+    if len(metrics) > limits.max_instances_per_request:
+        raise InvalidArgument.field(
+            "metrics", f"{len(metrics):,} metrics, over the limit of "
+            f"{limits.max_instances_per_request:,} per request",
+        )  # fmt: skip
     variables = _variables(body.get("instance"))
     results = []
+    tokens = 0
     for i, raw in enumerate(metrics):
         path = f"metrics[{i}]"
         if not isinstance(raw, Mapping):
@@ -246,13 +278,21 @@ async def evaluate_metrics(ctx: ServiceContext, body: Mapping[str, Any]) -> dict
                 f"{path} needs a judge, and this server has none: start it with "
                 "assay serve --judge-model MODEL (e.g. openai:gpt-4o-mini)"
             )
+        where = f"{path}.llm_based_metric_spec.metric_prompt_template"
+        prompt, counted = checked_render(template, variables, limits, where)
+        tokens += counted
+        if tokens > limits.max_tokens_per_request:
+            raise InvalidArgument.field(
+                where, f"the judge's prompts would have over "
+                f"{limits.max_tokens_per_request:,} tokens, the limit per request",
+            )  # fmt: skip
         system = spec.get("systemInstruction", spec.get("system_instruction"))
         messages = [
             {
                 "role": "system",
                 "content": system if isinstance(system, str) and system else _SYSTEM,
             },
-            {"role": "user", "content": render(template, variables) + _ASK_POINTWISE},
+            {"role": "user", "content": prompt + _ASK_POINTWISE},
         ]
         verdict, _raw = await ask(ctx.judge_model, messages, parse_pointwise)
         results.append(verdict)
