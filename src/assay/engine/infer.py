@@ -126,13 +126,15 @@ def agent_traceback(exc: BaseException) -> str:
     """`exc` as a traceback of the agent's own frames (and the libraries it called),
     chained exceptions included; an `AgentError` with what the agent's side sent
     (`remote`: an HTTP agent's error body) has it appended. At most
-    `MAX_TRACEBACK_CHARS`, its end kept."""
+    `MAX_TRACEBACK_CHARS`, its end kept, and redacted (`assay.redact`) like every error
+    text from the agent's side."""
     te = traceback.TracebackException.from_exception(exc, capture_locals=False)
     _trim(te, set())
     text = "".join(te.format())
     remote = exc.remote if isinstance(exc, AgentError) else None
     if remote:
         text += f"\nthe agent's reply:\n{remote.rstrip()}\n"
+    text = redact(text)  # what the agent's side echoed of the credentials assay sent
     if len(text) > MAX_TRACEBACK_CHARS:
         text = "[... the start cut]\n" + text[-MAX_TRACEBACK_CHARS:]
     return text
