@@ -147,6 +147,12 @@ def test_a_hostile_literal_cell_is_refused_not_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", str(path), "--metric", "recall_at_k", "--no-store"])
     assert result.exit_code == 2, result.output
     assert "$[0].source" in result.output and "Traceback" not in result.output
+    maps = ["question=request", "source=expected_retrieved_context"]
+    maps.append("retrieved_doc_ids=retrieved_context")
+    args = ["eval", str(path), "--metric", "recall_at_k", "--no-store", "--from", "mlflow"]
+    mapped = CliRunner().invoke(app, [*args, *(f"--map={m}" for m in maps)])
+    assert mapped.exit_code == 2, mapped.output
+    assert "$[0].source" in mapped.output and "Traceback" not in mapped.output
 
 
 def test_tutorial_csv_scores_as_mlflow_evaluate(tmp_path: Path) -> None:

@@ -1,13 +1,14 @@
 """What Vertex and MLflow rows can hold of an eval set: `fit` for writing them.
 
-A row is one case with one exchange (Vertex: one reference and one actual turn; MLflow:
-a text conversation). Translations (nothing is lost): golden expectations without notes
-become steps and the final response (`assay.formats._golden`); a golden's answer goes
-to the column the format's tools read (`assay.formats._golden.answer_to_final_response`).
+A row is one case (Vertex: its last reference and actual turns, the earlier ones as the
+row's `history`; MLflow: a text conversation). Translations (nothing is lost): golden
+expectations without notes become steps and the final response
+(`assay.formats._golden`); a golden's answer goes to the column the format's tools read
+(`assay.formats._golden.answer_to_final_response`).
 
 Losses: turn ids, timestamps, token usage (Vertex) and tool-response latencies, which no
 column holds; the set's creation time; and whole cases the row writer refuses, named
-with its reason (a scenario, several turns, steps the format has no form for, ...).
+with its reason (a scenario, steps the format has no form for, ...).
 """
 
 from __future__ import annotations

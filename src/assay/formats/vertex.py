@@ -38,10 +38,16 @@ kept in metadata (`vertex:rubric_groups`). Other envelope keys go to the set met
 
 Writing: `.jsonl` → JSONL rows, `.csv` → CSV (lists and objects as JSON strings),
 otherwise JSON: a list of rows, or the `eval_cases` envelope when the set has a name,
-description or metadata (JSONL and CSV have no place for those). A case must have at
-most one reference and one actual turn with text-only user input and only tool-call /
-tool-response steps; anything else raises `InputError` naming the case. Turn ids,
-timestamps and token usage have no column and are not written.
+description or metadata (JSONL and CSV have no place for those). A row's turn has
+text-only user input and only tool-call / tool-response steps; anything else raises
+`InputError` naming the case. Turn ids, timestamps and token usage have no column and
+are not written.
+
+A conversation of several turns is one row: its earlier turns are the `history` column
+(genai `Content` messages, what the Gen AI evaluation SDK reads as an `EvalCase`'s
+`conversation_history`; `assay.formats._vertex_history`), read back from `history` or
+`conversation_history` as the turns before the row's own (of the reference turns, and of
+the actual ones when the row holds a recorded answer).
 """
 
 from __future__ import annotations
