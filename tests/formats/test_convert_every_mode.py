@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from assay.cli import app
@@ -37,6 +39,35 @@ MODES = ("default", "--sidecar", "--lossy")
 runner = CliRunner()
 
 Exchange = tuple[str | None, list[tuple[str, Any]], str | None]
+
+
+_WORDS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _WORDS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_WORDS, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _turns(draw: st.DrawFn) -> Any:
+    """A turn a `history` holds: user text, tool calls and object replies, an answer."""
+    from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
+
+    steps = []
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(["find", "book", "cancel"]))
+        if draw(st.booleans()):
+            args = draw(st.dictionaries(_WORDS, _JSON, max_size=3))
+            steps.append(Step(tool_call=ToolCall(name=name, args=args)))
+        else:
+            reply = draw(st.dictionaries(_WORDS, _JSON, max_size=3))
+            steps.append(Step(tool_response=ToolResponse(name=name, response=reply)))
+    return Turn(
+        user_input=UserInput(text=draw(_WORDS)),
+        steps=steps,
+        final_response=draw(st.none() | _WORDS),
+    )
 
 
 def _copy(rel: str, tmp_path: Path) -> Path:
@@ -101,6 +132,7 @@ def test_real_adk_set_converts_and_comes_back(
         # Refused in every mode, naming each case and why.
         assert done.exit_code == 2, done.output
         assert "it is a scenario" in done.output and not out.exists()
+        assert "`starting_prompt` and `conversation_plan`" in done.output
         return
     if mode == "default" and done.exit_code == 2:
         # Refused because the target cannot hold a field: named, and nothing written.
@@ -343,3 +375,66 @@ def test_a_recorded_conversation_shares_its_history_and_comes_back(tmp_path: Pat
         path = tmp_path / f"rows{ext}"
         vertex.write(evalset, path)
         assert load(path, "vertex").cases == [case]
+
+
+def test_refusing_every_case_lists_twenty_then_how_many_more(tmp_path: Path) -> None:
+    from assay.formats import adk
+    from assay.model.core import EvalCase, EvalSet, Scenario
+
+    cases = [
+        EvalCase(id=f"s{i:02}", scenario=Scenario(starting_prompt="hi", conversation_plan="p"))
+        for i in range(23)
+    ]
+    src = tmp_path / "many.evalset.json"
+    adk.write(EvalSet(id="many", cases=cases), src)
+    done = _convert(src, tmp_path / "rows.jsonl", "vertex", "--lossy")
+    assert done.exit_code == 2
+    lines = [line for line in done.output.splitlines() if line.startswith("  case ")]
+    assert [line.split("'")[1] for line in lines] == [f"s{i:02}" for i in range(20)]
+    assert "\n  and 3 more" in done.output
+
+
+@settings(max_examples=200, deadline=None)
+@given(turns=st.lists(_turns(), min_size=1, max_size=4))
+def test_generated_histories_come_back_as_their_turns(turns: list[Any]) -> None:
+    from assay.formats._vertex_history import dump_history
+
+    def fail(message: str) -> InputError:
+        return InputError(message)
+
+    history = dump_history(turns, fail)
+    assert parse_history(json.loads(json.dumps(history)), None, "c", "$") == turns
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cell=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "role",
+                        "parts",
+                        "text",
+                        "content",
+                        "function_call",
+                        "name",
+                        "args",
+                        "function_response",
+                        "response",
+                    ]
+                ),
+                inner,
+                max_size=4,
+            )
+        ),
+        max_leaves=12,
+    )
+)
+def test_any_history_cell_reads_or_is_refused_naming_it(cell: Any) -> None:
+    try:
+        parse_history(cell, "f.jsonl", "c", "$[0].history")
+    except InputError as exc:
+        assert exc.path is not None and exc.path.startswith("$[0].history")

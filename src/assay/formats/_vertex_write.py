@@ -55,7 +55,7 @@ def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
         )
 
     if case.scenario is not None:
-        raise fail("it is a scenario")
+        raise fail(SCENARIO)
     history, ref, act = _exchange(case, fail)
     prompts = {_text(t, fail) for t in (ref, act) if t is not None}
     if len(prompts) > 1:
@@ -107,6 +107,13 @@ def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
         row["final_session_state"] = case.final_session_state
     add_metadata(row, case.metadata, (STEP_FIELDS, RUBRIC_GROUPS), fail)
     return row
+
+
+# What the Gen AI evaluation SDK has for a scenario, which assay's rows do not write.
+SCENARIO = (
+    "it is a scenario (the Gen AI evaluation SDK simulates its user from a row's "
+    "`starting_prompt` and `conversation_plan`, which assay does not write)"
+)
 
 
 def _exchange(case: EvalCase, fail: Any) -> tuple[list[Turn], Turn | None, Turn | None]:

@@ -142,7 +142,7 @@ def convert_file(
 def _whole_case_reasons(losses: list[Loss], limit: int = 20) -> str:
     """Why each case was left out whole, one case a line (the first `limit`)."""
     reasons = [
-        f"\n  case {loss.case_id!r}: {loss.field.removeprefix('the case ').strip('()')}"
+        f"\n  case {loss.case_id!r}: {loss.field.removeprefix('the case (').removesuffix(')')}"
         for loss in losses
         if loss.case_id is not None and loss.field.startswith("the case")
     ]
