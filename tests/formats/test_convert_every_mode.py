@@ -438,3 +438,17 @@ def test_any_history_cell_reads_or_is_refused_naming_it(cell: Any) -> None:
         parse_history(cell, "f.jsonl", "c", "$[0].history")
     except InputError as exc:
         assert exc.path is not None and exc.path.startswith("$[0].history")
+
+
+def test_an_oversized_or_too_deep_cell_exits_2_naming_where(tmp_path: Path) -> None:
+    big = tmp_path / "big.csv"
+    big.write_text('prompt,reference\np,r\nq,"' + "x" * 200_000 + '"\n', encoding="utf-8")
+    done = _convert(big, tmp_path / "a.evalset.json", "adk")
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert "$[1]" in done.output and "field limit" in done.output
+    deep = tmp_path / "deep.csv"
+    nested = "[" * 60_000 + "]" * 60_000
+    deep.write_text(f'prompt,reference,history\np,r,"{nested}"\n', encoding="utf-8")
+    done = _convert(deep, tmp_path / "b.evalset.json", "adk")
+    assert done.exit_code == 2 and "$[0].history" in done.output
+    assert "nested too deeply" in done.output

@@ -80,6 +80,8 @@ def parse_history(raw: Any, file: str | None, case_id: str, where: str) -> list[
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise error(f"not a JSON list ({exc.msg})") from None
+        except RecursionError:
+            raise error("nested too deeply to read") from None
     if not isinstance(raw, list):
         raise error(f"got {type(raw).__name__}")
     turns: list[Turn] = []
