@@ -174,21 +174,33 @@ def test_tutorial_csv_scores_as_mlflow_evaluate(tmp_path: Path) -> None:
     frame = pd.read_csv(TUTORIAL)
     for column in ("source", "retrieved_doc_ids"):
         frame[column] = frame[column].apply(ast.literal_eval)
+    # A store of its own, and an experiment in it: other tests may have left another
+    # tracking URI or an active experiment id in MLflow's process-wide state.
+    previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    with warnings.catch_warnings(), mlflow.start_run():
-        warnings.simplefilter("ignore")
-        evaluated = mlflow.evaluate(
-            data=frame,
-            model_type="retriever",
-            targets="source",
-            predictions="retrieved_doc_ids",
-            evaluators="default",
-            evaluator_config={"retriever_k": 2},
-        )
-    table = evaluated.tables["eval_results_table"]
-    for name in ("precision_at_2", "recall_at_2", "ndcg_at_2"):
+    try:
+        # Artifacts in the test's folder (by default ./mlruns, in the repository).
+        artifacts = (tmp_path / "artifacts").as_uri()
+        experiment = mlflow.create_experiment("retriever-parity", artifact_location=artifacts)
+        with warnings.catch_warnings(), mlflow.start_run(experiment_id=experiment):
+            warnings.simplefilter("ignore")
+            evaluated = mlflow.evaluate(
+                data=frame,
+                model_type="retriever",
+                targets="source",
+                predictions="retrieved_doc_ids",
+                evaluators="default",
+                evaluator_config={"retriever_k": 2},
+            )
+    finally:
+        mlflow.set_tracking_uri(previous)
+    # mlflow.evaluate's summary, and per row the same metrics of mlflow.metrics on the
+    # same frame (its result table is not kept by every MLflow setup a suite leaves).
+    retrieved, truth = list(frame["retrieved_doc_ids"]), list(frame["source"])
+    for metric in METRICS:
+        name = metric.replace("_k", "_2")
         rows = [r[f"{name}/score"] for r in report["rows"]]
-        assert rows == pytest.approx(list(table[f"{name}/score"]), abs=1e-9), name
+        assert rows == pytest.approx(_mlflow_scores(metric, 2, retrieved, truth), abs=1e-9)
         for agg in ("mean", "variance", "p90"):
             key = f"{name}/{agg}"
             assert report["summary"][key] == pytest.approx(evaluated.metrics[key], abs=1e-9)
