@@ -113,9 +113,10 @@ def test_a_sidecar_is_not_taken_for_an_eval_set(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "sidecar of 'home.json'" in result.output
 
 
-def test_multi_turn_adk_to_vertex_is_refused_or_kept_never_flattened(tmp_path: Path) -> None:
-    # The part of the old behaviour issue #19 keeps: a multi-turn case is not flattened
-    # into one row. Refused by default; with --sidecar it comes back whole.
+def test_multi_turn_adk_to_vertex_is_one_row_with_its_history(tmp_path: Path) -> None:
+    # Issue #19 kept a multi-turn case from being flattened into one row; issue #33 writes
+    # it as the Gen AI evaluation SDK holds a conversation: the earlier turns as the
+    # row's `history`, the last one as its prompt, trajectory and reference.
     src = tmp_path / "in" / "founder.evalset.json"
     src.parent.mkdir()
     shutil.copy(
@@ -128,15 +129,20 @@ def test_multi_turn_adk_to_vertex_is_refused_or_kept_never_flattened(tmp_path: P
     out = tmp_path / "rows.json"
     refused = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex"])
     assert refused.exit_code == 2
-    # What every case loses is said once; each case's own losses on its own line.
+    # What every case loses is said once; each case's own losses on its own line; the
+    # multi-turn case itself is written (as a row with its history), not refused.
     assert "  all 10 cases: created_at, reference[].id" in refused.output
     assert "\n  case 'multi_turn_full_flow': reference[].id (x3)" in refused.output
-    assert "the case (it has 3 reference turns)" in refused.output
+    assert "the case (" not in refused.output
     kept = runner.invoke(app, ["convert", str(src), str(out), "--to", "vertex", "--sidecar"])
     assert kept.exit_code == 0, kept.output
     rows = json.loads(out.read_text(encoding="utf-8"))
     cases = rows["eval_cases"] if isinstance(rows, dict) else rows
-    assert "multi_turn_full_flow" not in json.dumps(cases)
+    row = next(r for r in cases if r.get("eval_case_id") == "multi_turn_full_flow")
+    source = next(c for c in load(src).cases if c.id == "multi_turn_full_flow")
+    assert source.reference is not None and row["prompt"] == source.reference[-1].user_input.text
+    users = [m["parts"][0]["text"] for m in row["history"] if m["role"] == "user"]
+    assert users == [t.user_input.text for t in source.reference[:-1]]
     back = tmp_path / "back.evalset.json"
     assert runner.invoke(app, ["convert", str(out), str(back), "--to", "adk"]).exit_code == 0
     assert load(back).cases == load(src).cases

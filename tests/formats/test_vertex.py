@@ -397,7 +397,15 @@ def test_unwritable_cases_are_refused_by_name() -> None:
     two_turns = EvalCase(id="multi", reference=[Turn(), Turn()])
     with pytest.raises(InputError) as info:
         vertex.dump(EvalSet(id="s", cases=[two_turns]))
-    assert info.value.case_id == "multi" and "2 reference turns" in str(info.value)
+    # Several turns are a row's history (below); one without a text prompt has no form.
+    assert info.value.case_id == "multi" and "turn 1 of 2 has no plain text" in str(info.value)
+    differ = EvalCase(
+        id="differ",
+        reference=[Turn(user_input=UserInput(text="a")), Turn(user_input=UserInput(text="b"))],
+        actual=[Turn(user_input=UserInput(text="x")), Turn(user_input=UserInput(text="b"))],
+    )
+    with pytest.raises(InputError, match="earlier turns differ"):
+        vertex.dump(EvalSet(id="s", cases=[differ]))
     with pytest.raises(InputError, match="scenario"):
         vertex.dump(EvalSet(id="s", cases=[EvalCase(id="sc", scenario=Scenario(task="t"))]))
 

@@ -161,9 +161,20 @@ def parse_yaml(text: str, file: str) -> Any:
 
 def parse_csv(text: str, file: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
-        raise InputError("CSV file has no header row", file=file)
-    return [dict(row) for row in reader]
+    rows: list[dict[str, Any]] = []
+    try:
+        if not reader.fieldnames:
+            raise InputError("CSV file has no header row", file=file)
+        for row in reader:
+            rows.append(dict(row))
+    except csv.Error as exc:  # a cell over the csv module's field size limit, a NUL, ...
+        raise InputError(
+            f"not valid CSV: {exc}",
+            file=file,
+            path=f"$[{len(rows)}]",
+            expected="CSV cells of at most 131072 characters",
+        ) from None
+    return rows
 
 
 def read_structured(path: Path) -> Any:

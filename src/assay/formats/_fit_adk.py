@@ -50,6 +50,11 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
             drop("the case (an ADK conversation_scenario needs a starting_prompt and a "
                  "conversation_plan)")  # fmt: skip
             continue
+        unmapped = case.metadata.get("adk_unmapped")  # `adk.UNMAPPED`
+        if unmapped is not None and not isinstance(unmapped, dict):
+            # ADK detail kept verbatim is an object; its text (a CSV cell) is not read.
+            drop("metadata.adk_unmapped (not an object)")
+            del case.metadata["adk_unmapped"]
         answer_to_final_response(case)  # where ADK's evaluator reads the answer
         if case.reference is not None:
             case.reference = [_fit_turn(t, drop) for t in case.reference]

@@ -1,18 +1,21 @@
 """What Vertex and MLflow rows can hold of an eval set: `fit` for writing them.
 
-A row is one case with one exchange (Vertex: one reference and one actual turn; MLflow:
-a text conversation). Translations (nothing is lost): golden expectations without notes
-become steps and the final response (`assay.formats._golden`); a golden's answer goes
-to the column the format's tools read (`assay.formats._golden.answer_to_final_response`).
+A row is one case (Vertex: its last reference and actual turns, the earlier ones as the
+row's `history`; MLflow: a text conversation). Translations (nothing is lost): golden
+expectations without notes become steps and the final response
+(`assay.formats._golden`); a golden's answer goes to the column the format's tools read
+(`assay.formats._golden.answer_to_final_response`).
 
 Losses: turn ids, timestamps, token usage (Vertex) and tool-response latencies, which no
 column holds; the set's creation time; and whole cases the row writer refuses, named
-with its reason (a scenario, several turns, steps the format has no form for, ...).
+with its reason (a scenario, steps the format has no form for, ...).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from assay.errors import InputError
@@ -80,6 +83,45 @@ def fit_rows(
         cases.append(case)
     es.cases = cases
     return es, losses.items
+
+
+ROW_FILES = (".jsonl", ".ndjson", ".csv")
+
+
+def fit_to_file(
+    fitted: EvalSet, path: Path, *, set_fields: bool, internal: tuple[str, ...]
+) -> list[Loss]:
+    """What a rows file of `path`'s kind holds of a set already `fit_rows`-fitted, and
+    what it does not (`fitted` is changed in place).
+
+    JSONL and CSV files are rows only: no place for the set's name, description or
+    metadata (`set_fields`: whether `fit_rows` kept them, for Vertex's JSON envelope).
+    A CSV cell holds text: a metadata value that is not a string is written as its
+    JSON text (and read back as that text), an empty one reads back as no value;
+    `internal` metadata keys are the format's own (written into other columns).
+    """
+    losses = Losses()
+    suffix = path.suffix.lower()
+    if set_fields and suffix in ROW_FILES:
+        for name in ("name", "description"):
+            if getattr(fitted, name) is not None:
+                losses.add(None, name)
+                setattr(fitted, name, None)
+        for key in list(fitted.metadata):
+            losses.add(None, f"metadata.{key}")
+        fitted.metadata = {}
+    if suffix == ".csv":
+        for case in fitted.cases:
+            for key, value in list(case.metadata.items()):
+                if key in internal or (isinstance(value, str) and value):
+                    continue
+                if value in ("", None):
+                    losses.add(case.id, f"metadata.{key} (empty: a CSV cell reads back as none)")
+                    del case.metadata[key]
+                else:
+                    losses.add(case.id, f"metadata.{key} (written as JSON text in a CSV cell)")
+                    case.metadata[key] = json.dumps(value, ensure_ascii=False)
+    return losses.items
 
 
 def _fit_turn(t: Turn, where: str, drop: Drop, usage: bool) -> None:

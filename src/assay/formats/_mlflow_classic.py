@@ -12,9 +12,15 @@ renamed to the MLflow/Databricks fields assay reads:
 | `ground_truth`, `targets` | `expected_response`; a list of ids: `expected_retrieved_context` |
 | `predictions` | `response`; a list of ids: `retrieved_context` |
 | `context` | `retrieved_context` (passages: chunk `content`) |
+| `source` (retriever sets: ground-truth doc ids, a list or one id) | `expected_retrieved_context` |
+| `retrieved_doc_ids` (a list of doc ids) | `retrieved_context` |
 
-Two columns that would both become the same field make the header ambiguous: an error
-lists the candidate `--map` choices. With `--map` given, nothing here applies.
+The last two are the columns of MLflow's retriever evaluation tutorial
+(`mlflow.evaluate(data, model_type="retriever", targets="source",
+predictions="retrieved_doc_ids")`), scored by the `precision_at_k`, `recall_at_k` and
+`ndcg_at_k` metrics. Two columns that would both become the same field make the header
+ambiguous: an error lists the candidate `--map` choices. With `--map` given, nothing
+here applies (list cells of the mapped columns are still parsed as literals).
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ _REQUEST = ("inputs", "query", "question", "questions")
 _EXPECTED = ("ground_truth", "targets")
 _PREDICTED = ("predictions",)
 _CONTEXT = ("context",)
-CLASSIC = frozenset((*_REQUEST, *_EXPECTED, *_PREDICTED, *_CONTEXT))
+_SOURCE = ("source",)
+_RETRIEVED_IDS = ("retrieved_doc_ids",)
+CLASSIC = frozenset((*_REQUEST, *_EXPECTED, *_PREDICTED, *_CONTEXT, *_SOURCE, *_RETRIEVED_IDS))
 # Columns of the canonical row formats (and ADK legacy files, which also have `query`):
 # rows holding any of them are not classic rows.
 _CANONICAL = frozenset(
@@ -59,7 +67,7 @@ def is_classic(keys: set[str], rows: list[Any]) -> bool:
         return False
     # A request column alone (`question`, `answer`, …) is too weak a sign: classic rows
     # also name what they are scored against or with.
-    if not keys & {*_EXPECTED, *_PREDICTED, *_CONTEXT}:
+    if not keys & {*_EXPECTED, *_PREDICTED, *_CONTEXT, *_SOURCE, *_RETRIEVED_IDS}:
         return False
     # MLflow 3 rows hold `inputs` as an object; classic rows hold a string.
     return not ("inputs" in keys and any(isinstance(r.get("inputs"), Mapping) for r in rows[:20]))
@@ -119,6 +127,8 @@ def classic_rows(rows: list[Any], *, file: str | None) -> list[Any]:
     expected = _only(columns, _EXPECTED, "expected_response", file)
     predicted = _only(columns, _PREDICTED, "response", file)
     context = _only(columns, _CONTEXT, "retrieved_context", file)
+    source = _only(columns, _SOURCE, "expected_retrieved_context", file)
+    retrieved_ids = _only(columns, _RETRIEVED_IDS, "retrieved_context", file)
     parsed: list[dict[str, Any]] = []
     for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
@@ -151,6 +161,11 @@ def classic_rows(rows: list[Any], *, file: str | None) -> list[Any]:
         renames[predicted] = ("retrieved_context", "doc_uri") if listed else ("response", "")
     if context is not None:
         renames[context] = ("retrieved_context", "content")
+    if source is not None:
+        renames[source] = ("expected_retrieved_context", "doc_uri")
+    if retrieved_ids is not None:
+        renames[retrieved_ids] = ("retrieved_context", "doc_uri")
+    _check_one_column_per_field(renames, file)
     out: list[Any] = []
     for row in parsed:
         new: dict[str, Any] = {}
@@ -167,3 +182,18 @@ def classic_rows(rows: list[Any], *, file: str | None) -> list[Any]:
             new[field] = value
         out.append(new)
     return out
+
+
+def _check_one_column_per_field(renames: dict[str, tuple[str, str]], file: str | None) -> None:
+    """Two columns that would both become one field: ambiguous, with the `--map` choices."""
+    by_field: dict[str, list[str]] = {}
+    for column, (field, _) in renames.items():
+        by_field.setdefault(field, []).append(column)
+    for field, columns in by_field.items():
+        if len(columns) > 1:
+            choices = " or ".join(f"--map {c}={field}" for c in columns)
+            raise InputError(
+                f"ambiguous header: columns {', '.join(columns)} would each be the {field}",
+                file=file,
+                expected=f"one of them chosen with {choices}",
+            )

@@ -9,6 +9,7 @@ from typing import Any
 from assay.errors import InputError
 from assay.formats._columns import add_metadata, dump_expected, write_records
 from assay.formats._vertex_fields import RUBRIC_GROUPS, STEP_FIELDS
+from assay.formats._vertex_history import dump_history
 from assay.model.core import EvalCase, EvalSet, Rubric, Step, Turn
 
 
@@ -54,9 +55,8 @@ def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
         )
 
     if case.scenario is not None:
-        raise fail("it is a scenario")
-    ref = _single(case.reference, fail, "reference")
-    act = _single(case.actual, fail, "actual")
+        raise fail(SCENARIO)
+    history, ref, act = _exchange(case, fail)
     prompts = {_text(t, fail) for t in (ref, act) if t is not None}
     if len(prompts) > 1:
         raise fail("the reference and actual turns have different user inputs")
@@ -66,6 +66,8 @@ def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
     prompt = prompts.pop() if prompts else None
     if prompt is not None:
         row["prompt"] = prompt
+    if history:
+        row["history"] = dump_history(history, fail)
     step_fields = case.metadata.get(STEP_FIELDS) or {}
     if act is not None:
         if act.final_response is not None:
@@ -107,11 +109,35 @@ def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
     return row
 
 
-def _single(turns: list[Turn] | None, fail: Any, what: str) -> Turn | None:
-    if turns is None or not turns:
+# What the Gen AI evaluation SDK has for a scenario, which assay's rows do not write.
+SCENARIO = (
+    "it is a scenario (the Gen AI evaluation SDK simulates its user from a row's "
+    "`starting_prompt` and `conversation_plan`, which assay does not write)"
+)
+
+
+def _exchange(case: EvalCase, fail: Any) -> tuple[list[Turn], Turn | None, Turn | None]:
+    """(the turns before the row's exchange, its reference turn, its actual turn).
+
+    A conversation of several turns is one row: its earlier turns are the `history`
+    (`assay.formats._vertex_history`), the same for the reference and the actual turns
+    when the case has both.
+    """
+    ref_turns, act_turns = case.reference or [], case.actual or []
+    histories = [turns[:-1] for turns in (ref_turns, act_turns) if turns]
+    if len(histories) == 2 and histories[0] != histories[1]:
+        raise fail(
+            f"it has {len(ref_turns)} reference and {len(act_turns)} actual turns, whose "
+            "earlier turns differ (a Vertex row holds one conversation history)"
+        )
+    ref = _single(ref_turns[-1:], fail, "reference")
+    act = _single(act_turns[-1:], fail, "actual")
+    return (histories[0] if histories else []), ref, act
+
+
+def _single(turns: list[Turn], fail: Any, what: str) -> Turn | None:
+    if not turns:
         return None
-    if len(turns) > 1:
-        raise fail(f"it has {len(turns)} {what} turns")
     t = turns[0]
     if t.expectations or t.rubrics:
         raise fail(f"its {what} turn has expectations or rubrics")

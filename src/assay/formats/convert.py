@@ -24,6 +24,15 @@ from assay.formats._sidecar import Restored
 from assay.model.core import EvalSet
 
 WRITABLE = ("adk", "ces", "vertex", "mlflow", "trace")
+# The file kinds each format is written as (by the target's extension).
+_ROWS = (".json", ".jsonl", ".ndjson", ".csv")
+SUFFIXES = {
+    "adk": (".json",),
+    "ces": (".json", ".yaml", ".yml"),
+    "vertex": _ROWS,
+    "mlflow": _ROWS,
+    "trace": (".json", ".jsonl", ".ndjson"),
+}
 _NAMES = {
     "adk": "an ADK eval set",
     "ces": "a CES Evaluation",
@@ -47,12 +56,17 @@ class Converted:
     restored_from: Restored | None = None
 
 
-def fit(evalset: EvalSet, fmt: str) -> tuple[EvalSet, list[Loss]]:
-    """`evalset` as `fmt` holds it, and the fields `fmt` cannot hold."""
+def fit(evalset: EvalSet, fmt: str, path: Path | None = None) -> tuple[EvalSet, list[Loss]]:
+    """`evalset` as `fmt` holds it, and the fields `fmt` cannot hold; with `path`, as a
+    file of that name holds it (Vertex JSONL / CSV rows have no place for the set's
+    name, a CSV cell holds text)."""
     module = format_module(fmt)
-    if hasattr(module, "fit"):
+    if path is not None and hasattr(module, "fit_file"):
         fitted: EvalSet
         losses: list[Loss]
+        fitted, losses = module.fit_file(evalset, path)
+        return fitted, losses
+    if hasattr(module, "fit"):
         fitted, losses = module.fit(evalset)
         return fitted, losses
     return evalset, []
@@ -71,12 +85,18 @@ def convert_file(
     """Convert `source` into `target` in format `to` (see the module doc)."""
     if to not in WRITABLE:
         raise InputError(f"cannot write format {to!r}", expected=f"one of {', '.join(WRITABLE)}")
+    if target.suffix.lower() not in SUFFIXES[to]:
+        raise InputError(
+            f"{_NAMES[to]} cannot be written as a {target.suffix or 'file without an extension'}",
+            file=str(target),
+            expected=f"a file name ending in {' or '.join(SUFFIXES[to])}",
+        )
     evalset = load(source, from_format, mapping)
     fmt = from_format or detect_format(read_structured(source), source)
     restored = _with_sidecar(evalset, source, fmt)
     if restored is not None:
         evalset = restored.evalset
-    fitted, losses = fit(evalset, to)
+    fitted, losses = fit(evalset, to, target)
     if losses and not (lossy or sidecar):
         error = refuse(losses, _NAMES[to])
         raise ConversionLossError(
@@ -91,7 +111,7 @@ def convert_file(
     if not fitted.cases and (evalset.cases or to in ("vertex", "mlflow")):
         what = f"none of its {len(evalset.cases)} cases" if evalset.cases else "it has no cases:"
         raise InputError(
-            f"{what} can be written as {_NAMES[to]}",
+            f"{what} can be written as {_NAMES[to]}{_whole_case_reasons(losses)}",
             file=str(source),
             expected=f"cases {to} can hold (docs/convert.md); nothing was written",
         )
@@ -119,13 +139,24 @@ def convert_file(
     return Converted(fitted, fmt, dropped=losses, restored_from=restored)
 
 
+def _whole_case_reasons(losses: list[Loss], limit: int = 20) -> str:
+    """Why each case was left out whole, one case a line (the first `limit`)."""
+    reasons = [
+        f"\n  case {loss.case_id!r}: {loss.field.removeprefix('the case (').removesuffix(')')}"
+        for loss in losses
+        if loss.case_id is not None and loss.field.startswith("the case")
+    ]
+    more = f"\n  and {len(reasons) - limit} more" if len(reasons) > limit else ""
+    return ("".join(reasons[:limit]) + more) if reasons else ""
+
+
 def _with_sidecar(evalset: EvalSet, source: Path, fmt: str) -> sidecars.Restored | None:
     """`evalset` merged with the sidecar beside `source`, if there is one."""
     side = sidecars.sidecar_path(source)
     if not side.is_file():
         return None
     original = sidecars.read(side, source, fmt)
-    return sidecars.restore(evalset, original, fit(original, fmt)[0], side)
+    return sidecars.restore(evalset, original, fit(original, fmt, source)[0], side)
 
 
 def _check_restores(

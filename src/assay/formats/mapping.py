@@ -55,6 +55,7 @@ from assay.formats._columns import (
     write_records,
 )
 from assay.formats._common import gc_paused, type_name
+from assay.formats._mlflow_classic import parse_literal
 
 
 def rows_of(data: Any, file: str | None, what: str) -> list[Any]:
@@ -123,6 +124,7 @@ def _to_str_list(value: Any) -> Any:
     return [value]
 
 
+_LIST_CELLS = frozenset({"expected_retrieved_context", "retrieved_context"})
 MAPPED_COERCIONS: dict[str, Callable[[Any], Any]] = {
     "expected_retrieved_context": _to_chunks,
     "retrieved_context": _to_chunks,
@@ -174,7 +176,7 @@ def apply_mapping(
             )
         targets[dst] = src
     out = []
-    for row in rows:
+    for i, row in enumerate(rows):
         if not isinstance(row, Mapping):
             out.append(row)
             continue
@@ -184,6 +186,10 @@ def apply_mapping(
             if target is None:
                 new[key] = value
             else:
+                if target in _LIST_CELLS and isinstance(value, str) and value.lstrip()[:1] == "[":
+                    # A list in a cell (a CSV's JSON or Python list literal, as pandas
+                    # writes one) is the list, not one document id.
+                    value = parse_literal(value, file=file, path=f"$[{i}].{key}")
                 coerce = MAPPED_COERCIONS.get(target)
                 new[target] = coerce(value) if coerce is not None else value
         out.append(new)

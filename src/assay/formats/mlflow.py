@@ -54,7 +54,7 @@ from assay.formats._columns import (
     write_records,
 )
 from assay.formats._common import check_unique_ids, gc_paused, type_name
-from assay.formats._fit_rows import fit_rows
+from assay.formats._fit_rows import fit_rows, fit_to_file
 from assay.formats._loss import Loss, refuse
 from assay.formats._mlflow_chat import (
     PROMPT_KEYS,
@@ -293,6 +293,21 @@ def dump(evalset: EvalSet, *, flat: bool = False) -> list[dict[str, Any]]:
     return [case_row(case, i, flat) for i, case in enumerate(fitted.cases)]
 
 
+def fit_file(evalset: EvalSet, path: Path) -> tuple[EvalSet, list[Loss]]:
+    """`fit` for a file at `path`: a CSV cell holds text (`_fit_rows.fit_to_file`)."""
+    fitted, losses = fit(evalset)
+    return fitted, losses + fit_to_file(
+        fitted, path, set_fields=False, internal=(SYSTEM, RAW_RESPONSE, "inputs", "expectations")
+    )
+
+
 def write(evalset: EvalSet, path: Path) -> None:
-    """JSON / JSONL: MLflow 3 rows; CSV: flat columns (a cell holds no object)."""
-    write_records(dump(evalset, flat=path.suffix.lower() == ".csv"), path)
+    """JSON / JSONL: MLflow 3 rows; CSV: flat columns (a cell holds no object).
+
+    Refuses (`ConversionLossError`) a set whose fit for `path` loses a field.
+    """
+    fitted, losses = fit_file(evalset, path)
+    if losses:
+        raise refuse(losses, f"an MLflow {path.suffix.lstrip('.').upper() or 'JSON'} file")
+    flat = path.suffix.lower() == ".csv"
+    write_records([case_row(case, i, flat) for i, case in enumerate(fitted.cases)], path)

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from assay.errors import InputError
 from assay.formats._build import eval_set
 from assay.formats._common import check_unique_ids, gc_paused, type_name
+from assay.formats._loss import Loss
 from assay.model.core import EvalCase, EvalSet
 
 NAME = "trace"
@@ -98,6 +99,16 @@ def _case(index: int, row: Any, file: str | None) -> EvalCase:
         raise InputError(
             err["msg"], file=file, case_id=case_id, path=path, expected=_EXPECTED
         ) from None
+
+
+def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
+    """The set as a trace file holds it: the cases with recorded (`actual`) turns; a
+    case without is a loss (`the case (it has no recorded turns)`)."""
+    kept = [c for c in evalset.cases if c.actual is not None]
+    losses = [
+        Loss(c.id, "the case (it has no recorded turns)") for c in evalset.cases if c.actual is None
+    ]
+    return evalset.model_copy(update={"cases": kept}), losses
 
 
 def dump(evalset: EvalSet) -> list[dict[str, Any]]:

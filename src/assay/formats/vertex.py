@@ -38,10 +38,16 @@ kept in metadata (`vertex:rubric_groups`). Other envelope keys go to the set met
 
 Writing: `.jsonl` → JSONL rows, `.csv` → CSV (lists and objects as JSON strings),
 otherwise JSON: a list of rows, or the `eval_cases` envelope when the set has a name,
-description or metadata (JSONL and CSV have no place for those). A case must have at
-most one reference and one actual turn with text-only user input and only tool-call /
-tool-response steps; anything else raises `InputError` naming the case. Turn ids,
-timestamps and token usage have no column and are not written.
+description or metadata (JSONL and CSV have no place for those). A row's turn has
+text-only user input and only tool-call / tool-response steps; anything else raises
+`InputError` naming the case. Turn ids, timestamps and token usage have no column and
+are not written.
+
+A conversation of several turns is one row: its earlier turns are the `history` column
+(genai `Content` messages, what the Gen AI evaluation SDK reads as an `EvalCase`'s
+`conversation_history`; `assay.formats._vertex_history`), read back from `history` or
+`conversation_history` as the turns before the row's own (of the reference turns, and of
+the actual ones when the row holds a recorded answer).
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ from assay.formats._columns import (
     warn_misspelt_columns,
 )
 from assay.formats._common import check_unique_ids, gc_paused, type_name
-from assay.formats._fit_rows import fit_rows
+from assay.formats._fit_rows import fit_rows, fit_to_file
 from assay.formats._loss import Loss, refuse
 from assay.formats._vertex_fields import (
     RUBRIC_GROUPS,
@@ -70,6 +76,7 @@ from assay.formats._vertex_fields import (
     optional_columns,
     trajectory,
 )
+from assay.formats._vertex_history import HISTORY_COLUMNS, parse_history
 from assay.formats._vertex_write import _row, rows
 from assay.formats._vertex_write import dump as _dump
 from assay.formats._vertex_write import write as _write
@@ -98,15 +105,19 @@ def dump(evalset: EvalSet) -> Any:
     return _dump(fitted)
 
 
+def fit_file(evalset: EvalSet, path: Path) -> tuple[EvalSet, list[Loss]]:
+    """`fit` for a file at `path`: JSONL and CSV rows have no place for the set's name,
+    description and metadata, and a CSV cell holds text (`_fit_rows.fit_to_file`)."""
+    fitted, losses = fit(evalset)
+    return fitted, losses + fit_to_file(
+        fitted, path, set_fields=True, internal=(STEP_FIELDS, RUBRIC_GROUPS)
+    )
+
+
 def write(evalset: EvalSet, path: Path) -> None:
     """Rows as `.jsonl` / `.csv` (no place for the set's name, description, metadata),
     otherwise `dump` as JSON; refuses a set whose fit loses a field."""
-    fitted, losses = fit(evalset)
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".csv"):
-        for name in ("name", "description"):
-            if getattr(fitted, name) is not None:
-                losses.append(Loss(None, name))
-        losses += [Loss(None, f"metadata.{key}") for key in fitted.metadata]
+    fitted, losses = fit_file(evalset, path)
     if losses:
         raise refuse(losses, f"a Vertex {path.suffix.lstrip('.').upper() or 'JSON'} file")
     _write(fitted, path)
@@ -131,6 +142,7 @@ _OPTIONAL = frozenset(
         *EXPECTED_FIELDS,
         "session_input",
         "final_session_state",
+        *HISTORY_COLUMNS,
     }
 )
 KNOWN_COLUMNS = _CORE | _OPTIONAL
@@ -375,6 +387,13 @@ def _case(
     elif not has_ref:  # a prompt to drive an agent with
         ref_turns = []
         ref_turns.append(turn_shell(prompt)[0])
+    if not plain and not keys.isdisjoint(HISTORY_COLUMNS):
+        column = next(c for c in HISTORY_COLUMNS if c in keys)
+        where = cell_path(base, index, column)
+        # The conversation before the row's exchange (`assay.formats._vertex_history`).
+        for turns in (ref_turns, act_turns):
+            if turns is not None:
+                turns[:0] = parse_history(row[column], file, case_id, where)
     values["reference"] = ref_turns
     values["actual"] = act_turns
 

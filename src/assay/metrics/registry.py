@@ -32,6 +32,7 @@ _BUILTIN_MODULES = (
     "assay.metrics.trajectory",
     "assay.metrics.lexical",
     "assay.metrics.retrieval",
+    "assay.metrics.retrieval_at_k",
     "assay.metrics.golden",
     "assay.metrics.informational",
     "assay.metrics.efficiency",
