@@ -476,6 +476,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
                     style="yellow",
                 )
             )
+        busy = session.busy_note()
+        if busy is not None:
+            err.print(Text(busy, style="yellow"))
         # On success the recorder writes the last results and marks the run COMPLETED.
         with gc_paused(agent_obj is None):
             result = session.run()

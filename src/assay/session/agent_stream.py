@@ -232,6 +232,9 @@ class AgentStreamingRun(StreamSettings):
                 f"resuming run {run_id}: {self._session.done_before} of {total} case runs"
                 " already done (--fresh starts a new run)"
             )
+        busy = self._session.busy_note()
+        if busy is not None and self.notify is not None:
+            self.notify(busy)
         keep_all = total <= self.keep_all_up_to
         writers = self._writers(run_id, total if keep_all else self.keep_failing, keep_all)
         for case in previous:  # the resumed run's results join the summary and reports

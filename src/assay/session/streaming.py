@@ -307,6 +307,9 @@ class StreamingRun(StreamSettings):
                 f"resuming run {run_id}: {self._session.done_before} of {total} case runs"
                 " already done (--fresh starts a new run)"
             )
+        busy = self._session.busy_note()
+        if busy is not None and self.notify is not None:
+            self.notify(busy)
         return self._session.skip, self._session.previous
 
     def _finish(
