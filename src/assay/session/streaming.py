@@ -26,6 +26,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -38,6 +39,7 @@ from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
+from assay.session.parent_watch import check_parent, die_with_parent
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
@@ -101,6 +103,18 @@ def _pool_context() -> multiprocessing.context.BaseContext:
             return _widened(super().SimpleQueue())
 
     return Widened()  # type: ignore[no-any-return]
+
+
+def _init_worker(parent: tuple[int, bool], spec: BatchSpec, writes: WorkerWrites | None) -> None:
+    """Pool initializer: the worker dies with the process that forked it (kill -9
+    included: `parent_watch`), then `init_worker`."""
+    die_with_parent(parent[0], forked_by_main_thread=parent[1])
+    init_worker(spec, writes)
+
+
+def _score_in_worker(parent_pid: int, batch: RawBatch | LineChunk, number: int) -> BatchOutput:
+    check_parent(parent_pid)  # no batch is started for a parent that is gone
+    return score_in_worker(batch, number)
 
 
 class Progress(Protocol):
@@ -344,8 +358,9 @@ class StreamingRun(StreamSettings):
             for batch in self._batches():
                 yield score_batch(spec, batch)
             return
-        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=init_worker,
-                                   initargs=(spec, writes))  # fmt: skip
+        parent = (os.getpid(), threading.current_thread() is threading.main_thread())
+        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker,
+                                   initargs=(parent, spec, writes))  # fmt: skip
         pending: deque[Future[BatchOutput]] = deque()
         checkpoints = contextlib.ExitStack()
         try:
@@ -353,7 +368,7 @@ class StreamingRun(StreamSettings):
             # Two batches per worker in flight: one being scored, one waiting; the rest
             # of the file stays unread.
             for number, batch in enumerate(batches):
-                pending.append(pool.submit(score_in_worker, batch, number))
+                pending.append(pool.submit(_score_in_worker, parent[0], batch, number))
                 if number == 0 and writes is not None and writes.store is not None:
                     # The workers' writes checkpointed from a thread of this process,
                     # started once the first submit has forked them (none inherits it).
