@@ -42,7 +42,7 @@ from assay.errors import InputError
 from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
-from assay.session.streaming import StreamOutcome, StreamSettings
+from assay.session.streaming import StreamOutcome, StreamSettings, finish_reports
 
 if TYPE_CHECKING:
     from assay.engine import RunObserver
@@ -383,17 +383,8 @@ class AgentStreamingRun(StreamSettings):
         )
 
     def _finish(self, outcome: StreamOutcome, writers: _Writers) -> None:
-        from assay.report.json_stream import write_csv_from
-
         if outcome.interrupted:
             self._session.mark_interrupted()
         else:
             self._session.mark_completed(outcome.summary)
-        if writers.json is not None:
-            outcome.written.append(writers.json.finish(outcome.summary))
-        if writers.spool is not None and self.csv_path is not None:
-            outcome.written.append(write_csv_from(writers.spool, self.csv_path))
-        if writers.spool is not None:
-            writers.spool.close()
-        if writers.junit is not None:
-            outcome.written.append(writers.junit.finish())
+        finish_reports(outcome, writers.json, writers.spool, self.csv_path, writers.junit)

@@ -138,6 +138,52 @@ class StreamOutcome:
     interrupted: bool = False
     error: InputError | None = None
     written: list[Path] = field(default_factory=list)
+    kept_reports: list[Path] = field(default_factory=list)
+    """Reports an interrupted run left as they were (`report.atomic.keeps_earlier`)."""
+
+
+def finish_reports(
+    outcome: StreamOutcome,
+    json_writer: JsonReportWriter | None,
+    spool: RowSpool | None,
+    csv_path: Path | None,
+    junit: JUnitStreamWriter | None,
+) -> None:
+    """Complete each report of a streamed run, each renamed into place when whole; an
+    interrupted run's reports replace no report already there (those are discarded and
+    listed in `outcome.kept_reports`). A report that cannot be written leaves no
+    temporary file behind."""
+    from assay.report.atomic import keeps_earlier
+    from assay.report.json_stream import write_csv_from
+
+    def keep(target: Path | None) -> bool:
+        kept = keeps_earlier(target, interrupted=outcome.interrupted)
+        if kept and target is not None:
+            outcome.kept_reports.append(target)
+        return kept
+
+    try:
+        if json_writer is not None:
+            if keep(json_writer.target):
+                json_writer.discard()
+            else:
+                outcome.written.append(json_writer.finish(outcome.summary))
+        if spool is not None and csv_path is not None and not keep(csv_path):
+            outcome.written.append(write_csv_from(spool, csv_path))
+        if junit is not None:
+            if keep(junit.target):
+                junit.discard()
+            else:
+                outcome.written.append(junit.finish())
+    except BaseException:
+        if json_writer is not None:
+            json_writer.discard()
+        if junit is not None:
+            junit.discard()
+        raise
+    finally:
+        if spool is not None:
+            spool.close()
 
 
 @dataclass(kw_only=True)
@@ -302,9 +348,7 @@ class StreamingRun(StreamSettings):
         # storing are in the store when the run's counts are taken.
         outputs.close()
         outcome.summary = {**tally.summary(self.metrics), **tally.status_columns()}
-        self._finish(outcome, json_writer, spool)
-        if junit is not None:
-            outcome.written.append(junit.finish())
+        self._finish(outcome, json_writer, spool, junit)
         return outcome
 
     # -- the run in the store: RunSession's lifecycle --------------------------------
@@ -331,19 +375,13 @@ class StreamingRun(StreamSettings):
         outcome: StreamOutcome,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
+        junit: JUnitStreamWriter | None,
     ) -> None:
-        from assay.report.json_stream import write_csv_from
-
         if outcome.interrupted:
             self._session.mark_interrupted()
         else:
             self._session.mark_completed(outcome.summary)
-        if json_writer is not None:
-            outcome.written.append(json_writer.finish(outcome.summary))
-        if spool is not None and self.csv_path is not None:
-            outcome.written.append(write_csv_from(spool, self.csv_path))
-        if spool is not None:
-            spool.close()
+        finish_reports(outcome, json_writer, spool, self.csv_path, junit)
 
     # -- batches ------------------------------------------------------------------------
 
