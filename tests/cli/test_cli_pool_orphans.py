@@ -122,3 +122,34 @@ def test_check_parent_ends_an_orphan_at_once() -> None:
     time.sleep(1.0)  # the grandchild had its chance to print
     assert "still here" not in done.stdout
     check_parent(os.getppid())  # the live parent: nothing happens
+
+
+def test_the_watch_thread_ends_a_worker_whose_parent_died(tmp_path: Path) -> None:
+    # The portable guard alone (no PR_SET_PDEATHSIG): a grandchild blocked in a long
+    # sleep, as a worker waiting for work is, ends once its parent has exited.
+    pid_file = tmp_path / "worker.pid"
+    code = (
+        "import os, sys, time\n"
+        "from assay.session.parent_watch import die_with_parent\n"
+        "parent = os.getpid()\n"
+        "if os.fork():\n"
+        "    time.sleep(0.5)\n"
+        "    os._exit(0)\n"
+        "die_with_parent(parent, forked_by_main_thread=False)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], timeout=60, check=True)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the worker never started"
+        time.sleep(0.02)
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 10  # "a few seconds"
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(worker), "the worker outlived its parent"
+    finally:
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)

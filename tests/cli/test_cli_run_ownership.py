@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from logging_agent import default_sigint, eval_command
+from logging_agent import default_sigint, eval_command, killed_midway
 
 from assay.store import Store
 
@@ -91,3 +91,26 @@ def test_a_second_identical_eval_never_joins_the_live_one(tmp_path: Path, whole_
             stored = Counter(doc["case_id"] for doc in store.case_results(run.id))
             assert stored == Counter(f"q{i}" for i in range(CASES))
     assert "Result: 8 passed" in first_out and "Result: 8 passed" in second_out
+
+
+def test_of_three_commands_finding_a_killed_run_exactly_one_resumes_it(tmp_path: Path) -> None:
+    command, env, db = eval_command(tmp_path, cases=CASES, concurrency=1, delay=0.1)
+    killed_midway(command, env, tmp_path, after_ends=2)
+    with Store.open(f"sqlite:///{db}") as store:
+        (killed,) = store.list_runs()
+        assert killed.status == "RUNNING" and 0 < killed.case_count < CASES
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    procs = [subprocess.Popen(command, env=env, cwd=tmp_path, text=True, **pipes) for _ in range(3)]
+    said = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        said.append(" ".join(err.split()))
+    assert sum(f"resuming run {killed.id}" in s for s in said) == 1, said
+    with Store.open(f"sqlite:///{db}") as store:
+        runs = store.list_runs()
+        assert len(runs) == 3  # the resumed one and two new ones
+        for run in runs:
+            assert (run.status, run.case_count) == ("COMPLETED", CASES)
+            stored = Counter(doc["case_id"] for doc in store.case_results(run.id))
+            assert stored == Counter(f"q{i}" for i in range(CASES))
