@@ -12,6 +12,9 @@ import threading
 import time
 from datetime import timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from assay.session.resume import find_resumable
 from assay.store import Store
 from assay.store.lease import LeaseKeeper, Owner, owner_alive, this_process
@@ -122,3 +125,21 @@ def test_the_keeper_renews_the_lease_and_stops_when_the_run_is_taken(store: Stor
     finally:
         keeper.stop()
     assert not owner_alive(store.get_run(run_id), now=utcnow() + timedelta(seconds=61))
+
+
+@given(host=st.text(min_size=1, max_size=40), pid=st.integers(0, 2**22),
+       started=st.text(alphabet="0123456789", max_size=12), tag=st.text(max_size=8).filter(
+           lambda t: "/" not in t))  # fmt: skip
+def test_an_owner_reads_back_as_written(host: str, pid: int, started: str, tag: str) -> None:
+    owner = Owner(host, pid, started, tag)
+    assert Owner.parse(str(owner)) == owner
+
+
+_SLASHED = st.lists(st.text(max_size=8), min_size=4, max_size=5).map("/".join)
+
+
+@given(st.one_of(st.text(max_size=60), _SLASHED))
+def test_any_stored_owner_text_parses_or_is_none(text: str) -> None:
+    parsed = Owner.parse(text)  # never raises, whatever a store holds
+    assert parsed is None or Owner.parse(str(parsed)) == parsed
+    assert Owner.parse("host/²/1/t") is None  # a digit, but not a process id

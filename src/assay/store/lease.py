@@ -50,7 +50,7 @@ class Owner:
     @classmethod
     def parse(cls, text: str) -> Owner | None:
         parts = text.rsplit("/", 3)
-        if len(parts) != 4 or not parts[1].isdigit():
+        if len(parts) != 4 or not (parts[1].isascii() and parts[1].isdigit()):
             return None
         return cls(parts[0], int(parts[1]), parts[2], parts[3])
 
