@@ -6,7 +6,6 @@ SIGTERM too: the parent stops as on Ctrl-C, and its workers go with it."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -63,6 +62,8 @@ def _setup(tmp_path: Path) -> list[str]:
 def _store_turn_held(tmp_path: Path) -> Iterator[None]:
     """Hold the store's write turn (`store/_write_queue.py`): the workers wait for it
     with their first batches, so the run is still going when its parent is killed."""
+    import fcntl  # POSIX only, as this file is
+
     fd = os.open(tmp_path / "assay.db-wlock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
