@@ -113,6 +113,9 @@ def user_errors() -> Iterator[None]:
 
 
 EXIT_INTERRUPTED = 130
+STARTING_INTERRUPTED = (
+    "interrupted while assay was starting: nothing was run or written; run the same command again"
+)
 
 
 def output_file(raw: str | Path, *, folder_name: str | None = None, what: str = "output") -> Path:
@@ -260,9 +263,36 @@ def run_program(main: Callable[[], object]) -> NoReturn:
     try:
         main()
         code: object = 0
+    except KeyboardInterrupt:
+        # Ctrl-C while the command line was being built, before any command began.
+        stderr_console().print(Text(STARTING_INTERRUPTED, style="bold yellow"), soft_wrap=True)
+        code = EXIT_INTERRUPTED
     except SystemExit as stop:
         code = stop.code
+        if _interrupted_before_eval(stop):
+            message = (
+                "interrupted before the evaluation started: nothing was run or written;"
+                " run the same command again"
+            )
+            stderr_console().print(Text(message, style="bold yellow"), soft_wrap=True)
     _exit_fast(code)
+
+
+def _interrupted_before_eval(stop: SystemExit) -> bool:
+    """Whether `assay eval` was stopped by Ctrl-C before its command began (typer turns
+    a KeyboardInterrupt it catches into exit 130, silently); an interrupt once the
+    command began is the command's to report (`cli.eval`)."""
+    first = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if stop.code != EXIT_INTERRUPTED or first != "eval":
+        return False
+    seen: set[int] = set()
+    exc: BaseException | None = stop
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _exit_fast(code: object) -> NoReturn:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -234,7 +235,7 @@ def eval_command(
     min_mean: MinMeanOption = None,
 ) -> None:
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
-    with user_errors():
+    with user_errors(), _interrupt_said((out, junit, csv_path, html), stored=not no_store):
         from assay.engine import RunOptions
         from assay.engine.executors import named
         from assay.engine.judge_options import JudgeRunOptions
@@ -420,6 +421,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     from assay.report.html import run_environment
     from assay.report.progress import PlainProgress, ProgressObserver
     from assay.session.run_session import RunSession
+    from assay.session.sinks import interrupted_line
     from assay.store import Store
 
     # Explicit criteria are checked before loading the data; defaults depend on it.
@@ -491,6 +493,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
                     style="yellow",
                 )
             )
+        busy = session.busy_note()
+        if busy is not None:
+            err.print(Text(busy, style="yellow"), soft_wrap=True)
         # On success the recorder writes the last results and marks the run COMPLETED.
         with gc_paused(agent_obj is None):
             result = session.run()
@@ -505,10 +510,10 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     if interrupted:
         err.print(
             Text(
-                f"interrupted: {len(result.cases)} of {total} case runs"
-                " completed; run the same command again to resume",
+                interrupted_line(len(result.cases), total, stored=db is not None),
                 style="bold yellow",
-            )
+            ),
+            soft_wrap=True,  # one line, whatever the terminal's width
         )
     # Everything left is garbage at exit; freezing it spares the interpreter's final
     # collection a walk over every result object (about a second per 100k rows).
@@ -518,6 +523,40 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
     if req.min_pass_rate is not None or req.min_means:
         return _gate(req, result, err)
     return 0 if result.cases and result.status is Status.PASSED else 1
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@contextmanager
+def _interrupt_said(reports: Sequence[Path | None], *, stored: bool) -> Iterator[None]:
+    """Ctrl-C before the run's results were reported (starting up, loading the data,
+    opening the run; the run's own interrupts are handled where it runs): say which
+    reports are as they were, and how to go on; exit 130."""
+    targets = [p for p in reports if p is not None]
+    before = {p: _stamp(p) for p in targets}
+    try:
+        yield
+    except KeyboardInterrupt:
+        from assay.session.sinks import kept_line
+
+        err = stderr_console()
+        for path in targets:
+            if before[path] is not None and _stamp(path) == before[path]:
+                err.print(Text(kept_line(path), style="dim"), soft_wrap=True)
+        again = (
+            "run the same command again (case runs already stored are not run again)"
+            if stored
+            else "run the same command again"
+        )
+        message = f"interrupted before the run's results were reported; {again}"
+        err.print(Text(message, style="bold yellow"), soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _gate(req: _Request, result: Any, err: Console) -> int:

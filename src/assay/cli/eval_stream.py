@@ -21,6 +21,7 @@ from rich.text import Text
 
 from assay.cli.common import EXIT_INTERRUPTED, stderr_console, stdout_console
 from assay.model.results import Status
+from assay.session.sinks import interrupted_line, kept_line
 
 if TYPE_CHECKING:
     from assay.engine import RunOptions
@@ -153,7 +154,7 @@ def stream_settings(
         "keep_failing": 0 if req.quiet else MAX_FAILING_ROWS,
         "keep_all_up_to": MAX_CASE_ROWS,
         "progress": progress,
-        "notify": lambda line: err.print(Text(line, style="yellow")),
+        "notify": lambda line: err.print(Text(line, style="yellow"), soft_wrap=True),
         "environment": run_environment(),
     }
 
@@ -182,6 +183,8 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
         render_streamed(outcome.tally, outcome.summary, outcome.kept, console)
     for path in outcome.written:
         err.print(Text(f"wrote {path}", style="dim"))
+    for path in outcome.kept_reports:
+        err.print(Text(kept_line(path), style="dim"), soft_wrap=True)
     done = outcome.tally.cases
     if outcome.error is not None:
         where = "stored and reported" if outcome.run_id is not None else "reported"
@@ -195,13 +198,9 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
         )
         raise outcome.error
     if outcome.interrupted:
-        err.print(
-            Text(
-                f"interrupted: {done} of {outcome.total} case runs completed; run the same"
-                " command again to resume",
-                style="bold yellow",
-            )
-        )
+        stored = outcome.run_id is not None
+        line = interrupted_line(done, outcome.total, stored=stored)
+        err.print(Text(line, style="bold yellow"), soft_wrap=True)
         return EXIT_INTERRUPTED
     if outcome.run_id is not None and not req.quiet:
         err.print(Text(f"run {outcome.run_id} stored", style="dim"))

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError
 from assay.model.results import EvalResult
+from assay.report.atomic import replaced_whole
 
 
 def row_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -41,13 +41,12 @@ def write_csv(result: EvalResult, path: str | Path) -> Path:
     """Write `result.rows` as CSV to `path`."""
     columns = row_columns(result.rows)
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(columns)
-            for row in result.rows:
-                writer.writerow([_cell(row.get(c)) for c in columns])
-    except OSError as exc:
-        raise AssayError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
+    with (
+        replaced_whole(target, "CSV") as tmp,
+        tmp.open("w", encoding="utf-8", newline="") as handle,
+    ):
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in result.rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
     return target

@@ -32,6 +32,7 @@ from typing import IO, Any
 import orjson
 
 from assay.errors import AssayError
+from assay.report.atomic import remove_quietly, replaced_whole
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # Case and row objects are written one per line, indented under their array.
@@ -110,6 +111,7 @@ class RowSpool:
     """
 
     def __init__(self, beside: Path, *, csv: bool = False) -> None:
+        self.report = beside
         self.path = _partial(beside, "rows")
         self.count = 0
         self._shapes: dict[tuple[str, ...], bytes] = {}
@@ -204,16 +206,23 @@ class RowSpool:
                         continue
                     self._mixed = True  # from here on, each line says its shape
                 csv_lines += (shape_number, csv_line)
-        self._at_end()
-        self._file.write(rows_text(json_lines))
-        if self._handed_over:
-            self._file.flush()  # in the file before another process appends after it
-        if self._csv is not None:
-            if csv_lines is None:
-                self._no_csv_lines()
-            else:
-                self._csv.write(b"".join(csv_lines))
+        try:
+            self._at_end()
+            self._file.write(rows_text(json_lines))
+            if self._handed_over:
+                self._file.flush()  # in the file before another process appends after it
+            if self._csv is not None:
+                if csv_lines is None:
+                    self._no_csv_lines()
+                else:
+                    self._csv.write(b"".join(csv_lines))
+        except OSError as exc:
+            raise self._error(exc) from None
         self.count += len(rows)
+
+    def _error(self, exc: OSError) -> AssayError:
+        """A failed write of the spool (a full disk), named after the report it is for."""
+        return AssayError(f"cannot write the rows of report {self.report}: {exc.strerror or exc}")
 
     def hand_over(self) -> str | None:
         """The spool's file, everything added so far in it: worker processes append
@@ -223,7 +232,10 @@ class RowSpool:
         numbered by their shapes here, so they keep coming through this process."""
         if self._csv is not None:
             return None
-        self._file.flush()
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise self._error(exc) from None
         self._handed_over = True
         return str(self.path)
 
@@ -261,11 +273,15 @@ class RowSpool:
             _append_file(self.path, target, size)
 
     def close(self) -> None:
-        self._file.close()
-        self.path.unlink(missing_ok=True)
-        self._no_csv_lines()
+        # Also after a failed write (a full disk): closing flushes what is buffered,
+        # which may fail again; the spool files are removed all the same.
+        with contextlib.suppress(OSError):
+            self._file.close()
+        remove_quietly(self.path)
+        with contextlib.suppress(OSError):
+            self._no_csv_lines()
         if self.csv_path is not None:
-            self.csv_path.unlink(missing_ok=True)
+            remove_quietly(self.csv_path)
 
 
 class JsonReportWriter:
@@ -383,7 +399,16 @@ class JsonReportWriter:
         self._cases += cases
 
     def finish(self, summary: dict[str, Any], repeated: dict[str, Any] | None = None) -> Path:
-        """Append the rows and the summary; the report is complete at `target` after this."""
+        """Append the rows and the summary; the report is complete at `target` after this.
+        If that fails (a full disk, an interrupt), the unfinished file is removed and
+        whatever was at `target` stays as it was."""
+        try:
+            return self._complete(summary, repeated)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _complete(self, summary: dict[str, Any], repeated: dict[str, Any] | None) -> Path:
         self._write(b"\n  ],\n" if self._cases else b"],\n")
         self._write(b'  "rows": [')
         if self.rows.count:
@@ -402,7 +427,12 @@ class JsonReportWriter:
         if repeated:
             self._write(b',\n  "repeated": ' + _pretty(repeated))
         self._write(b"\n}\n")
-        self._file.close()
+        try:
+            self._file.close()  # what is still buffered is written here
+        except OSError as exc:
+            raise AssayError(
+                f"cannot write JSON report {self.target}: {exc.strerror or exc}"
+            ) from None
         if self._owns_rows:
             self.rows.close()
         self._remove_parts()
@@ -415,9 +445,11 @@ class JsonReportWriter:
         return self.target
 
     def discard(self) -> None:
-        """Remove the unfinished file (the run failed before it could be completed)."""
-        self._file.close()
-        self._tmp.unlink(missing_ok=True)
+        """Remove the unfinished file (the run failed before it could be completed, or
+        a write failed: then closing fails too, and must not hide why)."""
+        with contextlib.suppress(OSError):
+            self._file.close()
+        remove_quietly(self._tmp)
         if self._owns_rows:
             self.rows.close()
         self._remove_parts()
@@ -555,22 +587,21 @@ def write_csv_from(spool: RowSpool, path: str | Path) -> Path:
     """The CSV report of the spooled rows, with the union of their columns."""
     columns = spool.columns
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(columns)
-            ready = spool.csv_lines
-            if ready is not None and len(columns) > 1:
-                _write_csv_lines(handle, ready, spool, columns)
-                return target
+    with (
+        replaced_whole(target, "CSV") as tmp,
+        tmp.open("w", encoding="utf-8", newline="") as handle,
+    ):
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        ready = spool.csv_lines
+        if ready is not None and len(columns) > 1:
+            _write_csv_lines(handle, ready, spool, columns)
+        else:
             loads = orjson.loads
             for line in spool.lines():
                 row = loads(line)
                 get = row.get
                 writer.writerow([csv_cell(get(c)) for c in columns])
-    except OSError as exc:
-        raise AssayError(f"cannot write CSV {target}: {exc.strerror or exc}") from None
     return target
 
 

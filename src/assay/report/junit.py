@@ -12,10 +12,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from assay.errors import AssayError
 from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult, Status
 from assay.report.analysis import analyze_case
+from assay.report.atomic import replaced_whole
 
 
 def _fmt(value: float | None) -> str:
@@ -120,9 +120,6 @@ def write_junit(result: EvalResult, path: str | Path) -> Path:
     tree = ET.ElementTree(build_junit(result))
     ET.indent(tree)
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tree.write(target, encoding="utf-8", xml_declaration=True)
-    except OSError as exc:
-        raise AssayError(f"cannot write JUnit report {target}: {exc.strerror or exc}") from None
+    with replaced_whole(target, "JUnit report") as tmp:
+        tree.write(tmp, encoding="utf-8", xml_declaration=True)
     return target

@@ -11,6 +11,7 @@ place. The file is the one `write_junit` writes for the same case runs, byte for
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import xml.etree.ElementTree as ET
@@ -20,6 +21,7 @@ from typing import IO
 
 from assay.errors import AssayError
 from assay.model.results import CaseResult
+from assay.report.atomic import remove_quietly
 from assay.report.junit import add_testcase
 
 EncodedTestcase = tuple[bytes, str | None, float]
@@ -114,7 +116,11 @@ class JUnitStreamWriter:
                     out.write(b"\n</testsuites>")
             os.replace(self._tmp, self.target)
         except OSError as exc:
+            remove_quietly(self._tmp)
             raise self._error(exc) from None
+        except BaseException:
+            remove_quietly(self._tmp)
+            raise
         finally:
             self._cleanup()
         return self.target
@@ -122,9 +128,10 @@ class JUnitStreamWriter:
     def discard(self) -> None:
         """Remove the spooled cases (the run failed before the report could be written)."""
         self._cleanup()
-        self._tmp.unlink(missing_ok=True)
+        remove_quietly(self._tmp)
 
     def _cleanup(self) -> None:
         for suite in self._suites.values():
-            suite.spool.close()
-            suite.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a failed flush (full disk): removed anyway
+                suite.spool.close()
+            remove_quietly(suite.path)

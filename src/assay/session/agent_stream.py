@@ -44,7 +44,7 @@ from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
 from assay.redact import redact
-from assay.session.streaming import StreamOutcome, StreamSettings
+from assay.session.streaming import StreamOutcome, StreamSettings, finish_reports
 
 if TYPE_CHECKING:
     from assay.engine import RunObserver
@@ -235,6 +235,9 @@ class AgentStreamingRun(StreamSettings):
                 f"resuming run {run_id}: {self._session.done_before} of {total} case runs"
                 " already done (--fresh starts a new run)"
             )
+        busy = self._session.busy_note()
+        if busy is not None and self.notify is not None:
+            self.notify(busy)
         keep_all = total <= self.keep_all_up_to
         writers = self._writers(run_id, total if keep_all else self.keep_failing, keep_all)
         for case in previous:  # the resumed run's results join the summary and reports
@@ -383,17 +386,8 @@ class AgentStreamingRun(StreamSettings):
         )
 
     def _finish(self, outcome: StreamOutcome, writers: _Writers) -> None:
-        from assay.report.json_stream import write_csv_from
-
         if outcome.interrupted:
             self._session.mark_interrupted()
         else:
             self._session.mark_completed(outcome.summary)
-        if writers.json is not None:
-            outcome.written.append(writers.json.finish(outcome.summary))
-        if writers.spool is not None and self.csv_path is not None:
-            outcome.written.append(write_csv_from(writers.spool, self.csv_path))
-        if writers.spool is not None:
-            writers.spool.close()
-        if writers.junit is not None:
-            outcome.written.append(writers.junit.finish())
+        finish_reports(outcome, writers.json, writers.spool, self.csv_path, writers.junit)

@@ -6,7 +6,10 @@ behaviour, run method, simulated user) and the agent. `find_resumable` finds the
 newest unfinished (RUNNING or INTERRUPTED) run of exactly that; `Resumption` loads its
 completed case runs so the engine skips them (`arun(skip=..., previous=...)`) and the
 final summary still covers every case. A run killed outright stays RUNNING in the
-store, so it is found the same way as one stopped with Ctrl-C.
+store, so it is found the same way as one stopped with Ctrl-C — but only once its
+owner is gone (`store.lease`): a run another live process is executing is never
+resumed (`find_resumable` skips it, `Resumption.claim` takes a run over only if nobody
+else took it first).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.model.results import CaseResult
+from assay.store.lease import LEASE_S, owner_alive
 from assay.store.schema import RunStatus
 
 if TYPE_CHECKING:
@@ -39,9 +43,14 @@ def find_resumable(
     config: Mapping[str, Any],
     agent: str | None,
     app: str | None = None,
+    busy: list[RunInfo] | None = None,
 ) -> RunInfo | None:
-    """The newest unfinished run of exactly this evaluation, if any (where it was made,
-    the config's `ENVIRONMENT_KEY`, does not count)."""
+    """The newest unfinished run of exactly this evaluation whose owner is gone, if any
+    (where it was made, the config's `ENVIRONMENT_KEY`, does not count).
+
+    Runs of this evaluation another live process is executing are skipped, and added
+    to `busy` when given.
+    """
     wanted = json.loads(json.dumps(dict(config)))  # as the store gives it back
     wanted.pop(ENVIRONMENT_KEY, None)
     for info in db.list_runs(limit=200, app=app):
@@ -53,7 +62,10 @@ def find_resumable(
             and info.agent == agent
             and stored == wanted
         ):
-            return info
+            if not owner_alive(info):
+                return info
+            if busy is not None:
+                busy.append(info)
     return None
 
 
@@ -66,15 +78,33 @@ class Resumption:
     previous: list[CaseResult] = field(default_factory=list)
 
     @classmethod
-    def load(cls, db: Store, run_id: str) -> Resumption:
-        """Read the run's stored case runs and mark it RUNNING again."""
+    def load(
+        cls, db: Store, run_id: str, *, owner: str | None = None, lease_s: float = LEASE_S
+    ) -> Resumption:
+        """Mark the run RUNNING again (held by `owner`), then read its stored case runs."""
+        if owner is None:
+            db.reopen_run(run_id)
+        else:
+            db.claim_run(run_id, owner=owner, lease_s=lease_s)
+        return cls._read(db, run_id)
+
+    @classmethod
+    def claim(
+        cls, db: Store, found: RunInfo, *, owner: str, lease_s: float = LEASE_S
+    ) -> Resumption | None:
+        """Take over `found` (as `find_resumable` read it) and read its case runs; None
+        when another process claimed it first."""
+        if not db.claim_run(found.id, owner=owner, lease_s=lease_s, seen=found):
+            return None
+        return cls._read(db, found.id)
+
+    @classmethod
+    def _read(cls, db: Store, run_id: str) -> Resumption:
         from pydantic import TypeAdapter
 
         reader = TypeAdapter(CaseResult)
         previous = [reader.validate_python(doc) for doc in db.case_results(run_id)]
-        skip = db.completed_case_keys(run_id)
-        db.reopen_run(run_id)
-        return cls(run_id, skip, previous)
+        return cls(run_id, db.completed_case_keys(run_id), previous)
 
     def recorder(self, db: Store) -> StoreRecorder:
         """A recorder for the run whose total counts the case runs already done too."""

@@ -21,6 +21,7 @@ agent case run through `record`) and ends with `mark_completed` / `mark_interrup
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -28,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from assay.engine.aggregate import build_result
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.options import RunOptions
-from assay.errors import ConfigError
+from assay.errors import ConfigError, StoreError
 from assay.model.results import CaseResult, EvalResult
 from assay.redact import redact
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import FinishedRun, RunSink
 from assay.store.exceptions import store_unavailable
+from assay.store.lease import LEASE_S, LeaseKeeper, describe_owner, this_process
 
 if TYPE_CHECKING:
     from assay.agents.base import Agent
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.store import EncodedCase, Store, StoreRecorder
+    from assay.store.runs import RunInfo
 
 
 def run_options_doc(
@@ -155,7 +158,11 @@ class RunSession:
     _recorder: StoreRecorder | None = field(default=None, init=False, repr=False)
     _collected: _Collected = field(default_factory=_Collected, init=False, repr=False)
     _finished: bool = field(default=False, init=False, repr=False)
+    _lease: LeaseKeeper | None = field(default=None, init=False, repr=False)
     resumed: bool = field(default=False, init=False)
+    #: unfinished runs of this evaluation other live processes are executing (not joined)
+    busy: list[RunInfo] = field(default_factory=list, init=False)
+    lease_s: float = LEASE_S
 
     def __post_init__(self) -> None:
         sim = self.options.simulator
@@ -219,24 +226,70 @@ class RunSession:
         if self.store is None or self._resumption is not None:
             return
         assert self.identity is not None
+        owner = this_process()
         if self.continue_run is not None:
-            self._resumption = Resumption.load(self.store, self.continue_run)
+            self._resumption = Resumption.load(
+                self.store, self.continue_run, owner=str(owner), lease_s=self.lease_s
+            )
             self.resumed = bool(self._resumption.skip)
-            self._recorder = self._make_recorder()
-            return
-        found = None if self.fresh else find_resumable(self.store, **self.identity.as_kwargs())
-        if found is None:
-            started = self.identity.as_kwargs()
-            if self.environment:
-                # Where the run was made (git commit, assay version): shown by the
-                # reports of the stored run, not part of what a resumption must match.
-                started["config"] = {**started["config"], ENVIRONMENT_KEY: dict(self.environment)}
-            run_id = self.store.start_run(**started, runs=self.options.runs or 1, name=self.name)
-            self._resumption = Resumption(run_id)
         else:
-            self._resumption = Resumption.load(self.store, found.id)
-            self.resumed = True
+            self._resumption = self._resume_or_start(str(owner))
+        self._lease = LeaseKeeper(self.store, self._resumption.run_id, owner, self.lease_s)
+        self._lease.start()
         self._recorder = self._make_recorder()
+
+    def _resume_or_start(self, owner: str) -> Resumption:
+        """Resume the newest unfinished run of this evaluation whose owner is gone, else
+        start one; a run another live process executes is never joined (`busy`)."""
+        assert self.store is not None and self.identity is not None
+        for _attempt in range(5):
+            self.busy = []
+            found = (
+                None
+                if self.fresh
+                else find_resumable(self.store, **self.identity.as_kwargs(), busy=self.busy)
+            )
+            if found is None:
+                break
+            claimed = Resumption.claim(self.store, found, owner=owner, lease_s=self.lease_s)
+            if claimed is not None:
+                self.resumed = True
+                return claimed
+            # Another process took it over between our look and our claim: look again.
+        started = self.identity.as_kwargs()
+        if self.environment:
+            # Where the run was made (git commit, assay version): shown by the
+            # reports of the stored run, not part of what a resumption must match.
+            started["config"] = {**started["config"], ENVIRONMENT_KEY: dict(self.environment)}
+        run_id = self.store.start_run(
+            **started,
+            runs=self.options.runs or 1,
+            name=self.name,
+            owner=owner,
+            lease_s=self.lease_s,
+        )
+        return Resumption(run_id)
+
+    def busy_note(self) -> str | None:
+        """A line naming the live runs of this evaluation this session did not join."""
+        if not self.busy:
+            return None
+        first = self.busy[0]
+        more = f" (and {len(self.busy) - 1} more)" if len(self.busy) > 1 else ""
+        return (
+            f"run {first.id} of this evaluation is still running in {describe_owner(first)}"
+            f"{more}; not joining it: this is a new run, {self.run_id}"
+        )
+
+    def _stop_lease(self, *, release: bool = False) -> None:
+        lease, self._lease = self._lease, None
+        if lease is None:
+            return
+        lease.stop()
+        if release and self.store is not None:
+            # The store may be down (why the session gave up): then the lease runs out.
+            with contextlib.suppress(StoreError):
+                self.store.release_lease(lease.run_id, str(lease.owner))
 
     def _make_recorder(self) -> StoreRecorder:
         assert self.store is not None and self._resumption is not None
@@ -333,6 +386,7 @@ class RunSession:
             await self._blocking(lambda: self.mark_error(message))
             raise
         self._finished = True
+        self._stop_lease()  # the recorder marked the run COMPLETED
         result.run_id = self.run_id
         return result
 
@@ -340,17 +394,20 @@ class RunSession:
         """Write what completed and mark the run INTERRUPTED (once; it can be resumed)."""
         if not self._finished and self._recorder is not None:
             self._finished = True
+            self._stop_lease()
             self._recorder.mark_interrupted()
 
     def _close_abandoned(self) -> None:
         if not self._finished and self._recorder is not None:
             self._finished = True
+            self._stop_lease(release=True)
             self._recorder.close()
 
     def mark_error(self, message: str) -> None:
         """Write what completed and mark the run ERROR with `message` (once)."""
         if not self._finished and self._recorder is not None:
             self._finished = True
+            self._stop_lease()
             self._recorder.mark_error(message)
 
     # -- a run executed outside the engine (`session.streaming`) -------------------------
@@ -384,6 +441,7 @@ class RunSession:
         """Mark the run COMPLETED with `summary` (once; `arun` does it itself)."""
         if not self._finished and self._recorder is not None:
             self._finished = True
+            self._stop_lease()
             self._recorder.mark_completed(summary)
 
     def partial_result(self) -> EvalResult:

@@ -32,6 +32,24 @@ class FinishedRun:
     """Files the sinks before this one wrote (reports), in order."""
 
 
+def kept_line(path: Path) -> str:
+    """What an interrupted run says of a report it left as it was."""
+    return f"kept {path} as it was: an interrupted run does not replace a report"
+
+
+def interrupted_line(done: int, total: int, *, stored: bool) -> str:
+    """What an interrupted `assay eval` kept, and how to go on."""
+    if stored:
+        return (
+            f"interrupted: {done} of {total} case runs completed and stored; run the same"
+            " command again to resume"
+        )
+    return (
+        f"interrupted: {done} of {total} case runs completed; nothing was stored (--no-store):"
+        " run the same command again to start over"
+    )
+
+
 class RunSink(Protocol):
     """Takes a finished run somewhere; returns one line per thing written."""
 
@@ -65,19 +83,27 @@ class ReportFiles:
 
     def deliver(self, run: FinishedRun) -> list[str]:
         from assay.report import write_reports
+        from assay.report.atomic import keeps_earlier
+
+        # An interrupted run's partial reports replace no report already there.
+        targets = (self.out, self.junit, self.csv_path, self.html)
+        kept = [p for p in targets if keeps_earlier(p, interrupted=run.interrupted)]
+
+        def wanted(path: Path | None) -> Path | None:
+            return None if path in kept else path
 
         written = write_reports(
             run.result,
-            out=self.out,
-            junit=self.junit,
-            csv_path=self.csv_path,
+            out=wanted(self.out),
+            junit=wanted(self.junit),
+            csv_path=wanted(self.csv_path),
             eval_set_ids=[e.id for e in run.evalsets],
             eval_set_files=dict(self.eval_set_files) if self.eval_set_files else None,
         )
-        if self.html is not None:
+        if wanted(self.html) is not None:
             written.append(self._write_html(run))
         run.artifacts.extend(written)
-        return [f"wrote {path}" for path in written]
+        return [f"wrote {path}" for path in written] + [kept_line(p) for p in kept if p]
 
     def _write_html(self, run: FinishedRun) -> Path:
         from assay.report.html import git_commit, write_html

@@ -26,6 +26,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.context
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -40,6 +41,7 @@ from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.redact import redact
+from assay.session.parent_watch import check_parent, die_with_parent
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
     BatchOutput,
@@ -105,6 +107,18 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return Widened()  # type: ignore[no-any-return]
 
 
+def _init_worker(parent: tuple[int, bool], spec: BatchSpec, writes: WorkerWrites | None) -> None:
+    """Pool initializer: the worker dies with the process that forked it (kill -9
+    included: `parent_watch`), then `init_worker`."""
+    die_with_parent(parent[0], forked_by_main_thread=parent[1])
+    init_worker(spec, writes)
+
+
+def _score_in_worker(parent_pid: int, batch: RawBatch | LineChunk, number: int) -> BatchOutput:
+    check_parent(parent_pid)  # no batch is started for a parent that is gone
+    return score_in_worker(batch, number)
+
+
 class Progress(Protocol):
     """What a streamed run reports progress to (`report.progress` has two)."""
 
@@ -126,6 +140,52 @@ class StreamOutcome:
     interrupted: bool = False
     error: InputError | None = None
     written: list[Path] = field(default_factory=list)
+    kept_reports: list[Path] = field(default_factory=list)
+    """Reports an interrupted run left as they were (`report.atomic.keeps_earlier`)."""
+
+
+def finish_reports(
+    outcome: StreamOutcome,
+    json_writer: JsonReportWriter | None,
+    spool: RowSpool | None,
+    csv_path: Path | None,
+    junit: JUnitStreamWriter | None,
+) -> None:
+    """Complete each report of a streamed run, each renamed into place when whole; an
+    interrupted run's reports replace no report already there (those are discarded and
+    listed in `outcome.kept_reports`). A report that cannot be written leaves no
+    temporary file behind."""
+    from assay.report.atomic import keeps_earlier
+    from assay.report.json_stream import write_csv_from
+
+    def keep(target: Path | None) -> bool:
+        kept = keeps_earlier(target, interrupted=outcome.interrupted)
+        if kept and target is not None:
+            outcome.kept_reports.append(target)
+        return kept
+
+    try:
+        if json_writer is not None:
+            if keep(json_writer.target):
+                json_writer.discard()
+            else:
+                outcome.written.append(json_writer.finish(outcome.summary))
+        if spool is not None and csv_path is not None and not keep(csv_path):
+            outcome.written.append(write_csv_from(spool, csv_path))
+        if junit is not None:
+            if keep(junit.target):
+                junit.discard()
+            else:
+                outcome.written.append(junit.finish())
+    except BaseException:
+        if json_writer is not None:
+            json_writer.discard()
+        if junit is not None:
+            junit.discard()
+        raise
+    finally:
+        if spool is not None:
+            spool.close()
 
 
 @dataclass(kw_only=True)
@@ -291,9 +351,7 @@ class StreamingRun(StreamSettings):
         # storing are in the store when the run's counts are taken.
         outputs.close()
         outcome.summary = {**tally.summary(self.metrics), **tally.status_columns()}
-        self._finish(outcome, json_writer, spool)
-        if junit is not None:
-            outcome.written.append(junit.finish())
+        self._finish(outcome, json_writer, spool, junit)
         return outcome
 
     # -- the run in the store: RunSession's lifecycle --------------------------------
@@ -310,6 +368,9 @@ class StreamingRun(StreamSettings):
                 f"resuming run {run_id}: {self._session.done_before} of {total} case runs"
                 " already done (--fresh starts a new run)"
             )
+        busy = self._session.busy_note()
+        if busy is not None and self.notify is not None:
+            self.notify(busy)
         return self._session.skip, self._session.previous
 
     def _finish(
@@ -317,19 +378,13 @@ class StreamingRun(StreamSettings):
         outcome: StreamOutcome,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
+        junit: JUnitStreamWriter | None,
     ) -> None:
-        from assay.report.json_stream import write_csv_from
-
         if outcome.interrupted:
             self._session.mark_interrupted()
         else:
             self._session.mark_completed(outcome.summary)
-        if json_writer is not None:
-            outcome.written.append(json_writer.finish(outcome.summary))
-        if spool is not None and self.csv_path is not None:
-            outcome.written.append(write_csv_from(spool, self.csv_path))
-        if spool is not None:
-            spool.close()
+        finish_reports(outcome, json_writer, spool, self.csv_path, junit)
 
     # -- batches ------------------------------------------------------------------------
 
@@ -344,8 +399,9 @@ class StreamingRun(StreamSettings):
             for batch in self._batches():
                 yield score_batch(spec, batch)
             return
-        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=init_worker,
-                                   initargs=(spec, writes))  # fmt: skip
+        parent = (os.getpid(), threading.current_thread() is threading.main_thread())
+        pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker,
+                                   initargs=(parent, spec, writes))  # fmt: skip
         pending: deque[Future[BatchOutput]] = deque()
         checkpoints = contextlib.ExitStack()
         try:
@@ -353,7 +409,7 @@ class StreamingRun(StreamSettings):
             # Two batches per worker in flight: one being scored, one waiting; the rest
             # of the file stays unread.
             for number, batch in enumerate(batches):
-                pending.append(pool.submit(score_in_worker, batch, number))
+                pending.append(pool.submit(_score_in_worker, parent[0], batch, number))
                 if number == 0 and writes is not None and writes.store is not None:
                     # The workers' writes checkpointed from a thread of this process,
                     # started once the first submit has forked them (none inherits it).

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, update
@@ -79,6 +79,8 @@ class RunInfo:
     updated_at: datetime | None = None
     project: str = DEFAULT_PROJECT
     location: str = DEFAULT_LOCATION
+    owner: str | None = None
+    lease_until: datetime | None = None
 
 
 # Crockford base32 (no i, l, o, u): ids are safe to read aloud and type.
@@ -137,6 +139,8 @@ class RunRepository(Repository):
         runs: int,
         name: str | None = None,
         app: str = DEFAULT_APP,
+        owner: str | None = None,
+        lease_s: float | None = None,
     ) -> str:
         run_id = new_run_id()
         now = utcnow()
@@ -155,6 +159,8 @@ class RunRepository(Repository):
             "runs": runs,
             "created_at": now,
             "updated_at": now,
+            "owner": owner,
+            "lease_until": now + timedelta(seconds=lease_s) if owner and lease_s else None,
         }
         with self._writer.begin() as conn:
             conn.execute(insert(runs_table), values)
@@ -223,6 +229,7 @@ class RunRepository(Repository):
             "finished_at": now,
             "updated_at": now,
             "error": error,
+            "lease_until": None,  # its owner lets it go
         }
         if summary is not None:
             values["summary"] = dict(summary)
@@ -242,6 +249,57 @@ class RunRepository(Repository):
                 error=None,
                 updated_at=utcnow(),
             )
+
+    @database_errors
+    def claim_run(
+        self, run_id: str, *, owner: str, lease_s: float, seen: RunInfo | None = None
+    ) -> bool:
+        """Make `owner` the run's owner, RUNNING with a lease of `lease_s` seconds.
+
+        With `seen` (the run as read before), only if its status, owner and lease are
+        still the ones read: of several processes claiming one run, exactly one wins.
+        """
+        now = utcnow()
+        c = runs_table.c
+        query = update(runs_table).where(c.id == run_id)
+        if seen is not None:
+            query = query.where(
+                c.status == RunStatus(seen.status).value,
+                c.owner.is_not_distinct_from(seen.owner),
+                c.lease_until.is_not_distinct_from(seen.lease_until),
+            )
+        values = {
+            "status": RunStatus.RUNNING.value,
+            "finished_at": None,
+            "error": None,
+            "updated_at": now,
+            "owner": owner,
+            "lease_until": now + timedelta(seconds=lease_s),
+        }
+        with self._writer.begin() as conn:
+            if seen is None:
+                self._require_run(conn, run_id)
+            return bool(conn.execute(query.values(**values)).rowcount)
+
+    @database_errors
+    def renew_lease(self, run_id: str, owner: str, lease_s: float) -> bool:
+        """Extend a RUNNING run's lease held by `owner`; False if it holds it no more."""
+        c = runs_table.c
+        query = (
+            update(runs_table)
+            .where(c.id == run_id, c.owner == owner, c.status == RunStatus.RUNNING.value)
+            .values(lease_until=utcnow() + timedelta(seconds=lease_s))
+        )
+        with self._writer.begin() as conn:
+            return bool(conn.execute(query).rowcount)
+
+    @database_errors
+    def release_lease(self, run_id: str, owner: str) -> None:
+        """Let go of a run left RUNNING (anyone may resume it now)."""
+        c = runs_table.c
+        query = update(runs_table).where(c.id == run_id, c.owner == owner).values(lease_until=None)
+        with self._writer.begin() as conn:
+            conn.execute(query)
 
     @database_errors
     def list_runs(self, limit: int = 50, *, app: str | None = None) -> list[RunInfo]:
@@ -424,4 +482,6 @@ def _run_info(row: Row[Any]) -> RunInfo:
         updated_at=row.updated_at,
         project=row.project,
         location=row.location,
+        owner=row.owner,
+        lease_until=row.lease_until,
     )

@@ -110,6 +110,11 @@ runs = Table(
     Column("finished_at", UTCDateTime),
     Column("project", String(128), nullable=False, server_default=_PROJECT),
     Column("location", String(128), nullable=False, server_default=_LOCATION),
+    # The process executing the run (`store/lease.py`: host, pid, its start time and a
+    # random tag) and until when its heartbeat holds the run; a run whose owner is alive
+    # is never resumed by another process. NULL lease: nobody holds it.
+    Column("owner", String(256)),
+    Column("lease_until", UTCDateTime),
     Index(None, "app", "created_at"),
     Index(None, "status"),
     Index(None, "project", "location", "app", "created_at"),

@@ -78,8 +78,13 @@ class Store:
         runs: int,
         name: str | None = None,
         app: str = DEFAULT_APP,
+        owner: str | None = None,
+        lease_s: float | None = None,
     ) -> str:
-        """Record a new RUNNING run and return its id (short, unique, time-ordered)."""
+        """Record a new RUNNING run and return its id (short, unique, time-ordered).
+
+        `owner` (`store.lease.Owner`) holds it for `lease_s` seconds, renewed by
+        `renew_lease` (`store.lease.LeaseKeeper`)."""
         return self._runs.start_run(
             eval_set_ids=eval_set_ids,
             metrics=metrics,
@@ -88,7 +93,25 @@ class Store:
             runs=runs,
             name=name,
             app=app,
+            owner=owner,
+            lease_s=lease_s,
         )
+
+    def claim_run(
+        self, run_id: str, *, owner: str, lease_s: float, seen: RunInfo | None = None
+    ) -> bool:
+        """Take a run over to resume it: RUNNING, owned by `owner` with a lease. With
+        `seen`, only if nobody changed its status, owner or lease since (compare-and-set:
+        of several processes claiming it, one wins); False otherwise."""
+        return self._runs.claim_run(run_id, owner=owner, lease_s=lease_s, seen=seen)
+
+    def renew_lease(self, run_id: str, owner: str, lease_s: float) -> bool:
+        """Extend the lease `owner` holds on a RUNNING run; False if it holds it no more."""
+        return self._runs.renew_lease(run_id, owner, lease_s)
+
+    def release_lease(self, run_id: str, owner: str) -> None:
+        """Let go of a run left RUNNING, so another process may resume it at once."""
+        self._runs.release_lease(run_id, owner)
 
     def set_total(self, run_id: str, total: int) -> None:
         """Record how many case runs the run will produce (for progress displays)."""

@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from assay.errors import AssayError
 from assay.model.results import EvalResult
+from assay.report.atomic import replaced_whole
 from assay.report.html.data import git_commit, report_data, run_environment
 
 __all__ = [
@@ -77,9 +77,6 @@ def write_html(
     """Write the HTML report to `path`."""
     target = Path(path)
     text = render_html(result, run=run, commit=commit, title=title)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise AssayError(f"cannot write HTML report {target}: {exc.strerror or exc}") from None
+    with replaced_whole(target, "HTML report") as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return target
