@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import Request
 
 from assay.agents.base import Agent
+from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 from assay.store import Resource, Store
 
 # Called on every evaluation rendered: (ctx, stored resource, JSON body to fill in,
@@ -42,6 +43,8 @@ class ServiceContext:
     # The one folder CES imports may read from and exports write into (`file://` URIs);
     # None: the server touches no files for a client.
     files_root: Path | None = None
+    # What one request may bring (bytes, depth, documents, models): every surface.
+    limits: ServiceLimits = DEFAULT_LIMITS
     parts: dict[str, object] = field(default_factory=dict)
 
 

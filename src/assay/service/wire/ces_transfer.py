@@ -89,7 +89,13 @@ def _deliver(
         return {"content": content}, "content"
     return {
         "uri": ces_files.write(
-            uri, "export_options.gcs_uri", stem, content, _format(request), ctx.files_root
+            uri,
+            "export_options.gcs_uri",
+            stem,
+            content,
+            _format(request),
+            ctx.files_root,
+            ctx.limits,
         )
     }, "uri"
 
@@ -240,7 +246,9 @@ def _sources(
     """(label, thunk making (id, body)) per evaluation to import, and a status note."""
     source = request.WhichOneof("source")
     if source == "gcs_uri":
-        path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations", ctx.files_root)
+        path, document = ces_files.read(
+            request.gcs_uri, "gcs_uri", "evaluations", ctx.files_root, ctx.limits
+        )
         items = _evaluations_in(document, "gcs_uri")
         results = document.get("evaluationResults") if isinstance(document, dict) else None
         skipped = len(results) if isinstance(results, list) else 0
