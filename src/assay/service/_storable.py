@@ -23,14 +23,16 @@ import math
 from typing import Any
 
 from assay.service.errors import InvalidArgument
+from assay.service.settings import DEFAULT_LIMITS
 
-MAX_DEPTH = 100
+MAX_DEPTH = DEFAULT_LIMITS.max_depth
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _SHOWN_PARTS = 12
 
 # A node's path is kept as (parent path, key) links and only spelled out on an error.
 _Path = tuple[Any, str | int] | None
+JsonPath = _Path  # the same, for the other checks of client JSON (documents.py)
 
 
 def check_storable(value: Any, field: str) -> None:

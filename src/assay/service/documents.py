@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from assay.service._storable import JsonPath, json_path
 from assay.service.errors import InvalidArgument
 from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 
@@ -27,30 +28,29 @@ def too_deep(field: str, limit: int) -> InvalidArgument:
     )
 
 
-def depth_of(value: Any, limit: int) -> int:
-    """How deep `value` nests lists and dicts, counted up to `limit + 1` (no recursion)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+def deeper_than(value: Any, limit: int) -> tuple[bool, JsonPath]:
+    """(True, path of the first list or dict past `limit` levels) or (False, None);
+    walked without recursion."""
+    stack: list[tuple[Any, int, JsonPath]] = [(value, 0, None)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
         if isinstance(item, dict):
-            members: Any = item.values()
+            members: Any = item.items()
         elif isinstance(item, list | tuple):
-            members = item
+            members = enumerate(item)
         else:
             continue
-        depth += 1
-        if depth > limit:
-            return depth
-        deepest = max(deepest, depth)
-        stack.extend((m, depth) for m in members)
-    return deepest
+        if depth >= limit:
+            return True, path
+        stack.extend((member, depth + 1, (path, key)) for key, member in members)
+    return False, None
 
 
 def check_depth(value: Any, field: str, limits: ServiceLimits = DEFAULT_LIMITS) -> None:
-    """INVALID_ARGUMENT naming `field` if `value` nests deeper than the limit."""
-    if depth_of(value, limits.max_depth) > limits.max_depth:
-        raise too_deep(field, limits.max_depth)
+    """INVALID_ARGUMENT naming the JSON path where `value` nests deeper than the limit."""
+    deep, path = deeper_than(value, limits.max_depth)
+    if deep:
+        raise too_deep(json_path(field, path), limits.max_depth)
 
 
 def load_json(raw: bytes | str, field: str, limits: ServiceLimits = DEFAULT_LIMITS) -> Any:
@@ -61,7 +61,9 @@ def load_json(raw: bytes | str, field: str, limits: ServiceLimits = DEFAULT_LIMI
     except RecursionError:
         raise too_deep(field, limits.max_depth) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument.field(field, f"Invalid JSON payload received. {exc}") from None
+        raise InvalidArgument.field(
+            field, f"Invalid JSON payload received: not valid JSON ({exc})"
+        ) from None
     check_depth(value, field, limits)
     return value
 

@@ -271,7 +271,7 @@ def _sources(
             for name in request.conversation_list.conversations
         ], ""
     if source == "csv_content":
-        parsed = ces_csv.evaluations(request.csv_content, "csv_content")
+        parsed = ces_csv.evaluations(request.csv_content, "csv_content", ctx.limits)
         return [(label, functools.partial(_given, body)) for label, body in parsed], ""
     raise InvalidArgument.field(
         "source", "set one of gcs_uri (a local file:// path), conversation_list or csv_content"

@@ -29,6 +29,8 @@ from assay.errors import AssayError
 from assay.formats import vertex
 from assay.metrics.registry import build_metric, metric_names
 from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
+from assay.service._storable import check_storable
+from assay.service.documents import load_json
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
 from assay.service.wire import vertex_judged
 
@@ -149,12 +151,7 @@ def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
         call = _object(raw, where, ("toolName", "toolInput"))
         name = _string(call.get("toolName", ""), f"{where}.tool_name")
         text = _string(call.get("toolInput", ""), f"{where}.tool_input")
-        try:
-            args = json.loads(text) if text.strip() else {}
-        except ValueError:
-            raise InvalidArgument.field(
-                f"{where}.tool_input", f"expected a JSON object as a string, got {text!r}"
-            ) from None
+        args = load_json(text, f"{where}.tool_input") if text.strip() else {}
         if not isinstance(args, dict):
             raise InvalidArgument.field(f"{where}.tool_input", f"expected a JSON object: {text!r}")
         steps.append({"tool_name": name, "tool_input": args})
@@ -282,10 +279,8 @@ async def _endpoint(request: Request) -> Response:
 
     try:
         raw = await request.body()
-        try:
-            body = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidArgument(f"Invalid JSON payload received. {exc}") from None
+        body = load_json(raw, "body", request.app.state.ctx.limits) if raw.strip() else {}
+        check_storable(body, "")  # 1e400, integers past int64, lone surrogates: named
         judged = _judged_input(body)
         if judged is not None:
             ctx = request.app.state.ctx
