@@ -20,6 +20,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
 from assay.service.ratelimit import RateLimiter, RateLimitMiddleware
 from assay.service.routes import collection_router, generic_router
+from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 from assay.store import Store
 from assay.view import create_view_app
 
@@ -46,6 +47,7 @@ def create_app(
     rate_burst: int | None = None,
     judge_model: str | None = None,
     files_root: str | Path | None = None,
+    limits: ServiceLimits | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -63,6 +65,7 @@ def create_app(
     what the service itself is asked to judge (Vertex's pointwise and pairwise metrics).
     `files_root`: the folder CES imports and exports may use (`file://` URIs under it);
     None refuses them, so a client cannot make the server read or write its files.
+    `limits`: what one request may bring, on every surface (default: `DEFAULT_LIMITS`).
     """
     ctx = ServiceContext(
         store=store,
@@ -73,6 +76,7 @@ def create_app(
         judge_model=judge_model,
         case_timeout_s=case_timeout_s,
         files_root=Path(files_root).resolve() if files_root is not None else None,
+        limits=limits if limits is not None else DEFAULT_LIMITS,
     )
     hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
 

@@ -219,6 +219,8 @@ def _service_config(
     for field in ("displayName", "appVersion", "judgeModel", "userModel", "scheduledEvaluationRun"):
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
+    for field in ("judgeModel", "userModel"):
+        _check_model_allowed(ctx, field, request.get(field))
     ids = _request_ids(ctx, app, request)
     evaluations: dict[str, Any] = {}
     for eid in ids:
@@ -267,6 +269,32 @@ def _service_config(
     settings.metrics = [m for m in metrics if m not in EXPECTATION_CHECKS or m in called] or metrics
     settings.total_count = total_runs(cases, options)
     return settings
+
+
+def allowed_models(ctx: ServiceContext) -> tuple[str, ...]:
+    """The models a request may name: the server's `--judge-model` and `--allow-model`s."""
+    own = (ctx.judge_model,) if ctx.judge_model else ()
+    return (*own, *(m for m in ctx.limits.allowed_models if m != ctx.judge_model))
+
+
+def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> None:
+    """A model named by a request must be one the operator configured: a request never
+    makes the server open a file (`local:/path.gguf`) or call an endpoint of its own."""
+    if not model:
+        return
+    allowed = allowed_models(ctx)
+    if model in allowed:
+        return
+    if not allowed:
+        raise InvalidArgument.field(
+            field,
+            "this server takes no model from a request; its operator allows models with "
+            "`assay serve --judge-model MODEL` or `--allow-model MODEL`",
+        )
+    raise InvalidArgument.field(
+        field,
+        f"{model[:200]!r} is not a model this server allows; allowed: {', '.join(allowed)}",
+    )
 
 
 def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:

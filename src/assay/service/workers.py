@@ -38,6 +38,7 @@ class ServeSettings(BaseModel):
     rate_burst: int | None = Field(default=None, ge=1)
     judge_model: str | None = None
     files_root: str | None = None
+    allowed_models: tuple[str, ...] = ()
 
 
 def app_from_environment() -> FastAPI:
@@ -47,6 +48,7 @@ def app_from_environment() -> FastAPI:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start workers with `assay serve`")
     settings = ServeSettings.model_validate_json(raw)
     from assay.service.app import create_app
+    from assay.service.settings import ServiceLimits
     from assay.store import Store
 
     store = Store.open(settings.store_url)
@@ -70,6 +72,7 @@ def app_from_environment() -> FastAPI:
             rate_burst=settings.rate_burst,
             judge_model=settings.judge_model,
             files_root=settings.files_root,
+            limits=ServiceLimits(allowed_models=settings.allowed_models),
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc
