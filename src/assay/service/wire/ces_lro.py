@@ -1,13 +1,15 @@
-"""The finished long-running operations of CES methods other than RunEvaluation.
+"""The long-running operations of CES methods other than RunEvaluation.
 
 ImportEvaluations, the Export* methods, GenerateEvaluation, RunEvaluationResultMetrics
 and DeleteEvaluationRun answer `google.longrunning.Operation`s. assay does their work
 while answering (it is local and quick: files, the store, one judge call at most), so
-each operation is done when it is returned. It is also stored, so the client's
-`operation.result()`, a later GetOperation, ListOperations and DeleteOperation find it
-like CES's own: named `projects/{p}/locations/{l}/operations/{verb}-{id}`, kept in the
-store's resources under a reserved app (`_operations`, which no app id can equal) in
-the project and location of the request.
+each operation is done when it is returned; a large import is the exception: it is
+answered `pending` and written in batches by a thread that `update`s it. Every
+operation is also stored, so the client's `operation.result()`, a later GetOperation,
+ListOperations and DeleteOperation find it like CES's own: named
+`projects/{p}/locations/{l}/operations/{verb}-{id}`, kept in the store's resources
+under a reserved app (`_operations`, which no app id can equal) in the project and
+location of the request.
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ def now() -> timestamp_pb2.Timestamp:
     return stamp
 
 
+def _outcome(
+    op: operations_pb2.Operation, response: Message | None, error: ServiceError | None
+) -> None:
+    if error is not None:
+        from grpc import StatusCode
+
+        code = StatusCode.__members__.get(error.code, StatusCode.UNKNOWN).value[0]
+        op.error.CopyFrom(status_pb2.Status(code=code, message=error.message))
+    elif response is not None:
+        op.response.CopyFrom(_pack(response))
+
+
+def _body(op: operations_pb2.Operation) -> dict[str, Any]:
+    return {"operation": base64.b64encode(op.SerializeToString()).decode()}
+
+
 def finished(
     ctx: ServiceContext,
     where: Location,
@@ -60,18 +78,41 @@ def finished(
     op = operations_pb2.Operation(
         name=where.full(f"operations/{op_id}"), metadata=_pack(metadata), done=True
     )
-    if error is not None:
-        from grpc import StatusCode
-
-        code = StatusCode.__members__.get(error.code, StatusCode.UNKNOWN).value[0]
-        op.error.CopyFrom(status_pb2.Status(code=code, message=error.message))
-    elif response is not None:
-        op.response.CopyFrom(_pack(response))
-    body = {"operation": base64.b64encode(op.SerializeToString()).decode()}
+    _outcome(op, response, error)
     with namespace_scope(where.namespace):
-        ctx.store.resources.create(_APP, _KIND, op_id, display_name=op_id, body=body)
+        ctx.store.resources.create(_APP, _KIND, op_id, display_name=op_id, body=_body(op))
     stored: Message = op
     return stored
+
+
+def pending(ctx: ServiceContext, where: Location, verb: str, metadata: Message) -> Message:
+    """Store and return an operation still running (see `update`)."""
+    op_id = f"{verb}-{secrets.token_hex(8)}"
+    op = operations_pb2.Operation(
+        name=where.full(f"operations/{op_id}"), metadata=_pack(metadata), done=False
+    )
+    with namespace_scope(where.namespace):
+        ctx.store.resources.create(_APP, _KIND, op_id, display_name=op_id, body=_body(op))
+    stored: Message = op
+    return stored
+
+
+def update(
+    ctx: ServiceContext,
+    where: Location,
+    name: str,
+    metadata: Message,
+    *,
+    done: bool = False,
+    response: Message | None = None,
+    error: ServiceError | None = None,
+) -> None:
+    """Replace a pending operation's metadata (progress), or finish it."""
+    op_id = name.rsplit("/", 1)[-1]
+    op = operations_pb2.Operation(name=name, metadata=_pack(metadata), done=done)
+    _outcome(op, response, error)
+    with namespace_scope(where.namespace):
+        ctx.store.resources.put(_APP, _KIND, op_id, display_name=op_id, body=_body(op))
 
 
 def is_stored(op_id: str) -> bool:
