@@ -86,3 +86,31 @@ def test_a_server_without_models_takes_none_from_requests(tmp_path: Path) -> Non
         assert plain.status_code == 200, plain.text
     finally:
         server.stop()
+
+
+def test_a_schedule_naming_a_model_not_allowed_is_refused(served: ServeProcess) -> None:
+    evaluation = _evaluation(served)
+    schedule = {
+        "displayName": "nightly",
+        "active": True,
+        "schedulingConfig": {"frequency": "DAILY"},
+        "request": {"evaluations": [evaluation], "judgeModel": "local:/srv/outside.gguf"},
+    }
+    url = "/v1/apps/shop/scheduledEvaluationRuns"
+    reply = served.http.post(url, json=schedule)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["details"][0]["fieldViolations"][0]["field"] == "request.judgeModel"
+    schedule["request"]["judgeModel"] = "openai:judge"
+    created = served.http.post(url, json=schedule)
+    assert created.status_code == 200, created.text
+    name = created.json()["name"]
+    patched = served.http.patch(
+        f"/v1/{name}",
+        params={"updateMask": "request"},
+        json={"request": {"evaluations": [evaluation], "userModel": "openai:other"}},
+    )
+    assert patched.status_code == 400, patched.text
+    assert patched.json()["error"]["details"][0]["fieldViolations"][0]["field"] == (
+        "request.userModel"
+    )

@@ -219,8 +219,7 @@ def _service_config(
     for field in ("displayName", "appVersion", "judgeModel", "userModel", "scheduledEvaluationRun"):
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
-    for field in ("judgeModel", "userModel"):
-        _check_model_allowed(ctx, field, request.get(field))
+    check_models(ctx, request)
     ids = _request_ids(ctx, app, request)
     evaluations: dict[str, Any] = {}
     for eid in ids:
@@ -275,6 +274,15 @@ def allowed_models(ctx: ServiceContext) -> tuple[str, ...]:
     """The models a request may name: the server's `--judge-model` and `--allow-model`s."""
     own = (ctx.judge_model,) if ctx.judge_model else ()
     return (*own, *(m for m in ctx.limits.allowed_models if m != ctx.judge_model))
+
+
+def check_models(ctx: ServiceContext, request: Mapping[str, Any], prefix: str = "") -> None:
+    """INVALID_ARGUMENT naming the field if a run request (or a schedule's, `prefix`
+    "request.") names a model the server does not allow."""
+    for field in ("judgeModel", "userModel"):
+        model = request.get(field)
+        if model is None or isinstance(model, str):
+            _check_model_allowed(ctx, prefix + field, model)
 
 
 def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> None:
