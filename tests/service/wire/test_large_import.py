@@ -21,6 +21,8 @@ from test_ces_walk import client, wire
 
 from assay.service.context import ServiceContext
 from assay.service.settings import ServiceLimits
+from assay.service.wire import ces_lro
+from assay.service.wire.ces_names import app_of
 
 __all__ = ["client", "wire"]
 COUNT = 1_234
@@ -95,3 +97,19 @@ def test_an_import_of_one_batch_is_done_when_answered(
     assert operation.done()
     answer = operation.result()
     assert answer.import_failure_count == 0 and len(answer.evaluations) == count
+
+
+def test_an_import_whose_writer_stopped_is_answered_failed_not_pending_forever(
+    wire: tuple[ces.EvaluationServiceClient, ServiceContext],
+) -> None:
+    client, ctx = wire
+    where, _app = app_of(PARENT)
+    metadata = ces.ImportEvaluationsOperationMetadata.pb()(status_message="3 of 9 written")
+    # As a server leaves it when it is killed between two batches.
+    op = ces_lro.pending(ctx, where, "import", metadata)
+    name = op.name  # type: ignore[attr-defined]
+    assert not client.get_operation(request={"name": name}).done  # within the lease
+    ctx.run_lease_s = 0.0  # no progress for longer than the lease
+    stopped = client.get_operation(request={"name": name})
+    assert stopped.done and stopped.error.code == 10  # ABORTED
+    assert "stopped" in stopped.error.message and "kept" in stopped.error.message

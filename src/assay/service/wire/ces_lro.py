@@ -26,6 +26,7 @@ from google.rpc import status_pb2
 from assay.service.context import ServiceContext
 from assay.service.errors import NotFound, ServiceError
 from assay.service.wire.ces_names import Location
+from assay.store import Resource
 from assay.store.namespace import namespace_scope
 from assay.store.types import utcnow
 
@@ -126,20 +127,44 @@ def _decode(body: dict[str, Any]) -> operations_pb2.Operation:
     return op
 
 
+def _operation(ctx: ServiceContext, stored: Resource) -> operations_pb2.Operation:
+    """The stored operation; a pending one whose writer stopped is answered as failed.
+
+    A pending operation's writer stores its progress after every batch, so its update
+    time is a heartbeat: with none for longer than the run lease, the server writing it
+    is gone (killed or crashed), and the client is told so instead of waiting forever.
+    """
+    op = _decode(stored.body)
+    if op.done:
+        return op
+    silent = (utcnow() - stored.update_time).total_seconds()
+    if silent >= ctx.run_lease_s:
+        op.done = True
+        op.error.CopyFrom(
+            status_pb2.Status(
+                code=10,  # ABORTED
+                message=f"the server writing this operation stopped ({silent:.0f} s without "
+                "progress); what it wrote before is kept: import the rest again (e.g. with "
+                "import_options.conflict_resolution_strategy SKIP)",
+            )
+        )
+    return op
+
+
 def get(ctx: ServiceContext, where: Location, op_id: str) -> operations_pb2.Operation:
     """The stored operation `op_id` of this project and location (NOT_FOUND if none)."""
     with namespace_scope(where.namespace):
         found = ctx.store.resources.get(_APP, _KIND, op_id)
     if found is None:
         raise NotFound(f"operation {where.full('operations/' + op_id)} not found")
-    return _decode(found.body)
+    return _operation(ctx, found)
 
 
 def listed(ctx: ServiceContext, where: Location) -> list[operations_pb2.Operation]:
     """The stored operations of this project and location, newest first."""
     with namespace_scope(where.namespace):
         stored = ctx.store.resources.list_resources(_APP, _KIND)
-    return [_decode(r.body) for r in reversed(stored)]
+    return [_operation(ctx, r) for r in reversed(stored)]
 
 
 def delete(ctx: ServiceContext, where: Location, op_id: str) -> None:
