@@ -141,7 +141,7 @@ def test_hostile_paths_are_refused_naming_the_field(
     # (REST names the field as its JSON spells it: the NUL is refused with the body.)
     with pytest.raises(INVALID, match=rf"(gcs_uri|gcsUri).*{words}"):
         _import(client, f"file://{path}")
-    with pytest.raises(INVALID, match=rf"export_options\.gcs_uri.*{words}"):
+    with pytest.raises(INVALID, match=rf"(export_options\.gcs_uri|exportOptions\.gcsUri).*{words}"):
         _export(client, name, path)
     assert client.get_evaluation(name=name).display_name == "weather"  # still serving
 
