@@ -78,7 +78,9 @@ def create_app(
         files_root=Path(files_root).resolve() if files_root is not None else None,
         limits=limits if limits is not None else DEFAULT_LIMITS,
     )
-    hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
+    # Entered first, so left last: work started in the background (a large import) is
+    # finished when the server shuts down, before the store closes.
+    hooks: list[contextlib.AbstractAsyncContextManager[None]] = [_background_finished(ctx)]
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -118,6 +120,17 @@ def create_app(
         # Added last, so it runs first: unauthenticated requests are not read at all.
         app.add_middleware(ApiKeyMiddleware, store=store)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _background_finished(ctx: ServiceContext) -> AsyncIterator[None]:
+    """On shutdown, wait for the threads in `ctx.parts["background"]` to end."""
+    yield
+    import anyio.to_thread
+
+    threads = ctx.parts.get("background")
+    for thread in list(threads) if isinstance(threads, list) else []:
+        await anyio.to_thread.run_sync(thread.join)
 
 
 def freeze_startup_heap() -> None:

@@ -13,16 +13,20 @@ bench/import_csv.py measures the 60,000).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from google.cloud import ces_v1beta as ces
-from test_ces_rest import PARENT
+from service_server import RunningServer, create_key
+from test_ces_rest import PARENT, rest_client
 from test_ces_walk import client, wire
 
 from assay.service.context import ServiceContext
 from assay.service.settings import ServiceLimits
 from assay.service.wire import ces_lro
 from assay.service.wire.ces_names import app_of
+from assay.store import Store
+from assay.store.namespace import namespace_scope
 
 __all__ = ["client", "wire"]
 COUNT = 1_234
@@ -113,3 +117,22 @@ def test_an_import_whose_writer_stopped_is_answered_failed_not_pending_forever(
     stopped = client.get_operation(request={"name": name})
     assert stopped.done and stopped.error.code == 10  # ABORTED
     assert "stopped" in stopped.error.message and "kept" in stopped.error.message
+
+
+def test_a_server_shutting_down_finishes_the_import_it_acknowledged(
+    store: Store, start_server: Callable[..., RunningServer]
+) -> None:
+    served = start_server(store)
+    ctx: ServiceContext = served._server.config.app.state.ctx
+    ctx.limits = ServiceLimits(import_batch=50)
+    client = rest_client(served, create_key(store))
+    operation = client.import_evaluations(
+        request=ces.ImportEvaluationsRequest(parent=PARENT, csv_content=_csv(2_000))
+    )
+    assert not operation.done()
+    served.stop()  # as on SIGTERM: the app shuts down while the import is written
+    where, app = app_of(PARENT)
+    stored = ces_lro.get(ctx, where, operation.operation.name.rsplit("/", 1)[-1])
+    assert stored.done and not stored.HasField("error"), stored.error
+    with namespace_scope(where.namespace):
+        assert len(store.resources.list_resources(app, "evaluations")) == 2_000

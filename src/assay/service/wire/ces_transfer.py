@@ -409,7 +409,12 @@ def _in_background(
         )
 
     context = contextvars.copy_context()
-    threading.Thread(target=context.run, args=(work,), name="assay-import").start()
+    thread = threading.Thread(target=context.run, args=(work,), name="assay-import")
+    background = ctx.parts.setdefault("background", [])
+    assert isinstance(background, list)
+    background[:] = [t for t in background if t.is_alive()]
+    background.append(thread)  # the app waits for it when it shuts down
+    thread.start()
     return op
 
 
