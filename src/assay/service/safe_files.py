@@ -192,7 +192,7 @@ def _too_big(field: str, shown: str, limit: int) -> InvalidArgument:
 _REASONS = {
     errno.ELOOP: "leads through a symbolic link loop (or a link that changed while it was opened)",
     errno.ENAMETOOLONG: "is too long for the file system",
-    errno.ENOTDIR: "has a part that is not a folder",
+    errno.ENOTDIR: "has a part that is not a folder (or a symbolic link where one was)",
     errno.ENOENT: "does not exist on the server",
     errno.EACCES: "cannot be opened by the server (permission denied)",
     errno.EPERM: "cannot be opened by the server (permission denied)",
