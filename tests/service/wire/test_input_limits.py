@@ -10,6 +10,7 @@ CSV cells over 131,072 characters and deeply nested CSV args answered 500 INTERN
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -224,3 +225,15 @@ def test_grpc_garbage_bytes_are_invalid_argument(
     error = _raw_call(grpc_port, create_key(served.store), garbage)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
     assert "request" in (error.details() or "")
+
+
+@pytest.mark.parametrize("number", [math.inf, -math.inf, math.nan])
+def test_grpc_struct_numbers_json_cannot_hold_are_invalid_argument(
+    served: RunningServer, grpc_port: int, number: float
+) -> None:
+    message = ces.Evaluation.pb(golden_evaluation("odd number"))
+    message.golden.turns[0].steps[1].expectation.tool_call.args.fields["n"].number_value = number
+    request = ces.CreateEvaluationRequest.pb()(parent=PARENT, evaluation=message)
+    error = _raw_call(grpc_port, create_key(served.store), request.SerializeToString())
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
+    assert (error.details() or "").startswith("args:"), error.details()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -217,9 +218,23 @@ def merge(message: Message, value: Any, path: str) -> None:
 
 
 def to_json(message: Message) -> dict[str, Any]:
-    """The message as proto3 JSON: camelCase names, enum names, defaults left out."""
-    out: dict[str, Any] = json_format.MessageToDict(message)
+    """The message as proto3 JSON: camelCase names, enum names, defaults left out.
+
+    A message from a gRPC client may hold what JSON cannot (NaN or an infinity in a
+    Struct's numbers): INVALID_ARGUMENT naming the field, as REST refuses the same.
+    """
+    try:
+        out: dict[str, Any] = json_format.MessageToDict(message)
+    except json_format.SerializeToJsonError as exc:
+        found = _UNSERIALIZABLE.search(str(exc))
+        field = found[1] if found else message.DESCRIPTOR.name
+        raise InvalidArgument.field(
+            field, f"{exc} (JSON, and so assay, holds finite numbers only)"
+        ) from None
     return out
+
+
+_UNSERIALIZABLE = re.compile(r"Failed to serialize (\w+) field")
 
 
 def from_json(cls: type[M], value: Mapping[str, Any]) -> M:
