@@ -85,7 +85,7 @@ def create_resource(
     spec = SPECS[check_kind(kind)]
     check_app(app)
     rid = new_id() if resource_id is None else check_id(resource_id, f"{spec.singular}Id")
-    check_storable(body, "")
+    check_storable(body, "", ctx.limits.max_depth)
     clean = writable_part(spec, body, field=spec.singular)
     validate(ctx.store, app, spec, rid, clean)
     if spec is SCHEDULES:
@@ -122,7 +122,7 @@ def create_evaluations(
     ready: list[tuple[int, str, dict[str, Any]]] = []
     for index, body in enumerate(bodies):
         try:
-            check_storable(body, "")
+            check_storable(body, "", ctx.limits.max_depth)
             clean = writable_part(EVALUATIONS, body, field=EVALUATIONS.singular)
             rid = new_id()
             validate(ctx.store, app, EVALUATIONS, rid, clean)
@@ -210,7 +210,7 @@ def update_resource(
     """Apply the `update_mask` fields of `body`; a stale `body.etag` is ABORTED."""
     parsed = _resource_name(name, "updated")
     spec = SPECS[parsed.kind]
-    check_storable(body, "")
+    check_storable(body, "", ctx.limits.max_depth)
     paths = parse_mask(spec, update_mask)
     patch = writable_part(spec, body, field=spec.singular)
     etag = body.get("etag") if isinstance(body, Mapping) else None

@@ -310,7 +310,7 @@ def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[st
     check_app(app)
     if not isinstance(request, Mapping):
         raise InvalidArgument("the request body must be a JSON object")
-    check_storable(request, "")
+    check_storable(request, "", ctx.limits.max_depth)
     if ctx.agent is None:
         raise FailedPrecondition(
             "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"

@@ -24,6 +24,7 @@ from service_server import RunningServer, create_key
 from test_ces_grpc import grpc_client
 from test_ces_rest import PARENT, golden_evaluation, rest_client
 
+from assay.service.settings import ServiceLimits
 from assay.service.wire import ces_grpc
 from assay.store import Store
 
@@ -237,3 +238,31 @@ def test_grpc_struct_numbers_json_cannot_hold_are_invalid_argument(
     error = _raw_call(grpc_port, create_key(served.store), request.SerializeToString())
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
     assert (error.details() or "").startswith("args:"), error.details()
+
+
+def test_one_depth_limit_holds_on_every_surface(served: RunningServer, http: httpx.Client) -> None:
+    """The server's ServiceLimits.max_depth, not a constant of each surface."""
+    ctx = served._server.config.app.state.ctx
+    ctx.limits = ServiceLimits(max_depth=12)
+    args = '{"a": ' + _deep(15) + "}"
+    v1 = http.post(
+        "/v1/apps/shop/evaluations",
+        content=_golden_with_args(args),
+        headers={"content-type": "application/json"},
+    )
+    v1beta = http.post(CREATE, content=_golden_with_args(args))
+    vertex = http.post(VERTEX, json=_trajectory(args))
+    for reply in (v1, v1beta, vertex):
+        assert "nested deeper than 12 levels" in _error(reply)["message"], reply.text
+    ctx.limits = ServiceLimits()  # 15 levels are within the default
+    assert http.post(CREATE, content=_golden_with_args(args)).status_code == 200
+
+
+def test_vertex_tool_call_messages_nested_deep_are_400(http: httpx.Client) -> None:
+    deep = json.dumps({"content": "", "tool_calls": [{"name": "t", "arguments": "x"}]})
+    deep = deep.replace('"x"', '{"a": ' + _deep(5_000) + "}")
+    instance = {"prediction": deep, "reference": deep}
+    body = {"toolCallValidInput": {"metricSpec": {}, "instances": [instance]}}
+    error = _error(http.post(VERTEX, json=body))
+    assert _field(error) == "tool_call_valid_input.instances[0].prediction", error
+    assert "nested deeper than 100" in error["message"]

@@ -150,7 +150,7 @@ async def _transcode(
         body = load_json(raw, field, limits) if raw.strip() else {}
         # Values neither the store nor proto3 JSON holds (1e400, integers past int64,
         # lone surrogates, NUL), named by their JSON path.
-        check_storable(body, rule.body if rule.body != "*" else "")
+        check_storable(body, rule.body if rule.body != "*" else "", limits.max_depth)
         if rule.body == "*":
             message.MergeFrom(_proto.parse(type(message), body))
         else:

@@ -30,8 +30,9 @@ from assay.formats import vertex
 from assay.metrics.registry import build_metric, metric_names
 from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
 from assay.service._storable import check_storable
-from assay.service.documents import load_json
+from assay.service.documents import check_depth, load_json, too_deep
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
+from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 from assay.service.wire import vertex_judged
 
 _TEXT = ("prediction", "reference")
@@ -141,7 +142,9 @@ def _string(value: Any, path: str) -> str:
     return value
 
 
-def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
+def _trajectory(
+    value: Any, path: str, limits: ServiceLimits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
     calls = _object(value, path, ("toolCalls",)).get("toolCalls", [])
     if not isinstance(calls, list):
         raise InvalidArgument.field(f"{path}.tool_calls", "expected a list of tool calls")
@@ -151,17 +154,20 @@ def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
         call = _object(raw, where, ("toolName", "toolInput"))
         name = _string(call.get("toolName", ""), f"{where}.tool_name")
         text = _string(call.get("toolInput", ""), f"{where}.tool_input")
-        args = load_json(text, f"{where}.tool_input") if text.strip() else {}
+        args = load_json(text, f"{where}.tool_input", limits) if text.strip() else {}
         if not isinstance(args, dict):
             raise InvalidArgument.field(f"{where}.tool_input", f"expected a JSON object: {text!r}")
         steps.append({"tool_name": name, "tool_input": args})
     return steps
 
 
-def _tool_message(text: str, path: str, *, strict: bool) -> tuple[str, list[dict[str, Any]] | None]:
+def _tool_message(
+    text: str, path: str, *, strict: bool, limits: ServiceLimits = DEFAULT_LIMITS
+) -> tuple[str, list[dict[str, Any]] | None]:
     """Vertex's tool-call string `{"content", "tool_calls": [{"name", "arguments"}]}` as
     (content, trajectory). A prediction that is not one has no valid calls (what
-    tool_call_valid scores); a reference that is not one is invalid input."""
+    tool_call_valid scores); a reference that is not one is invalid input. Either
+    nested deeper than the limit is invalid input."""
     if not text.strip():
         return "", []
     try:
@@ -170,11 +176,19 @@ def _tool_message(text: str, path: str, *, strict: bool) -> tuple[str, list[dict
         if strict:
             raise InvalidArgument.field(path, f"not a Vertex tool-call message: {exc}") from None
         return text, None
+    except RecursionError:
+        raise too_deep(path, limits.max_depth) from None
     calls = [{"tool_name": c.name, "tool_input": c.args} for c in message.tool_calls]
+    check_depth(calls, path, limits)
     return message.content, calls
 
 
-def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, Any]:
+def _row(
+    family: Family,
+    instance: Mapping[str, Any],
+    path: str,
+    limits: ServiceLimits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
     row: dict[str, Any] = {}
     if family.instance_fields == _TEXT:
         # proto3 JSON leaves empty strings out: an absent field is "".
@@ -182,20 +196,20 @@ def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, An
         reference = _string(instance.get("reference", ""), f"{path}.reference")
         if family.stem.startswith("tool"):
             row["response"], row["predicted_trajectory"] = _tool_message(
-                prediction, f"{path}.prediction", strict=False
+                prediction, f"{path}.prediction", strict=False, limits=limits
             )
             row["reference"], row["reference_trajectory"] = _tool_message(
-                reference, f"{path}.reference", strict=True
+                reference, f"{path}.reference", strict=True, limits=limits
             )
             return {k: v for k, v in row.items() if v is not None}
         return {"response": prediction, "reference": reference}
     row["predicted_trajectory"] = _trajectory(
-        instance.get("predictedTrajectory"), f"{path}.predicted_trajectory"
+        instance.get("predictedTrajectory"), f"{path}.predicted_trajectory", limits
     )
     if "referenceTrajectory" in family.instance_fields:
         # The SDK leaves an empty trajectory out: absent is no calls.
         row["reference_trajectory"] = _trajectory(
-            instance.get("referenceTrajectory"), f"{path}.reference_trajectory"
+            instance.get("referenceTrajectory"), f"{path}.reference_trajectory", limits
         )
     return row
 
@@ -218,7 +232,7 @@ def score_instance(
     return float(result.score)
 
 
-def evaluate_instances(body: Any) -> dict[str, Any]:
+def evaluate_instances(body: Any, limits: ServiceLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The EvaluateInstancesResponse JSON for an EvaluateInstancesRequest JSON."""
     if not isinstance(body, Mapping):
         raise InvalidArgument("Invalid JSON payload received. Expected an object.")
@@ -248,7 +262,7 @@ def evaluate_instances(body: Any) -> dict[str, Any]:
         path = f"{where}.instances[{i}]"
         instance = _object(raw, path, family.instance_fields)
         try:
-            row = _row(family, instance, path)
+            row = _row(family, instance, path, limits)
             values.append({"score": score_instance(family, spec, row, path)})
         except ServiceError:
             raise
@@ -279,8 +293,10 @@ async def _endpoint(request: Request) -> Response:
 
     try:
         raw = await request.body()
-        body = load_json(raw, "body", request.app.state.ctx.limits) if raw.strip() else {}
-        check_storable(body, "")  # 1e400, integers past int64, lone surrogates: named
+        limits = request.app.state.ctx.limits
+        body = load_json(raw, "body", limits) if raw.strip() else {}
+        # 1e400, integers past int64, lone surrogates: named by their path.
+        check_storable(body, "", limits.max_depth)
         judged = _judged_input(body)
         if judged is not None:
             ctx = request.app.state.ctx
@@ -290,7 +306,7 @@ async def _endpoint(request: Request) -> Response:
             else:
                 answer = await vertex_judged.evaluate(ctx, stem, payload)
         else:
-            answer = await anyio.to_thread.run_sync(evaluate_instances, body)
+            answer = await anyio.to_thread.run_sync(evaluate_instances, body, limits)
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()
     return JSONResponse(answer)
