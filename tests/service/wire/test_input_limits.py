@@ -266,3 +266,11 @@ def test_vertex_tool_call_messages_nested_deep_are_400(http: httpx.Client) -> No
     error = _error(http.post(VERTEX, json=body))
     assert _field(error) == "tool_call_valid_input.instances[0].prediction", error
     assert "nested deeper than 100" in error["message"]
+
+
+@pytest.mark.parametrize("rouge_type", [[None], {"a": 1}, 7])
+def test_a_vertex_rouge_type_that_is_no_string_is_400(http: httpx.Client, rouge_type: Any) -> None:
+    """Found by the wire fuzz: an unhashable rougeType was a TypeError 500."""
+    body = {"rougeInput": {"metricSpec": {"rougeType": rouge_type}, "instances": [{}]}}
+    error = _error(http.post(VERTEX, json=body))
+    assert _field(error) == "rouge_input.metric_spec.rouge_type", error

@@ -188,9 +188,34 @@ def test_ces_rest_answers_no_5xx(served: tuple[RunningServer, str, int]) -> None
     assert _peak_kib() - before < RSS_BOUND_KIB
 
 
-_CALLS = st.just({"toolCalls": [{"toolName": "t", "toolInput": "{"}]})
+_DEEP = "[" * 3_000 + "]" * 3_000
+_CALLS_DEEP_TEXT = (
+    '{"content": "", "tool_calls": [{"name": "t", "arguments": {"a": ' + _DEEP + "}}]}"
+)
+_CALLS_DEEP_INPUT = {"toolCalls": [{"toolName": "t", "toolInput": '{"a": ' + _DEEP + "}"}]}
+_CALLS = st.sampled_from(
+    [
+        {"toolCalls": [{"toolName": "t", "toolInput": "{"}]},
+        _CALLS_DEEP_INPUT,
+        json.dumps({"content": "", "tool_calls": [{"name": "t", "arguments": {"a": 1}}]}),
+        _CALLS_DEEP_TEXT,
+    ]
+)
+# A tool-call message nested deep, as a prediction and as tool_input.
+_VERTEX_HOSTILE = st.sampled_from(
+    [
+        json.dumps({key: {"metricSpec": {}, "instances": [instance]}})
+        for key, instance in [
+            ("toolCallValidInput", {"prediction": _CALLS_DEEP_TEXT, "reference": ""}),
+            ("toolNameMatchInput", {"prediction": "", "reference": _CALLS_DEEP_TEXT}),
+            ("trajectoryExactMatchInput", {"predictedTrajectory": _CALLS_DEEP_INPUT}),
+        ]
+    ]
+)
 _INSTANCE_KEYS = ["prediction", "reference", "predictedTrajectory", "referenceTrajectory"]
 _VERTEX_INPUTS = [
+    "toolCallValidInput",
+    "trajectoryExactMatchInput",
     "exactMatchInput",
     "bleuInput",
     "rougeInput",
@@ -207,15 +232,14 @@ def test_vertex_answers_no_5xx(served: tuple[RunningServer, str, int]) -> None:
     url = "/v1beta1/projects/acme/locations/us-central1:evaluateInstances"
     instance = st.dictionaries(
         st.sampled_from(_INSTANCE_KEYS),
-        _JSON
-        | st.text(max_size=40)
-        | st.just({"toolCalls": [{"toolName": "t", "toolInput": "{"}]}),
+        st.one_of(_CALLS, _CALLS, _JSON, st.text(max_size=40)),  # tool calls weighed twice
         max_size=4,
     )
     body = st.builds(
         lambda key, spec, instances: {key: {"metricSpec": spec, "instances": instances}},
         st.sampled_from(_VERTEX_INPUTS),
-        st.dictionaries(st.sampled_from(["rougeType", "useStemmer", "x"]), _JSON, max_size=2),
+        st.just({})
+        | st.dictionaries(st.sampled_from(["rougeType", "useStemmer", "x"]), _JSON, max_size=2),
         st.lists(instance, max_size=3) | _JSON,
     )
     with httpx.Client(
@@ -233,7 +257,7 @@ def test_vertex_answers_no_5xx(served: tuple[RunningServer, str, int]) -> None:
         @given(data=st.data())
         def check(data: st.DataObject) -> None:
             if data.draw(st.integers(0, 4)) == 0:
-                content = data.draw(_HOSTILE_TEXT)
+                content = data.draw(_HOSTILE_TEXT | _VERTEX_HOSTILE)
             else:
                 content = json.dumps(data.draw(body | _JSON))
             reply = http.post(url, content=content, headers={"content-type": "application/json"})

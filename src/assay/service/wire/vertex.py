@@ -68,7 +68,7 @@ def _fixed(name: str, **renames: str) -> Callable[[Mapping[str, Any]], tuple[str
 
 def _rouge(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     kind = spec.get("rougeType") or "rougeL"
-    if kind not in _ROUGE_NAMES:
+    if not isinstance(kind, str) or kind not in _ROUGE_NAMES:
         raise InvalidArgument.field(
             "rouge_input.metric_spec.rouge_type",
             f"{kind!r} is not a ROUGE type; expected one of {', '.join(_ROUGE_NAMES)}",
