@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from serve_process import ServeProcess
 from service_samples import golden
+from typer.testing import CliRunner
 
+from assay.cli import app
 from assay.store import Store
 
 AGENT = """
@@ -114,3 +116,12 @@ def test_a_schedule_naming_a_model_not_allowed_is_refused(served: ServeProcess) 
     assert patched.json()["error"]["details"][0]["fieldViolations"][0]["field"] == (
         "request.userModel"
     )
+
+
+def test_a_mistyped_allowed_model_is_a_usage_error_at_start(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--store", f"sqlite:///{tmp_path / 'a.db'}", "--allow-model", "nonsense"],
+    )
+    assert result.exit_code == 2, result.output
+    assert "nonsense" in result.output and "Traceback" not in result.output
