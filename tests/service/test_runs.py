@@ -17,6 +17,7 @@ from sqlalchemy import update
 
 from assay.agents.callable import CallableAgent
 from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.service.settings import ServiceLimits
 from assay.store import Store
 from assay.store.schema import runs as runs_table
 
@@ -374,6 +375,8 @@ def test_scenario_runs_use_the_apps_stored_personas(
         monkeypatch.setenv("OPENAI_BASE_URL", standin.openai_base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "unused")
         server = start_server(store, agent=CallableAgent(host))
+        # The simulated user's model, as `assay serve --allow-model openai:u` allows it.
+        server._server.config.app.state.ctx.limits = ServiceLimits(allowed_models=("openai:u",))
         with _client(server) as http:
             persona = {
                 "displayName": "Grumpy regular",

@@ -168,3 +168,18 @@ def test_judge_cache_get_many_handles_large_batches(store: Store) -> None:
 def test_judge_cache_refuses_none_reply(store: Store) -> None:
     with pytest.raises(StoreError, match="cannot be None"):
         store.judge_cache.put("k", backend="b", model="m", reply=None)
+
+
+def test_create_many_is_all_or_nothing_and_keeps_the_order(store: Store) -> None:
+    items = [(f"id{i}", f"name {i}", {"n": i}) for i in range(250)]
+    made = store.resources.create_many("shop", "evaluations", items[::-1])
+    assert [r.id for r in made] == [i for i, _, _ in items[::-1]]
+    listed = store.resources.list_resources("shop", "evaluations")
+    assert [r.id for r in listed] == [i for i, _, _ in items[::-1]]  # the order given
+    assert listed[0].body == {"n": 249}
+    # One clash (a display name taken) and none of the batch is created.
+    clash = [("new1", "fresh", {}), ("new2", "name 3", {})]
+    with pytest.raises(ResourceConflictError):
+        store.resources.create_many("shop", "evaluations", clash)
+    assert store.resources.get("shop", "evaluations", "new1") is None
+    assert store.resources.create_many("shop", "evaluations", []) == []

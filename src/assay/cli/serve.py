@@ -92,6 +92,14 @@ def serve_command(
             "metrics), e.g. openai:gpt-4o-mini.",
         ),
     ] = None,
+    allow_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-model",
+            help="A model run requests may name as judgeModel or userModel, besides "
+            "--judge-model (repeatable); any other is refused with 400.",
+        ),
+    ] = None,
     files_root: Annotated[
         Path | None,
         typer.Option(
@@ -128,6 +136,7 @@ def serve_command(
 
         from assay.service.app import create_app
         from assay.service.auth import is_loopback
+        from assay.service.settings import ServiceLimits
         from assay.service.workers import SETTINGS_ENV, ServeSettings
         from assay.store import Store
 
@@ -153,6 +162,11 @@ def serve_command(
             from assay.models.resolve import parse_model
 
             parse_model(judge_model)  # a mistyped model is a usage error at start
+        allowed_models = tuple(allow_model or ())
+        for model in allowed_models:
+            from assay.models.resolve import parse_model
+
+            parse_model(model)
         if files_root is not None and not files_root.is_dir():
             raise ConfigError(f"--files-root {files_root}: no such folder")
         if not 1 <= workers <= MAX_WORKERS:
@@ -194,6 +208,7 @@ def serve_command(
                     files_root=str(files_root.resolve()) if files_root is not None else None,
                     ui_secret=secrets.token_hex(32),  # one /ui session secret for all
                     api_docs=not no_docs,
+                    allowed_models=allowed_models,
                 )
             else:
                 app = create_app(
@@ -209,6 +224,7 @@ def serve_command(
                     judge_model=judge_model,
                     files_root=files_root,
                     api_docs=not no_docs,
+                    limits=ServiceLimits(allowed_models=allowed_models),
                 )
                 grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
         except BaseException:

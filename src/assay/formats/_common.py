@@ -10,6 +10,7 @@ import csv
 import gc
 import io
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,7 +160,19 @@ def parse_yaml(text: str, file: str) -> Any:
         raise InputError(NESTED_TOO_DEEP, file=file) from None
 
 
+# CSV has no limit on a cell; Python's csv module stops at 131,072 characters unless
+# told otherwise (a process-wide setting), which made a long cell a traceback.
+CSV_CELL_LIMIT = sys.maxsize
+
+
+def read_any_csv_cell() -> None:
+    """Let Python's csv module read cells of any length (the format sets no limit)."""
+    if csv.field_size_limit() < CSV_CELL_LIMIT:
+        csv.field_size_limit(CSV_CELL_LIMIT)
+
+
 def parse_csv(text: str, file: str) -> list[dict[str, Any]]:
+    read_any_csv_cell()
     reader = csv.DictReader(io.StringIO(text))
     rows: list[dict[str, Any]] = []
     try:

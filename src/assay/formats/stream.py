@@ -24,7 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from assay.errors import InputError
-from assay.formats._common import NESTED_TOO_DEEP
+from assay.formats._common import NESTED_TOO_DEEP, read_any_csv_cell
 from assay.model.core import EvalCase
 
 ROW_SUFFIXES = {
@@ -104,6 +104,7 @@ class RowFile:
 
             return count_rows(self.path)
         if self.kind == "csv":
+            read_any_csv_cell()
             with self.path.open(encoding="utf-8", newline="") as handle:
                 return max(sum(1 for _ in csv.reader(handle)) - 1, 0)
         count = 0
@@ -175,6 +176,7 @@ class RowFile:
                     if not line.isspace():
                         yield lineno, line
             return
+        read_any_csv_cell()
         with self.path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
             if not reader.fieldnames:

@@ -242,7 +242,10 @@ RUN_SCHEMA = _schema(
             "description": "EvaluationConfig: toolCallBehaviour REAL (default) or FAKE.",
         },
         "goldenRunMethod": {"enum": ["STABLE", "NAIVE"], "description": "Golden replay."},
-        "judgeModel": _string("LLM judge for semantic similarity / hallucination."),
+        "judgeModel": _string(
+            "LLM judge for semantic similarity / hallucination: the server's --judge-model"
+            " or an --allow-model."
+        ),
         "userModel": _string("Model of the simulated user for scenarios."),
     },
     ["app"],

@@ -23,20 +23,23 @@ import math
 from typing import Any
 
 from assay.service.errors import InvalidArgument
+from assay.service.settings import DEFAULT_LIMITS
 
-MAX_DEPTH = 100
+MAX_DEPTH = DEFAULT_LIMITS.max_depth
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _SHOWN_PARTS = 12
 
 # A node's path is kept as (parent path, key) links and only spelled out on an error.
 _Path = tuple[Any, str | int] | None
+JsonPath = _Path  # the same, for the other checks of client JSON (documents.py)
 
 
-def check_storable(value: Any, field: str) -> None:
+def check_storable(value: Any, field: str, max_depth: int = MAX_DEPTH) -> None:
     """Raise INVALID_ARGUMENT naming the JSON path of the first value the store cannot hold.
 
-    `field` names `value` itself (e.g. "evaluation" or "body").
+    `field` names `value` itself (e.g. "evaluation" or "body"); `max_depth` is the
+    server's `ServiceLimits.max_depth`.
     """
     stack: list[tuple[Any, _Path, int]] = [(value, None, 0)]
     pop, push = stack.pop, stack.append
@@ -51,8 +54,8 @@ def check_storable(value: Any, field: str) -> None:
                     field, path, "contains a NUL character (\\u0000), which cannot be stored"
                 )
         elif kind is dict:
-            if depth >= MAX_DEPTH:
-                raise _too_deep(field, path)
+            if depth >= max_depth:
+                raise _too_deep(field, path, max_depth)
             for key, member in item.items():
                 if not isinstance(key, str):
                     raise _bad(field, path, "object keys must be strings")
@@ -60,8 +63,8 @@ def check_storable(value: Any, field: str) -> None:
                     _check_text(key, field, path, what="key")
                 push((member, (path, key), depth + 1))
         elif kind is list:
-            if depth >= MAX_DEPTH:
-                raise _too_deep(field, path)
+            if depth >= max_depth:
+                raise _too_deep(field, path, max_depth)
             for index, member in enumerate(item):
                 push((member, (path, index), depth + 1))
         elif kind is int:
@@ -119,5 +122,5 @@ def _bad(field: str, path: _Path, description: str) -> InvalidArgument:
     return InvalidArgument.field(json_path(field, path), description)
 
 
-def _too_deep(field: str, path: _Path) -> InvalidArgument:
-    return _bad(field, path, f"nested deeper than {MAX_DEPTH} levels of objects and arrays")
+def _too_deep(field: str, path: _Path, max_depth: int) -> InvalidArgument:
+    return _bad(field, path, f"nested deeper than {max_depth} levels of objects and arrays")

@@ -21,6 +21,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
 from assay.service.ratelimit import RateLimiter, RateLimitMiddleware
 from assay.service.routes import collection_router, generic_router
+from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 from assay.service.ui_session import SessionSigner, UiLogin
 from assay.store import Store
 from assay.view import create_view_app
@@ -50,6 +51,7 @@ def create_app(
     files_root: str | Path | None = None,
     ui_secret: bytes | None = None,
     api_docs: bool = True,
+    limits: ServiceLimits | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -71,6 +73,7 @@ def create_app(
     so sessions end when the server does (`assay serve --workers` shares one).
     `api_docs=False` serves no `/docs` and `/redoc` pages (they load their scripts from a
     CDN; `/openapi.json` stays).
+    `limits`: what one request may bring, on every surface (default: `DEFAULT_LIMITS`).
     """
     install_log_redaction()  # no query string (an API key in `?key=`) in the logs
     ctx = ServiceContext(
@@ -82,8 +85,11 @@ def create_app(
         judge_model=judge_model,
         case_timeout_s=case_timeout_s,
         files_root=Path(files_root).resolve() if files_root is not None else None,
+        limits=limits if limits is not None else DEFAULT_LIMITS,
     )
-    hooks: list[contextlib.AbstractAsyncContextManager[None]] = []
+    # Entered first, so left last: work started in the background (a large import) is
+    # finished when the server shuts down, before the store closes.
+    hooks: list[contextlib.AbstractAsyncContextManager[None]] = [_background_finished(ctx)]
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -127,6 +133,17 @@ def create_app(
         app.state.ui_signer = signer
         app.add_middleware(ApiKeyMiddleware, store=store, ui=UiLogin(store, signer))
     return app
+
+
+@contextlib.asynccontextmanager
+async def _background_finished(ctx: ServiceContext) -> AsyncIterator[None]:
+    """On shutdown, wait for the threads in `ctx.parts["background"]` to end."""
+    yield
+    import anyio.to_thread
+
+    threads = ctx.parts.get("background")
+    for thread in list(threads) if isinstance(threads, list) else []:
+        await anyio.to_thread.run_sync(thread.join)
 
 
 def freeze_startup_heap() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import Request
 
 from assay.agents.base import Agent
-from assay.service.settings import WORK_LIMITS, WorkLimits
+from assay.service.settings import DEFAULT_LIMITS, WORK_LIMITS, ServiceLimits, WorkLimits
 from assay.store import Resource, Store
 
 # Called on every evaluation rendered: (ctx, stored resource, JSON body to fill in,
@@ -45,6 +45,8 @@ class ServiceContext:
     files_root: Path | None = None
     # Tokens, instances and CPU one request may ask the server to score (settings.py).
     work_limits: WorkLimits = WORK_LIMITS
+    # What one request may bring (bytes, depth, documents, models): every surface.
+    limits: ServiceLimits = DEFAULT_LIMITS
     parts: dict[str, object] = field(default_factory=dict)
 
 

@@ -8,10 +8,11 @@ are mapped by the error handlers). Names of runs and results are passed on to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from assay.errors import AssayError
 from assay.service import runs, schedules
 from assay.service._fields import (
     DATASETS,
@@ -42,6 +43,8 @@ from assay.service.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ServiceError,
+    from_exception,
 )
 from assay.service.names import (
     RESULTS,
@@ -54,6 +57,7 @@ from assay.service.names import (
     parse_name,
 )
 from assay.store import EtagMismatchError, Resource
+from assay.store.exceptions import ResourceConflictError
 from assay.store.types import utcnow
 
 # Without a client etag an update re-reads and retries when another write slipped in
@@ -81,10 +85,11 @@ def create_resource(
     spec = SPECS[check_kind(kind)]
     check_app(app)
     rid = new_id() if resource_id is None else check_id(resource_id, f"{spec.singular}Id")
-    check_storable(body, "")
+    check_storable(body, "", ctx.limits.max_depth)
     clean = writable_part(spec, body, field=spec.singular)
     validate(ctx.store, app, spec, rid, clean)
     if spec is SCHEDULES:
+        runs.check_models(ctx, clean["request"], "request.")
         clean = schedules.derive(clean, None, utcnow())
     if ctx.store.resources.get(app, kind, rid) is not None:
         raise AlreadyExists(f"{spec.singular} apps/{app}/{kind}/{rid} already exists")
@@ -96,6 +101,58 @@ def create_resource(
     if spec is SCHEDULES:
         schedules.scheduler_of(ctx).wake()
     return _render(ctx, stored, full=False)
+
+
+def create_evaluations(
+    ctx: ServiceContext,
+    app: str,
+    bodies: Sequence[dict[str, Any]],
+    one: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> list[dict[str, Any] | ServiceError]:
+    """Create evaluations (ids chosen by the server) in one store transaction.
+
+    Each body is checked as `create_resource` checks it; the result is, per body, the
+    evaluation as created or the error refusing it. The valid ones are written
+    together; if one of them clashes with a stored evaluation (a display name taken),
+    they are created one at a time instead, by `one` (default: `create_resource`), so
+    each clash is handled or reported on its own.
+    """
+    check_app(app)
+    results: dict[int, dict[str, Any] | ServiceError] = {}
+    ready: list[tuple[int, str, dict[str, Any]]] = []
+    for index, body in enumerate(bodies):
+        try:
+            check_storable(body, "", ctx.limits.max_depth)
+            clean = writable_part(EVALUATIONS, body, field=EVALUATIONS.singular)
+            rid = new_id()
+            validate(ctx.store, app, EVALUATIONS, rid, clean)
+        except (ServiceError, AssayError) as exc:
+            results[index] = from_exception(exc)
+        else:
+            ready.append((index, rid, clean))
+    try:
+        stored = ctx.store.resources.create_many(
+            app, EVALUATIONS.kind, [(rid, c["displayName"], c) for _, rid, c in ready]
+        )
+    except ResourceConflictError:
+        for index, rid, clean in ready:
+            try:
+                if one is not None:
+                    results[index] = one(clean)
+                else:
+                    results[index] = create_resource(ctx, app, EVALUATIONS.kind, clean, rid)
+            except (ServiceError, AssayError) as exc:
+                results[index] = from_exception(exc)
+    else:
+        memberships = _memberships(ctx, app)
+        known = known_names(ctx.agent)
+        for (index, _rid, _clean), res in zip(ready, stored, strict=True):
+            # Just created under a new id: no run or result names it yet, so the run
+            # side's decorators (two store reads each) have nothing to add.
+            results[index] = _render(
+                ctx, res, full=False, memberships=memberships, known=known, decorate=False
+            )
+    return [results[index] for index in range(len(bodies))]
 
 
 def get_resource(ctx: ServiceContext, name: str, *, full: bool = False) -> dict[str, Any]:
@@ -153,7 +210,7 @@ def update_resource(
     """Apply the `update_mask` fields of `body`; a stale `body.etag` is ABORTED."""
     parsed = _resource_name(name, "updated")
     spec = SPECS[parsed.kind]
-    check_storable(body, "")
+    check_storable(body, "", ctx.limits.max_depth)
     paths = parse_mask(spec, update_mask)
     patch = writable_part(spec, body, field=spec.singular)
     etag = body.get("etag") if isinstance(body, Mapping) else None
@@ -169,6 +226,7 @@ def update_resource(
         merged = apply_mask(current.body, patch, paths)
         validate(ctx.store, parsed.app, spec, parsed.id, merged)
         if spec is SCHEDULES:
+            runs.check_models(ctx, merged["request"], "request.")
             merged = schedules.derive(merged, current, utcnow())
         try:
             stored = ctx.store.resources.put(
@@ -308,6 +366,7 @@ def _render(
     full: bool,
     memberships: Mapping[str, list[str]] | None = None,
     known: frozenset[str] | None = None,
+    decorate: bool = True,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"name": f"apps/{res.app}/{res.kind}/{res.id}"}
     body["displayName"] = res.display_name
@@ -323,6 +382,6 @@ def _render(
             known = known_names(ctx.agent)
         body["evaluationDatasets"] = list(memberships.get(res.id, []))
         body["invalid"] = is_invalid(res.id, res.body, known)
-        for decorate in ctx.decorators:
-            decorate(ctx, res, body, full)
+        for decorator in ctx.decorators if decorate else ():
+            decorator(ctx, res, body, full)
     return body

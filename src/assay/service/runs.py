@@ -219,6 +219,7 @@ def _service_config(
     for field in ("displayName", "appVersion", "judgeModel", "userModel", "scheduledEvaluationRun"):
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
+    check_models(ctx, request)
     ids = _request_ids(ctx, app, request)
     evaluations: dict[str, Any] = {}
     for eid in ids:
@@ -269,12 +270,47 @@ def _service_config(
     return settings
 
 
+def allowed_models(ctx: ServiceContext) -> tuple[str, ...]:
+    """The models a request may name: the server's `--judge-model` and `--allow-model`s."""
+    own = (ctx.judge_model,) if ctx.judge_model else ()
+    return (*own, *(m for m in ctx.limits.allowed_models if m != ctx.judge_model))
+
+
+def check_models(ctx: ServiceContext, request: Mapping[str, Any], prefix: str = "") -> None:
+    """INVALID_ARGUMENT naming the field if a run request (or a schedule's, `prefix`
+    "request.") names a model the server does not allow."""
+    for field in ("judgeModel", "userModel"):
+        model = request.get(field)
+        if model is None or isinstance(model, str):
+            _check_model_allowed(ctx, prefix + field, model)
+
+
+def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> None:
+    """A model named by a request must be one the operator configured: a request never
+    makes the server open a file (`local:/path.gguf`) or call an endpoint of its own."""
+    if not model:
+        return
+    allowed = allowed_models(ctx)
+    if model in allowed:
+        return
+    if not allowed:
+        raise InvalidArgument.field(
+            field,
+            "this server takes no model from a request; its operator allows models with "
+            "`assay serve --judge-model MODEL` or `--allow-model MODEL`",
+        )
+    raise InvalidArgument.field(
+        field,
+        f"{model[:200]!r} is not a model this server allows; allowed: {', '.join(allowed)}",
+    )
+
+
 def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:
     """Create an evaluationRun (state RUNNING) and start it; return the operation JSON."""
     check_app(app)
     if not isinstance(request, Mapping):
         raise InvalidArgument("the request body must be a JSON object")
-    check_storable(request, "")
+    check_storable(request, "", ctx.limits.max_depth)
     if ctx.agent is None:
         raise FailedPrecondition(
             "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"

@@ -113,3 +113,40 @@ def count_tokens(text: str) -> int:
     """Tokens as the limits count them: runs of ASCII letters and digits, and every
     other character but white space on its own (at least what any text metric makes)."""
     return sum(1 for _ in _TOKEN.finditer(text))
+
+
+# ---- limits on what one request may bring (issue #31) ------------------------------------
+# Declared once here and enforced on every surface (REST /v1, CES /v1beta and gRPC,
+# Vertex, MCP, file imports); docs/security.md lists them with their defaults.
+
+
+class ServiceLimits(BaseModel):
+    """Limits on the input of one request, the same on every surface of the service."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # -- bytes, depth and documents (files and input) --
+    max_depth: int = Field(default=100, ge=2, le=1_000)
+    """Nesting of objects and arrays in any JSON or YAML value a client sends (protobuf's
+    own parsers stop at 100; orjson at 254)."""
+    max_document_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    """Size of a file read by an import (`gcs_uri`) or given inline (`csv_content`)."""
+    max_document_nodes: int = Field(default=4_000_000, ge=1)
+    """Values in an imported YAML document with its aliases expanded (an alias bomb is
+    refused before it is built)."""
+    max_path_chars: int = Field(default=4_096, ge=1)
+    """Length of a file path a client names (Linux's PATH_MAX)."""
+    max_name_bytes: int = Field(default=255, ge=1)
+    """Length in UTF-8 bytes of one component of such a path (Linux's NAME_MAX)."""
+    max_csv_cell_chars: int = Field(default=131_072, ge=1)
+    """Characters in one cell of an imported CSV (Python csv's default field limit)."""
+    import_batch: int = Field(default=1_000, ge=1)
+    """Evaluations an import writes to the store per transaction."""
+    allowed_models: tuple[str, ...] = ()
+    """Models a request may name (`judgeModel`, `userModel`) besides the server's own
+    `--judge-model`: `assay serve --allow-model MODEL` (repeatable). A model not listed
+    is refused, so no request makes the server open a path or call an endpoint of its
+    choosing."""
+
+
+DEFAULT_LIMITS = ServiceLimits()

@@ -41,6 +41,7 @@ class ServeSettings(BaseModel):
     #: hex of the secret signing the viewer's session cookies (the same in every worker)
     ui_secret: str | None = None
     api_docs: bool = True
+    allowed_models: tuple[str, ...] = ()
 
 
 def app_from_environment() -> FastAPI:
@@ -50,6 +51,7 @@ def app_from_environment() -> FastAPI:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start workers with `assay serve`")
     settings = ServeSettings.model_validate_json(raw)
     from assay.service.app import create_app
+    from assay.service.settings import ServiceLimits
     from assay.store import Store
 
     store = Store.open(settings.store_url)
@@ -75,6 +77,7 @@ def app_from_environment() -> FastAPI:
             files_root=settings.files_root,
             ui_secret=bytes.fromhex(settings.ui_secret) if settings.ui_secret else None,
             api_docs=settings.api_docs,
+            limits=ServiceLimits(allowed_models=settings.allowed_models),
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

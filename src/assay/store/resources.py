@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, insert, select, update
@@ -141,6 +141,50 @@ class ResourceRepository(Repository):
         except IntegrityError as exc:
             raise self._conflict(app, kind, resource_id, display_name) from exc
         return _resource_of(row)
+
+    @database_errors
+    def create_many(
+        self, app: str, kind: str, items: Sequence[tuple[str, str, Mapping[str, Any]]]
+    ) -> list[Resource]:
+        """Create resources given as (id, display name, body) in one transaction.
+
+        All or nothing: an id or display name taken (by a stored resource or by another
+        item) raises ResourceConflictError and creates none of them, so the caller can
+        create them one at a time to learn which one clashed.
+        """
+        _check_kind(kind)
+        if not items:
+            return []
+        now = utcnow()
+        ns = current_namespace()
+        rows = []
+        for index, (resource_id, display_name, body) in enumerate(items):
+            # A microsecond apart, so they list in the order given (by create time).
+            created = now + timedelta(microseconds=index)
+            if not display_name:
+                raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
+            rows.append(
+                {
+                    "project": ns.project,
+                    "location": ns.location,
+                    "app": app,
+                    "kind": kind,
+                    "id": resource_id,
+                    "display_name": display_name,
+                    "body": dict(body),
+                    "etag": secrets.token_hex(8),
+                    "create_time": created,
+                    "update_time": created,
+                }
+            )
+        try:
+            with self._writer.begin() as conn:
+                conn.execute(insert(resources), rows)
+        except IntegrityError as exc:
+            raise ResourceConflictError(
+                f"one of {len(rows)} {kind} clashes with a stored one (id or display name)"
+            ) from exc
+        return [_resource_of(row) for row in rows]
 
     @database_errors
     def put(

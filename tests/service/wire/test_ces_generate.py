@@ -10,6 +10,7 @@ from test_ces_rest import PARENT, golden_evaluation, scenario_evaluation
 from test_ces_walk import client, wire
 
 from assay.service.context import ServiceContext
+from assay.service.settings import ServiceLimits
 
 __all__ = ["client", "wire"]
 # FAILED_PRECONDITION: HTTP 400 over REST (the client raises BadRequest), the status over gRPC.
@@ -194,6 +195,7 @@ def test_run_metrics_of_a_scenario_with_the_servers_judge(
         monkeypatch.setenv("OPENAI_API_KEY", "unused")
         # CES's RunEvaluationRequest has no user model: start the simulated run as the
         # /v1 API does, in the client's project and location.
+        ctx.limits = ServiceLimits(allowed_models=("openai:u",))  # as --allow-model does
         with namespace_scope(Namespace("acme", "us")):
             started = runs.start_run(
                 ctx, "shop", {"evaluations": ["apps/shop/evaluations/s"], "userModel": "openai:u"}

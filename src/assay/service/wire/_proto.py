@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -70,10 +71,21 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+# The well-known types whose JSON holds any value; their numbers are doubles.
+_ANY_JSON = frozenset(
+    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+)
+# Every integer of this size or less is exactly a double.
+_EXACT_IN_DOUBLE = 2**53
+
+
 def check(descriptor: Any, value: Any, path: str = "") -> None:
     """Raise INVALID_ARGUMENT, Google's way, if `value` is not JSON of `descriptor`."""
+    if descriptor.full_name in _ANY_JSON:
+        _check_struct_numbers(value, path or descriptor.name)
+        return
     if descriptor.full_name.startswith(_WELL_KNOWN):
-        return  # Struct, Timestamp, FieldMask, ...: protobuf's parser knows their rules
+        return  # Timestamp, FieldMask, ...: protobuf's parser knows their rules
     if not isinstance(value, Mapping):
         raise invalid_value(
             path or descriptor.name, f"type.googleapis.com/{descriptor.full_name}", value
@@ -99,6 +111,33 @@ def check(descriptor: Any, value: Any, path: str = "") -> None:
                 _check_single(field, element, f"{where}[{i}]")
         else:
             _check_single(field, item, where)
+
+
+def _check_struct_numbers(value: Any, path: str) -> None:
+    """Refuse an integer a Struct would silently turn into a different double.
+
+    A Struct's numbers are doubles: 123456789012345678901234567890 would be stored as
+    1.2345678901234568e+29. Such a value must be sent as a string (as proto3 JSON sends
+    int64), so it is refused instead of changed.
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+        elif (
+            isinstance(item, int)
+            and not isinstance(item, bool)
+            and abs(item) > _EXACT_IN_DOUBLE
+            and (abs(item) > 2**1023 or float(item) != item)
+        ):
+            message = (
+                f"Invalid value at '{where}' (TYPE_DOUBLE), {item}: a Struct number is a "
+                "double and cannot hold this integer exactly; send it as a string"
+            )
+            raise InvalidArgument(message, [_violation(where, message)])
 
 
 def _check_single(field: Any, value: Any, path: str) -> None:
@@ -179,9 +218,23 @@ def merge(message: Message, value: Any, path: str) -> None:
 
 
 def to_json(message: Message) -> dict[str, Any]:
-    """The message as proto3 JSON: camelCase names, enum names, defaults left out."""
-    out: dict[str, Any] = json_format.MessageToDict(message)
+    """The message as proto3 JSON: camelCase names, enum names, defaults left out.
+
+    A message from a gRPC client may hold what JSON cannot (NaN or an infinity in a
+    Struct's numbers): INVALID_ARGUMENT naming the field, as REST refuses the same.
+    """
+    try:
+        out: dict[str, Any] = json_format.MessageToDict(message)
+    except json_format.SerializeToJsonError as exc:
+        found = _UNSERIALIZABLE.search(str(exc))
+        field = found[1] if found else message.DESCRIPTOR.name
+        raise InvalidArgument.field(
+            field, f"{exc} (JSON, and so assay, holds finite numbers only)"
+        ) from None
     return out
+
+
+_UNSERIALIZABLE = re.compile(r"Failed to serialize (\w+) field")
 
 
 def from_json(cls: type[M], value: Mapping[str, Any]) -> M:

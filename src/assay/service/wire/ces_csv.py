@@ -10,17 +10,22 @@ assay reads these action types (case and spaces/underscores do not matter):
 - `agent_response` — the agent reply expected, `text`;
 - `tool_call` — a tool call expected: `tool`, and `args` as a JSON object.
 
-Anything else is INVALID_ARGUMENT naming the line and the column.
+Anything else is INVALID_ARGUMENT naming the line and the column, and so is a cell
+longer than `max_csv_cell_chars` or `args` nested deeper than `max_depth`
+(`ServiceLimits`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
+from collections.abc import Iterator
 from typing import Any
 
+from assay.formats._common import read_any_csv_cell
+from assay.service.documents import load_json
 from assay.service.errors import InvalidArgument
+from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
 
 REQUIRED = ("display_name", "turn_index", "action_type")
 ACTIONS = ("user_input", "agent_response", "tool_call")
@@ -30,7 +35,7 @@ def _bad(field: str, line: int, message: str) -> InvalidArgument:
     return InvalidArgument.field(field, f"line {line}: {message}")
 
 
-def _step(row: dict[str, str], line: int, field: str) -> dict[str, Any]:
+def _step(row: dict[str, str], line: int, field: str, limits: ServiceLimits) -> dict[str, Any]:
     action = "_".join((row.get("action_type") or "").lower().replace("_", " ").split())
     text = row.get("text") or ""
     if action == "user_input":
@@ -42,9 +47,9 @@ def _step(row: dict[str, str], line: int, field: str) -> dict[str, Any]:
         if not tool:
             raise _bad(field, line, "a tool_call row needs the tool's name in column 'tool'")
         try:
-            args = json.loads(row.get("args") or "{}")
-        except ValueError:
-            raise _bad(field, line, "column 'args' must be a JSON object") from None
+            args = load_json(row.get("args") or "{}", "args", limits)
+        except InvalidArgument as exc:
+            raise _bad(field, line, f"column {exc.message}") from None
         if not isinstance(args, dict):
             raise _bad(field, line, "column 'args' must be a JSON object")
         return {"expectation": {"toolCall": {"tool": tool, "args": args}}}
@@ -55,20 +60,52 @@ def _step(row: dict[str, str], line: int, field: str) -> dict[str, Any]:
     )
 
 
-def evaluations(content: bytes, field: str) -> list[tuple[str, dict[str, Any]]]:
+def _check_cells(row: dict[str, Any], line: int, field: str, limit: int) -> None:
+    for column, value in row.items():  # cells past the header's columns are skipped
+        if isinstance(value, str) and len(value) > limit:
+            raise _bad(
+                field,
+                line,
+                f"the cell of column {column!r} holds {len(value)} characters; the limit "
+                f"is {limit} (max_csv_cell_chars)",
+            )
+
+
+def _rows(reader: csv.DictReader[str], field: str) -> Iterator[dict[str, Any]]:
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise _bad(field, reader.line_num, f"not valid CSV ({exc})") from None
+
+
+def evaluations(
+    content: bytes, field: str, limits: ServiceLimits = DEFAULT_LIMITS
+) -> list[tuple[str, dict[str, Any]]]:
     """(label, evaluation body) of each evaluation in the CSV."""
+    if len(content) > limits.max_document_bytes:
+        raise InvalidArgument.field(
+            field,
+            f"the CSV is larger than the limit of {limits.max_document_bytes} bytes "
+            "(max_document_bytes)",
+        )
+    read_any_csv_cell()  # the limit is the service's, checked per cell with its line
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InvalidArgument.field(field, "the CSV must be UTF-8 text") from None
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise _bad(field, 1, f"not valid CSV ({exc})") from None
+    missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise _bad(field, 1, f"the header lacks the column(s) {', '.join(missing)}")
     found: list[tuple[str, dict[str, Any]]] = []
     turns: dict[int, list[dict[str, Any]]] = {}
-    for row in reader:
+    for row in _rows(reader, field):
         line = reader.line_num
+        _check_cells(row, line, field, limits.max_csv_cell_chars)
         name = (row.get("display_name") or "").strip()
         if name:
             turns = {}
@@ -87,7 +124,7 @@ def evaluations(content: bytes, field: str) -> list[tuple[str, dict[str, Any]]]:
         if not index.isdigit():
             raise _bad(field, line, f"turn_index must be a whole number, got {index!r}")
         steps = turns.setdefault(int(index), [])
-        steps.append(_step(row, line, field))
+        steps.append(_step(row, line, field, limits))
         found[-1][1]["golden"]["turns"] = [{"steps": turns[k]} for k in sorted(turns)]
     if not found:
         raise InvalidArgument.field(field, "the CSV holds no evaluation")

@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -24,6 +25,7 @@ from assay.errors import StoreError
 from assay.service.context import ServiceContext
 from assay.service.errors import (
     BAD_REQUEST_TYPE,
+    InvalidArgument,
     ServiceError,
     Unauthenticated,
     from_exception,
@@ -86,10 +88,11 @@ def _behaviour(
 ) -> Callable[[Any, grpc.ServicerContext], Any]:
     handler = METHODS.get(rpc.name)
 
-    def call(request: Any, context: grpc.ServicerContext) -> Any:
+    def call(raw: bytes, context: grpc.ServicerContext) -> Any:
         try:
             if auth:
                 _authenticate(ctx, context)
+            request = _decode(rpc, raw)
             if handler is None:
                 raise Unimplemented(
                     f"assay does not implement {rpc.full_name} (yet); the methods it serves "
@@ -103,13 +106,30 @@ def _behaviour(
     return call
 
 
+def _decode(rpc: Rpc, raw: bytes) -> Any:
+    """The request message from its bytes: INVALID_ARGUMENT when they are not one.
+
+    Decoded here rather than by grpcio, which answers INTERNAL when its deserializer
+    raises (on garbage bytes, or a message nested past protobuf's limit of 100, such as
+    a Struct 50 levels deep).
+    """
+    try:
+        return rpc.request.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidArgument.field(
+            "request",
+            f"the bytes are not a {rpc.request.DESCRIPTOR.full_name} message ({exc}); a"
+            " message nests at most 100 levels (a Struct about 33)",
+        ) from None
+
+
 def handlers(ctx: ServiceContext, *, auth: bool) -> list[grpc.GenericRpcHandler]:
     """One generic handler per service the client calls, over the same `ctx`."""
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for rpc in rpcs():
         by_service.setdefault(rpc.service, {})[rpc.name] = grpc.unary_unary_rpc_method_handler(
             _behaviour(ctx, rpc, auth),
-            request_deserializer=rpc.request.FromString,
+            request_deserializer=None,  # decoded by the behaviour (`_decode`)
             response_serializer=rpc.response.SerializeToString,
         )
     return [grpc.method_handlers_generic_handler(s, m) for s, m in by_service.items()]

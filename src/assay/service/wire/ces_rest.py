@@ -11,7 +11,6 @@ the client asks for `$alt=json;enum-encoding=int`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,8 +23,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from assay.service._storable import check_storable
 from assay.service.context import ServiceContext
+from assay.service.documents import load_json
 from assay.service.errors import InvalidArgument, NotFound, from_exception
+from assay.service.settings import ServiceLimits
 from assay.service.wire import _proto
 from assay.service.wire.ces_methods import METHODS, Handler, call
 from assay.service.wire.ces_operations import Unimplemented
@@ -138,14 +140,17 @@ def _query(request: Message, params: list[tuple[str, str]], bound: set[str]) -> 
         request.MergeFrom(_proto.parse(type(request), values))
 
 
-async def _transcode(rule: Rule, match: re.Match[str], request: Request) -> Message:
+async def _transcode(
+    rule: Rule, match: re.Match[str], request: Request, limits: ServiceLimits
+) -> Message:
     message = rule.rpc.request()
     if rule.body is not None:
         raw = await request.body()
-        try:
-            body = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidArgument(f"Invalid JSON payload received. {exc}") from None
+        field = rule.body if rule.body != "*" else "body"
+        body = load_json(raw, field, limits) if raw.strip() else {}
+        # Values neither the store nor proto3 JSON holds (1e400, integers past int64,
+        # lone surrogates, NUL), named by their JSON path.
+        check_storable(body, rule.body if rule.body != "*" else "", limits.max_depth)
         if rule.body == "*":
             message.MergeFrom(_proto.parse(type(message), body))
         else:
@@ -175,7 +180,7 @@ async def _endpoint(request: Request) -> Response:
                 f"assay does not implement {rule.rpc.full_name} (yet); the methods it "
                 f"serves are {', '.join(sorted(METHODS))}"
             )
-        message = await _transcode(rule, match, request)
+        message = await _transcode(rule, match, request, ctx.limits)
         answer = await anyio.to_thread.run_sync(call, rule.handler, ctx, message)
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()

@@ -16,8 +16,11 @@ Every method answers a finished long-running operation (`ces_lro`).
 
 from __future__ import annotations
 
+import contextvars
 import functools
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from google.cloud import ces_v1beta as ces
@@ -89,7 +92,13 @@ def _deliver(
         return {"content": content}, "content"
     return {
         "uri": ces_files.write(
-            uri, "export_options.gcs_uri", stem, content, _format(request), ctx.files_root
+            uri,
+            "export_options.gcs_uri",
+            stem,
+            content,
+            _format(request),
+            ctx.files_root,
+            ctx.limits,
         )
     }, "uri"
 
@@ -240,7 +249,9 @@ def _sources(
     """(label, thunk making (id, body)) per evaluation to import, and a status note."""
     source = request.WhichOneof("source")
     if source == "gcs_uri":
-        path, document = ces_files.read(request.gcs_uri, "gcs_uri", "evaluations", ctx.files_root)
+        path, document = ces_files.read(
+            request.gcs_uri, "gcs_uri", "evaluations", ctx.files_root, ctx.limits
+        )
         items = _evaluations_in(document, "gcs_uri")
         results = document.get("evaluationResults") if isinstance(document, dict) else None
         skipped = len(results) if isinstance(results, list) else 0
@@ -263,7 +274,7 @@ def _sources(
             for name in request.conversation_list.conversations
         ], ""
     if source == "csv_content":
-        parsed = ces_csv.evaluations(request.csv_content, "csv_content")
+        parsed = ces_csv.evaluations(request.csv_content, "csv_content", ctx.limits)
         return [(label, functools.partial(_given, body)) for label, body in parsed], ""
     raise InvalidArgument.field(
         "source", "set one of gcs_uri (a local file:// path), conversation_list or csv_content"
@@ -285,6 +296,128 @@ def _from_conversation(
     return None, ces_generate.golden_body(cid, turns, f"Generated from conversation {cid}")
 
 
+_Source = tuple[str, Callable[[], tuple[str | None, dict[str, Any]]]]
+
+
+def _write_batch(
+    ctx: ServiceContext,
+    where: Location,
+    app: str,
+    batch: Sequence[_Source],
+    strategy: int,
+    response: Any,
+) -> None:
+    """Import one batch: evaluations new to the app in one store transaction, those
+    whose id is taken one at a time (as the conflict strategy says)."""
+    outcomes: list[dict[str, Any] | ServiceError | None] = []
+    fresh: list[tuple[int, dict[str, Any]]] = []
+    for _label, make in batch:
+        try:
+            rid, body = make()
+            if rid is None:
+                fresh.append((len(outcomes), body))
+                outcomes.append(None)
+            else:
+                outcomes.append(_import_one(ctx, app, rid, body, strategy))
+        except Exception as exc:  # one bad evaluation does not stop the others
+            outcomes.append(from_exception(exc))
+    written = operations.create_evaluations(
+        ctx,
+        app,
+        [body for _, body in fresh],
+        one=lambda body: _import_one(ctx, app, None, body, strategy) or {},
+    )
+    for (index, _body), created in zip(fresh, written, strict=True):
+        outcomes[index] = created
+    for (label, _make), outcome in zip(batch, outcomes, strict=True):
+        if isinstance(outcome, ServiceError):
+            response.error_messages.append(f"{label}: {outcome.message}")
+            response.import_failure_count += 1
+        elif outcome:
+            response.evaluations.append(_evaluation_message(where, outcome))
+
+
+def _import_all(
+    ctx: ServiceContext,
+    where: Location,
+    app: str,
+    sources: Sequence[_Source],
+    strategy: int,
+    progress: Callable[[int], None] | None = None,
+) -> Any:
+    response = ces.ImportEvaluationsResponse.pb()()
+    size = ctx.limits.import_batch
+    for start in range(0, len(sources), size):
+        _write_batch(ctx, where, app, sources[start : start + size], strategy, response)
+        if progress is not None:
+            progress(min(start + size, len(sources)))
+    return response
+
+
+def _metadata(started: Any, note: str, ended: bool = False) -> Any:
+    return ces.ImportEvaluationsOperationMetadata.pb()(
+        create_time=started, end_time=ces_lro.now() if ended else None, status_message=note
+    )
+
+
+_TIMES = (("createTime", "create_time"), ("updateTime", "update_time"))
+
+
+def _evaluation_message(where: Location, body: dict[str, Any]) -> Any:
+    """The evaluation as the client's message; its times set directly (protobuf's JSON
+    parser reads them with strptime, the slowest part of a large import's answer)."""
+    rest = {k: v for k, v in body.items() if k not in ("createTime", "updateTime")}
+    message = from_json(ces.Evaluation.pb(), where.expand(rest))
+    for key, field in _TIMES:
+        if isinstance(body.get(key), str):
+            getattr(message, field).FromDatetime(datetime.fromisoformat(body[key]))
+    return message
+
+
+def _in_background(
+    ctx: ServiceContext,
+    where: Location,
+    app: str,
+    sources: Sequence[_Source],
+    strategy: int,
+    note: str,
+) -> Message:
+    """Answer a pending operation at once; a thread writes the batches and finishes it.
+
+    The thread runs in a copy of the request's context (its project and location).
+    """
+    started = ces_lro.now()
+    total = len(sources)
+    op = ces_lro.pending(ctx, where, "import", _metadata(started, f"0 of {total} imported"))
+    name = op.name  # type: ignore[attr-defined]
+
+    def progress(done: int) -> None:
+        status = f"{done} of {total} evaluations written"
+        ces_lro.update(ctx, where, name, _metadata(started, status))
+
+    def work() -> None:
+        try:
+            response = _import_all(ctx, where, app, sources, strategy, progress)
+        except Exception as exc:  # the operation says why; the server goes on
+            ces_lro.update(
+                ctx, where, name, _metadata(started, note, True), done=True,
+                error=from_exception(exc),
+            )  # fmt: skip
+            return
+        ces_lro.update(
+            ctx, where, name, _metadata(started, note, True), done=True, response=response
+        )
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(work,), name="assay-import")
+    background = ctx.parts.setdefault("background", [])
+    assert isinstance(background, list)
+    background[:] = [t for t in background if t.is_alive()]
+    background.append(thread)  # the app waits for it when it shuts down
+    thread.start()
+    return op
+
+
 def import_evaluations(ctx: ServiceContext, request: Any) -> Message:
     where, app = app_of(request.parent)
     started = ces_lro.now()
@@ -292,18 +425,10 @@ def import_evaluations(ctx: ServiceContext, request: Any) -> Message:
     field = "import_options.conflict_resolution_strategy"
     enum_name(_Strategy, strategy, field)  # a number the enum lacks is INVALID_ARGUMENT
     sources, note = _sources(ctx, where, app, request)
-    response = ces.ImportEvaluationsResponse.pb()()
-    for label, make in sources:
-        try:
-            rid, body = make()
-            created = _import_one(ctx, app, rid, body, strategy)
-        except Exception as exc:  # one bad evaluation does not stop the others
-            error = from_exception(exc)
-            response.error_messages.append(f"{label}: {error.message}")
-            response.import_failure_count += 1
-            continue
-        if created is not None:
-            response.evaluations.append(from_json(ces.Evaluation.pb(), where.expand(created)))
+    if len(sources) > ctx.limits.import_batch:
+        # More than one batch: a long-running operation, as CES's own.
+        return _in_background(ctx, where, app, sources, strategy, note)
+    response = _import_all(ctx, where, app, sources, strategy)
     metadata = ces.ImportEvaluationsOperationMetadata.pb()(
         create_time=started, end_time=ces_lro.now(), status_message=note
     )

@@ -32,9 +32,17 @@ from assay.formats import vertex
 from assay.metrics import work
 from assay.metrics.registry import build_metric, metric_names
 from assay.metrics.tool_calls import ToolCallFormatError, parse_tool_message
+from assay.service._storable import check_storable
 from assay.service.context import ServiceContext
+from assay.service.documents import check_depth, load_json, too_deep
 from assay.service.errors import InvalidArgument, ServiceError, from_exception
-from assay.service.settings import WORK_LIMITS, WorkLimits, count_tokens
+from assay.service.settings import (
+    DEFAULT_LIMITS,
+    WORK_LIMITS,
+    ServiceLimits,
+    WorkLimits,
+    count_tokens,
+)
 from assay.service.wire import vertex_judged
 
 _TEXT = ("prediction", "reference")
@@ -70,7 +78,7 @@ def _fixed(name: str, **renames: str) -> Callable[[Mapping[str, Any]], tuple[str
 
 def _rouge(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     kind = spec.get("rougeType") or "rougeL"
-    if kind not in _ROUGE_NAMES:
+    if not isinstance(kind, str) or kind not in _ROUGE_NAMES:
         raise InvalidArgument.field(
             "rouge_input.metric_spec.rouge_type",
             f"{kind!r} is not a ROUGE type; expected one of {', '.join(_ROUGE_NAMES)}",
@@ -144,7 +152,9 @@ def _string(value: Any, path: str) -> str:
     return value
 
 
-def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
+def _trajectory(
+    value: Any, path: str, limits: ServiceLimits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
     calls = _object(value, path, ("toolCalls",)).get("toolCalls", [])
     if not isinstance(calls, list):
         raise InvalidArgument.field(f"{path}.tool_calls", "expected a list of tool calls")
@@ -154,22 +164,20 @@ def _trajectory(value: Any, path: str) -> list[dict[str, Any]]:
         call = _object(raw, where, ("toolName", "toolInput"))
         name = _string(call.get("toolName", ""), f"{where}.tool_name")
         text = _string(call.get("toolInput", ""), f"{where}.tool_input")
-        try:
-            args = json.loads(text) if text.strip() else {}
-        except ValueError:
-            raise InvalidArgument.field(
-                f"{where}.tool_input", f"expected a JSON object as a string, got {text!r}"
-            ) from None
+        args = load_json(text, f"{where}.tool_input", limits) if text.strip() else {}
         if not isinstance(args, dict):
             raise InvalidArgument.field(f"{where}.tool_input", f"expected a JSON object: {text!r}")
         steps.append({"tool_name": name, "tool_input": args})
     return steps
 
 
-def _tool_message(text: str, path: str, *, strict: bool) -> tuple[str, list[dict[str, Any]] | None]:
+def _tool_message(
+    text: str, path: str, *, strict: bool, limits: ServiceLimits = DEFAULT_LIMITS
+) -> tuple[str, list[dict[str, Any]] | None]:
     """Vertex's tool-call string `{"content", "tool_calls": [{"name", "arguments"}]}` as
     (content, trajectory). A prediction that is not one has no valid calls (what
-    tool_call_valid scores); a reference that is not one is invalid input."""
+    tool_call_valid scores); a reference that is not one is invalid input. Either
+    nested deeper than the limit is invalid input."""
     if not text.strip():
         return "", []
     try:
@@ -178,11 +186,19 @@ def _tool_message(text: str, path: str, *, strict: bool) -> tuple[str, list[dict
         if strict:
             raise InvalidArgument.field(path, f"not a Vertex tool-call message: {exc}") from None
         return text, None
+    except RecursionError:
+        raise too_deep(path, limits.max_depth) from None
     calls = [{"tool_name": c.name, "tool_input": c.args} for c in message.tool_calls]
+    check_depth(calls, path, limits)
     return message.content, calls
 
 
-def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, Any]:
+def _row(
+    family: Family,
+    instance: Mapping[str, Any],
+    path: str,
+    limits: ServiceLimits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
     row: dict[str, Any] = {}
     if family.instance_fields == _TEXT:
         # proto3 JSON leaves empty strings out: an absent field is "".
@@ -190,20 +206,20 @@ def _row(family: Family, instance: Mapping[str, Any], path: str) -> dict[str, An
         reference = _string(instance.get("reference", ""), f"{path}.reference")
         if family.stem.startswith("tool"):
             row["response"], row["predicted_trajectory"] = _tool_message(
-                prediction, f"{path}.prediction", strict=False
+                prediction, f"{path}.prediction", strict=False, limits=limits
             )
             row["reference"], row["reference_trajectory"] = _tool_message(
-                reference, f"{path}.reference", strict=True
+                reference, f"{path}.reference", strict=True, limits=limits
             )
             return {k: v for k, v in row.items() if v is not None}
         return {"response": prediction, "reference": reference}
     row["predicted_trajectory"] = _trajectory(
-        instance.get("predictedTrajectory"), f"{path}.predicted_trajectory"
+        instance.get("predictedTrajectory"), f"{path}.predicted_trajectory", limits
     )
     if "referenceTrajectory" in family.instance_fields:
         # The SDK leaves an empty trajectory out: absent is no calls.
         row["reference_trajectory"] = _trajectory(
-            instance.get("referenceTrajectory"), f"{path}.reference_trajectory"
+            instance.get("referenceTrajectory"), f"{path}.reference_trajectory", limits
         )
     return row
 
@@ -229,8 +245,9 @@ def score_instance(
 class _Budget:
     """One request's share of the server: tokens per instance and in all, CPU time."""
 
-    def __init__(self, limits: WorkLimits) -> None:
+    def __init__(self, limits: WorkLimits, service: ServiceLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
+        self.service = service
         self.tokens = 0
 
     def instance(self, row: Mapping[str, Any], path: str) -> None:
@@ -267,9 +284,12 @@ class _Budget:
 _SNAKE_FIELDS = {"response": "prediction", "reference": "reference"}
 
 
-def evaluate_instances(body: Any, limits: WorkLimits = WORK_LIMITS) -> dict[str, Any]:
+def evaluate_instances(
+    body: Any, limits: WorkLimits = WORK_LIMITS, service: ServiceLimits = DEFAULT_LIMITS
+) -> dict[str, Any]:
     """The EvaluateInstancesResponse JSON for an EvaluateInstancesRequest JSON, within
-    the work `limits` of one request (400 naming the limit beyond them)."""
+    the work `limits` of one request (400 naming the limit beyond them) and the input
+    limits of the `service` (depth of the tool calls' JSON)."""
     if not isinstance(body, Mapping):
         raise InvalidArgument("Invalid JSON payload received. Expected an object.")
     given = {_camel(str(k)): v for k, v in body.items() if v is not None and k != "location"}
@@ -300,7 +320,7 @@ def evaluate_instances(body: Any, limits: WorkLimits = WORK_LIMITS) -> dict[str,
             f"{limits.max_instances_per_request:,} per request",
         )
     with work.cpu_budget(limits.cpu_seconds_per_request):
-        values = _scores(family, spec, instances, where, _Budget(limits))
+        values = _scores(family, spec, instances, where, _Budget(limits, service))
     return {f"{family.stem}Results": {f"{family.stem}MetricValues": values}}
 
 
@@ -312,7 +332,7 @@ def _scores(
         path = f"{where}.instances[{i}]"
         instance = _object(raw, path, family.instance_fields)
         try:
-            row = _row(family, instance, path)
+            row = _row(family, instance, path, budget.service)
             budget.instance(row, path)
             values.append({"score": score_instance(family, spec, row, path)})
         except InvalidArgument:
@@ -358,10 +378,10 @@ _LIMITER = "vertex.scoring_limiter"
 async def _endpoint(request: Request) -> Response:
     try:
         raw = await request.body()
-        try:
-            body = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidArgument(f"Invalid JSON payload received. {exc}") from None
+        limits = request.app.state.ctx.limits
+        body = load_json(raw, "body", limits) if raw.strip() else {}
+        # 1e400, integers past int64, lone surrogates: named by their path.
+        check_storable(body, "", limits.max_depth)
         judged = _judged_input(body)
         if judged is not None:
             ctx = request.app.state.ctx
@@ -373,7 +393,7 @@ async def _endpoint(request: Request) -> Response:
         else:
             ctx = request.app.state.ctx
             answer = await anyio.to_thread.run_sync(
-                evaluate_instances, body, ctx.work_limits, limiter=_scoring_limiter(ctx)
+                evaluate_instances, body, ctx.work_limits, limits, limiter=_scoring_limiter(ctx)
             )
     except Exception as exc:  # every failure is answered in the status shape
         return from_exception(exc).response()

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.service.context import ServiceContext
+from assay.service.documents import load_json
 from assay.service.errors import FailedPrecondition, InvalidArgument, ServiceError
 from assay.service.settings import WorkLimits, count_tokens
 from assay.service.wire._judge import ask, last_object
@@ -86,10 +87,7 @@ def _instance(value: Any, path: str) -> dict[str, Any]:
     raw = given.get("jsonInstance")
     if not isinstance(raw, str) or not raw.strip():
         raise InvalidArgument.field(f"{path}.json_instance", "required: a JSON object as a string")
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        raise InvalidArgument.field(f"{path}.json_instance", "not valid JSON") from None
+    parsed = load_json(raw, f"{path}.json_instance")
     if not isinstance(parsed, dict):
         raise InvalidArgument.field(f"{path}.json_instance", "expected a JSON object")
     return parsed
