@@ -49,9 +49,9 @@ def test_output_threads_and_atexit_survive_the_fast_exit(tmp_path: Path) -> None
     done = _assay(tmp_path, "metrics")
     assert done.returncode == 0, done.stderr
     # The whole of a long table on stdout (a pipe: block-buffered), flushed to its end.
-    assert len(done.stdout) > 10_000
+    assert len(done.stdout) > 5_000
     assert "trajectory_exact_match" in done.stdout
-    assert done.stdout.endswith("┘\nprinted at exit")
+    assert done.stdout.endswith("shows one in full\nprinted at exit")
     assert (tmp_path / "thread").read_text() == "done"
     assert (tmp_path / "atexit").read_text() == "ran"
 

@@ -9,6 +9,7 @@ link out between the check and the open (the window a resolve-then-open layer ha
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from assay.service.errors import FailedPrecondition, InvalidArgument
 from assay.service.safe_files import FilesRoot
 
 SECRET = b"outside the root"
-_PIECES = [".", "..", "in", "out", "loop", "dangling", "evaluations.json", "new", "x" * 300]
+_PIECES = [os.curdir, os.pardir, "in", "out", "loop", "dangling", "evaluations.json", "new", "x" * 300]
 
 
 @pytest.fixture(scope="module")

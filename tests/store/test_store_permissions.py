@@ -55,11 +55,11 @@ def test_an_open_store_s_wal_and_shm_are_owner_only(tmp_path: Path, umask_022: N
 
 
 def test_an_existing_folder_keeps_its_permissions(tmp_path: Path, umask_022: None) -> None:
-    """A store put in a folder that is there already (/tmp, a shared folder) does not
+    """A store put in a folder that is there already (/tmp, a folder of other users) does not
     change that folder; only what assay creates is owner-only."""
-    shared = tmp_path / "shared"
-    shared.mkdir(mode=0o755)
-    with Store.open(f"sqlite:///{shared / 'results.db'}"):
+    existing = tmp_path / "existing"
+    existing.mkdir(mode=0o755)
+    with Store.open(f"sqlite:///{existing / 'results.db'}"):
         pass
-    assert _mode(shared) == 0o755
-    assert _mode(shared / "results.db") == 0o600
+    assert _mode(existing) == 0o755
+    assert _mode(existing / "results.db") == 0o600

@@ -430,7 +430,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         warnings.simplefilter("always", UserWarning)
         evalsets = formats.load_many(req.data, req.from_format, req.mapping)
     for warning in skipped:  # e.g. a trace that could not be rebuilt: one line each
-        err.print(Text(f"warning: {warning.message}", style="yellow"))
+        err.print(Text(f"warning: {warning.message}", style="yellow"), soft_wrap=True)
     evalsets = select_cases(evalsets, req.selection)
     # The loaded eval sets live until the process exits: move them out of the cyclic
     # GC's reach, or every full collection during scoring re-walks millions of objects.

@@ -118,8 +118,24 @@ def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
     for chained in (te.__cause__, te.__context__):
         if chained is not None:
             _trim(chained, seen)
+    if te.__context__ is not None and _all_plumbing(te.__context__):
+        # An exception assay or asyncio caught on its own while the agent's was raised
+        # ("no running event loop" when the agent is called from a thread): not the
+        # agent's story, and it would make the same failure read differently by path.
+        te.__context__ = None
     for member in te.exceptions or ():
         _trim(member, seen)
+
+
+def _all_plumbing(te: traceback.TracebackException) -> bool:
+    """Whether a (trimmed) exception has no frame of the agent's, nor has any it was
+    raised from."""
+    return (
+        not te.stack
+        and te.__cause__ is None
+        and (te.__context__ is None or _all_plumbing(te.__context__))
+        and not te.exceptions
+    )
 
 
 def agent_traceback(exc: BaseException) -> str:
