@@ -23,7 +23,17 @@ from assay.service.errors import FailedPrecondition, InvalidArgument
 from assay.service.safe_files import FilesRoot
 
 SECRET = b"outside the root"
-_PIECES = [os.curdir, os.pardir, "in", "out", "loop", "dangling", "evaluations.json", "new", "x" * 300]
+_PIECES = [
+    os.curdir,
+    os.pardir,
+    "in",
+    "out",
+    "loop",
+    "dangling",
+    "evaluations.json",
+    "new",
+    "x" * 300,
+]
 
 
 @pytest.fixture(scope="module")
