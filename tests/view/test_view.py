@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ uvicorn = pytest.importorskip("uvicorn")
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "report"), str(TESTS / "cli")]
 from browser import browser, open_page  # noqa: E402
+from view_server import serving  # noqa: E402
 
 from assay.view import create_view_app  # noqa: E402  (needs the service extra)
 
@@ -46,29 +43,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
     return url, base, worse
 
 
-@contextmanager
-def _serving(asgi: Any) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning")
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not instance.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        instance.should_exit = True
-        thread.join(timeout=20)
-
-
 @pytest.fixture(scope="module")
 def server(runs: tuple[str, str, str]) -> Iterator[str]:
-    with Store.open(runs[0]) as db, _serving(create_view_app(db)) as url:
+    with Store.open(runs[0]) as db, serving(create_view_app(db)) as url:
         yield url
 
 
@@ -78,7 +55,7 @@ def test_assay_serve_mounts_the_view_behind_api_keys(runs: tuple[str, str, str])
     url, base, _worse = runs
     with Store.open(url) as db:
         _info, secret = db.api_keys.create("viewer")
-        with _serving(create_app(db)) as service, httpx.Client(base_url=service) as client:
+        with serving(create_app(db)) as service, httpx.Client(base_url=service) as client:
             assert client.get("/ui/").status_code == 401
             page = client.get("/ui/", headers={"Authorization": f"Bearer {secret}"})
             assert page.status_code == 200 and base in page.text

@@ -39,6 +39,7 @@ from assay.service.settings import ServiceRunSettings
 from assay.session.run_session import RunSession
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
 from assay.store.exceptions import store_unavailable
+from assay.store.lease import pid_alive
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
 from assay.store.types import utcnow
@@ -57,16 +58,6 @@ def owner_record(instance: str) -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "instance": instance}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def owner_alive(run: RunInfo, lease_s: float = LEASE_S) -> bool:
     """Whether the process that owns an unfinished run may still be executing it.
 
@@ -82,7 +73,7 @@ def owner_alive(run: RunInfo, lease_s: float = LEASE_S) -> bool:
     owner = run.config.get(SERVICE_KEY, {}).get("owner") or {}
     if owner.get("host") == socket.gethostname():
         pid = owner.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and not _pid_alive(pid):
+        if isinstance(pid, int) and pid != os.getpid() and not pid_alive(pid):
             return False
     seen = run.updated_at or run.created_at
     return utcnow() - seen < timedelta(seconds=lease_s)

@@ -73,7 +73,8 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else ""
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that id exists on this host (one of another user's too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -106,7 +107,7 @@ def process_alive(owner: Owner, run_id: str) -> bool | None:
         # store outage left it RUNNING for anyone, this process included, to resume).
         with _held_lock:
             return owner.tag == _tag and run_id in _held
-    if not _pid_alive(owner.pid):
+    if not pid_alive(owner.pid):
         return False
     started = _start_time(owner.pid)
     if started is None:

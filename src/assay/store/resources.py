@@ -119,22 +119,7 @@ class ResourceRepository(Repository):
         exactly one succeeds and no acknowledged create is overwritten by another.
         """
         _check_kind(kind)
-        if not display_name:
-            raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
-        now = utcnow()
-        ns = current_namespace()
-        row = {
-            "project": ns.project,
-            "location": ns.location,
-            "app": app,
-            "kind": kind,
-            "id": resource_id,
-            "display_name": display_name,
-            "body": dict(body),
-            "etag": secrets.token_hex(8),
-            "create_time": now,
-            "update_time": now,
-        }
+        row = _new_row(app, kind, resource_id, display_name, body, utcnow())
         try:
             with self._writer.begin() as conn:
                 conn.execute(insert(resources).values(**row))
@@ -156,27 +141,11 @@ class ResourceRepository(Repository):
         if not items:
             return []
         now = utcnow()
-        ns = current_namespace()
-        rows = []
-        for index, (resource_id, display_name, body) in enumerate(items):
-            # A microsecond apart, so they list in the order given (by create time).
-            created = now + timedelta(microseconds=index)
-            if not display_name:
-                raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
-            rows.append(
-                {
-                    "project": ns.project,
-                    "location": ns.location,
-                    "app": app,
-                    "kind": kind,
-                    "id": resource_id,
-                    "display_name": display_name,
-                    "body": dict(body),
-                    "etag": secrets.token_hex(8),
-                    "create_time": created,
-                    "update_time": created,
-                }
-            )
+        # A microsecond apart, so they list in the order given (by create time).
+        rows = [
+            _new_row(app, kind, resource_id, display_name, body, now + timedelta(microseconds=i))
+            for i, (resource_id, display_name, body) in enumerate(items)
+        ]
         try:
             with self._writer.begin() as conn:
                 conn.execute(insert(resources), rows)
@@ -345,6 +314,32 @@ def _resource(row: Sequence[Any]) -> Resource:
     return Resource(
         app, kind, rid, display_name, dict(body), etag, created, updated, project, location
     )
+
+
+def _new_row(
+    app: str,
+    kind: str,
+    resource_id: str,
+    display_name: str,
+    body: Mapping[str, Any],
+    created: datetime,
+) -> dict[str, Any]:
+    """The table row of a new resource in the current namespace, created at `created`."""
+    if not display_name:
+        raise StoreError(f"{kind} {resource_id!r} needs a non-empty display name")
+    ns = current_namespace()
+    return {
+        "project": ns.project,
+        "location": ns.location,
+        "app": app,
+        "kind": kind,
+        "id": resource_id,
+        "display_name": display_name,
+        "body": dict(body),
+        "etag": secrets.token_hex(8),
+        "create_time": created,
+        "update_time": created,
+    }
 
 
 def _resource_of(row: Mapping[str, Any]) -> Resource:
