@@ -359,7 +359,7 @@ def _report(
     outputs = "--out, --csv" if csv else "--out"
     best = f" (best of {len(runs)}: {n / by_time[0][0]:,.0f} rows/s)" if len(runs) > 1 else ""
     print(
-        f"assay eval (CLI, default store, {outputs}, {len(METRICS)} metrics): "
+        f"assay eval (CLI, default store, {outputs}, {len(METRICS) + len(EXTRA_METRICS)} metrics): "
         f"{n:,} rows in {elapsed:.2f}s = {rate:,.0f} rows/s{best}, CPU {cpu:.1f}s = "
         f"{cpu / n * 1e6:,.0f} us/row (all processes, start-up included), "
         f"peak RSS {max(r[1] for r in runs):,.0f} MiB, exit {rc}; "

@@ -50,7 +50,7 @@ def test_the_cli_names_the_metric_that_keeps_the_run_off_the_fast_path(tmp_path:
     criteria = {**LEAN, "tool_parameter_kv_match": 0.5}
     result = _eval(tmp_path, criteria, 120, "--workers", "2")
     lines = [line for line in result.stderr.splitlines() if "fast row path" in line]
-    said = f"warning: metric 'tool_parameter_kv_match' is {OFF}, several times slower per row"
+    said = f"warning: metric 'tool_parameter_kv_match' is {OFF}, a few times slower per row"
     assert lines == [said]
 
 
@@ -74,7 +74,7 @@ def test_the_api_warns_naming_every_metric_off_the_fast_path(tmp_path: Path) -> 
         result = assay.evaluate(str(data), metrics=metrics, keep_cases=5)
     messages = [str(w.message) for w in caught if "fast row path" in str(w.message)]
     assert messages == [f"metrics 'tool_name_match', 'tool_parameter_kv_match' are {OFF}, "
-                        "several times slower per row"]  # fmt: skip
+                        "a few times slower per row"]  # fmt: skip
     assert result.summary["case_count"] == 30
 
 

@@ -268,7 +268,7 @@ def off_fast_path(metrics: Sequence[Metric]) -> str | None:
         what = f"metric {names} {verb}" if len(unknown) == 1 else f"metrics {names} {verb}"
         return (
             f"{what} not on the fast row path: this run is scored by the ordinary path, "
-            "several times slower per row"
+            "a few times slower per row"
         )
     names_seen: set[str] = set()
     shared = ""
@@ -279,7 +279,7 @@ def off_fast_path(metrics: Sequence[Metric]) -> str | None:
         names_seen.add(metric.name)
     return (
         f"two metrics are named {shared!r}, which the fast row path does not allow: "
-        "this run is scored by the ordinary path, several times slower per row"
+        "this run is scored by the ordinary path, a few times slower per row"
     )
 
 
