@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import assay
 from assay.errors import AssayWarning
 from assay.metrics.registry import build_metric
+from assay.session.lean_score import LeanPlan
 from assay.session.streaming import off_fast_path
 
 LEAN = {"trajectory_exact_match": 1.0, "response_match_score": 0.6}
@@ -93,3 +96,24 @@ def test_two_metrics_of_one_name_are_named_too() -> None:
     assert off_fast_path([]) is None
     message = off_fast_path([one, build_metric("trajectory_exact_match", {})])
     assert message is not None and "'trajectory_exact_match'" in message
+
+
+_NAMES = ["trajectory_exact_match", "trajectory_recall", "response_match_score",
+          "tool_call_count_v1", "tool_name_match", "tool_parameter_kv_match",
+          "rouge_1"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_NAMES), max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_the_message_names_exactly_what_keeps_a_run_off_the_lean_plan(names: list[str]) -> None:
+    metrics = [build_metric(name, {}) for name in names]
+    message = off_fast_path(metrics)
+    if not metrics or LeanPlan.of(metrics) is not None:
+        assert message is None
+        return
+    assert message is not None and "this run is scored by the ordinary path" in message
+    unknown = [m.name for m in metrics if LeanPlan.of([m]) is None]
+    named = unknown or [n for n in names if names.count(n) > 1][:1]
+    assert named and all(repr(n) in message for n in named)
+    # A lean metric is never named as the one keeping the run off.
+    assert not any(repr(m.name) in message for m in metrics if m.name not in named)
