@@ -119,6 +119,10 @@ def _tree_rss(tree: list[psutil.Process]) -> int:
     return total
 
 
+EXTRA_METRICS: list[str] = []
+"""Metrics scored besides `METRICS` (`--extra-metric`)."""
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -135,6 +139,8 @@ def run_assay(
     criteria: dict[str, Any] = {m: {"threshold": 1.0} for m in METRICS}
     criteria["trajectory_single_tool_use"] = {"threshold": 1.0, "tool_name": "get_weather"}
     criteria["response_match_score"] = 0.8
+    for name in EXTRA_METRICS:  # --extra-metric: e.g. one the fast row path does not know
+        criteria[name] = {"threshold": 0.5}
     config = workdir / "config.json"
     config.write_text(json.dumps({"criteria": criteria}))
     # Each run starts as a first run does: no store, and no report of an earlier run to
@@ -261,6 +267,13 @@ def main() -> None:
         "--assay-args", default="", help="extra `assay eval` flags, e.g. '--workers 1'"
     )
     parser.add_argument(
+        "--extra-metric",
+        action="append",
+        default=[],
+        help="score this metric too (threshold 0.5), e.g. tool_parameter_kv_match, which"
+        " keeps the run off the fast row path; may be given more than once",
+    )
+    parser.add_argument(
         "--also-without-csv",
         action="store_true",
         help="run each size again without --csv (the store and --out: issue #13's run)",
@@ -279,6 +292,7 @@ def main() -> None:
         " hatch_build.py`): its runs alternate with this tree's, and the ratio is printed",
     )
     ns = parser.parse_args()
+    EXTRA_METRICS.extend(ns.extra_metric)
     adk_elapsed = run_adk(make_rows(ns.adk_rows))
     adk_rate = ns.adk_rows / adk_elapsed
     print(
@@ -345,7 +359,7 @@ def _report(
     outputs = "--out, --csv" if csv else "--out"
     best = f" (best of {len(runs)}: {n / by_time[0][0]:,.0f} rows/s)" if len(runs) > 1 else ""
     print(
-        f"assay eval (CLI, default store, {outputs}, {len(METRICS)} metrics): "
+        f"assay eval (CLI, default store, {outputs}, {len(METRICS) + len(EXTRA_METRICS)} metrics): "
         f"{n:,} rows in {elapsed:.2f}s = {rate:,.0f} rows/s{best}, CPU {cpu:.1f}s = "
         f"{cpu / n * 1e6:,.0f} us/row (all processes, start-up included), "
         f"peak RSS {max(r[1] for r in runs):,.0f} MiB, exit {rc}; "

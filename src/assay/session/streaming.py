@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.engine.tally import Tally
-from assay.errors import InputError
+from assay.errors import InputError, warn
 from assay.formats._common import gc_paused
 from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.redact import redact
+from assay.session.lean_score import LeanPlan
 from assay.session.parent_watch import check_parent, die_with_parent
 from assay.session.run_session import RunIdentity, RunSession
 from assay.session.stream_batch import (
@@ -255,6 +256,40 @@ class StreamSettings:
         return JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
 
 
+def off_fast_path(metrics: Sequence[Metric]) -> str | None:
+    """Why a run of `metrics` cannot take the fast row path (`LeanPlan.of` makes no
+    plan for them), naming the metrics that keep it off; None when it can."""
+    if not metrics or LeanPlan.of(metrics) is not None:
+        return None
+    unknown = [m.name for m in metrics if LeanPlan.of([m]) is None]
+    if unknown:
+        names = ", ".join(repr(n) for n in unknown)
+        verb = "is" if len(unknown) == 1 else "are"
+        what = f"metric {names} {verb}" if len(unknown) == 1 else f"metrics {names} {verb}"
+        return (
+            f"{what} not on the fast row path: this run is scored by the ordinary path, "
+            "a few times slower per row"
+        )
+    names_seen: set[str] = set()
+    shared = ""
+    for metric in metrics:
+        if metric.name in names_seen:
+            shared = metric.name
+            break
+        names_seen.add(metric.name)
+    return (
+        f"two metrics are named {shared!r}, which the fast row path does not allow: "
+        "this run is scored by the ordinary path, a few times slower per row"
+    )
+
+
+def _warn_off_fast_path(metrics: Sequence[Metric]) -> None:
+    """Say once, as an `AssayWarning`, when the run's metrics keep it off the fast path."""
+    message = off_fast_path(metrics)
+    if message is not None:
+        warn(message)
+
+
 @dataclass
 class StreamingRun(StreamSettings):
     """One streamed run of recorded rows in `files` (see the module docstring).
@@ -287,6 +322,8 @@ class StreamingRun(StreamSettings):
         )
         junit = self.open_junit()
         workers = self.workers if self.workers is not None else default_workers(total)
+        if not keep_all and not self.mapping and any(f.kind == "jsonl" for f in self.files):
+            _warn_off_fast_path(self.metrics)
         spec = BatchSpec(
             metrics=tuple(self.metrics),
             mapping=self.mapping,

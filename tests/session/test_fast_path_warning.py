@@ -1,0 +1,119 @@
+"""A streamed run whose metrics keep it off the fast row path says so once, naming the
+metric (issue #34): on stderr in the CLI, as an `AssayWarning` in the API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import assay
+from assay.errors import AssayWarning
+from assay.metrics.registry import build_metric
+from assay.session.lean_score import LeanPlan
+from assay.session.streaming import off_fast_path
+
+LEAN = {"trajectory_exact_match": 1.0, "response_match_score": 0.6}
+OFF = "not on the fast row path: this run is scored by the ordinary path"
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    calls = [{"tool_name": "search", "tool_input": {"q": "paris"}}]
+    return [
+        {"id": f"case-{i}", "prompt": f"trip {i}", "response": "nine", "reference": "nine",
+         "predicted_trajectory": calls if i % 3 else [], "reference_trajectory": calls}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def _eval(tmp_path: Path, criteria: dict[str, Any], rows: int, *extra: str) -> Any:
+    """`assay eval` run as the program is (its warnings shown as the CLI shows them)."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows(rows)), encoding="utf-8")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"criteria": criteria}), encoding="utf-8")
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "eval", str(data), "--config", str(config), "--quiet",
+         "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.exists(), done.stderr[-2000:]
+    return done
+
+
+def test_the_cli_names_the_metric_that_keeps_the_run_off_the_fast_path(tmp_path: Path) -> None:
+    criteria = {**LEAN, "tool_parameter_kv_match": 0.5}
+    result = _eval(tmp_path, criteria, 120, "--workers", "2")
+    lines = [line for line in result.stderr.splitlines() if "fast row path" in line]
+    said = f"warning: metric 'tool_parameter_kv_match' is {OFF}, a few times slower per row"
+    assert lines == [said]
+
+
+def test_the_cli_says_nothing_when_every_metric_is_on_the_fast_path(tmp_path: Path) -> None:
+    result = _eval(tmp_path, LEAN, 120)
+    assert "fast row path" not in result.stderr
+    assert result.returncode == 1, result.stderr  # a third of the rows miss their call
+
+
+def test_a_small_run_which_takes_no_fast_path_says_nothing(tmp_path: Path) -> None:
+    # Up to the console's case table (50 rows) every case is kept whole: no fast path.
+    result = _eval(tmp_path, {**LEAN, "tool_parameter_kv_match": 0.5}, 20)
+    assert "fast row path" not in result.stderr
+
+
+def test_the_api_warns_naming_every_metric_off_the_fast_path(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    metrics = ["trajectory_exact_match", "tool_name_match", "tool_parameter_kv_match"]
+    with pytest.warns(AssayWarning) as caught:
+        result = assay.evaluate(str(data), metrics=metrics, keep_cases=5)
+    messages = [str(w.message) for w in caught if "fast row path" in str(w.message)]
+    assert messages == [f"metrics 'tool_name_match', 'tool_parameter_kv_match' are {OFF}, "
+                        "a few times slower per row"]  # fmt: skip
+    assert result.summary["case_count"] == 30
+
+
+def test_the_api_says_nothing_for_a_lean_run(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssayWarning)
+        result = assay.evaluate(str(data), metrics=list(LEAN), keep_cases=5)
+    assert result.summary["case_count"] == 30
+
+
+def test_two_metrics_of_one_name_are_named_too() -> None:
+    one = build_metric("trajectory_exact_match", {})
+    assert off_fast_path([one]) is None
+    assert off_fast_path([]) is None
+    message = off_fast_path([one, build_metric("trajectory_exact_match", {})])
+    assert message is not None and "'trajectory_exact_match'" in message
+
+
+_NAMES = ["trajectory_exact_match", "trajectory_recall", "response_match_score",
+          "tool_call_count_v1", "tool_name_match", "tool_parameter_kv_match",
+          "rouge_1"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_NAMES), max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_the_message_names_exactly_what_keeps_a_run_off_the_lean_plan(names: list[str]) -> None:
+    metrics = [build_metric(name, {}) for name in names]
+    message = off_fast_path(metrics)
+    if not metrics or LeanPlan.of(metrics) is not None:
+        assert message is None
+        return
+    assert message is not None and "this run is scored by the ordinary path" in message
+    unknown = [m.name for m in metrics if LeanPlan.of([m]) is None]
+    named = unknown or [n for n in names if names.count(n) > 1][:1]
+    assert named and all(repr(n) in message for n in named)
+    # A lean metric is never named as the one keeping the run off.
+    assert not any(repr(m.name) in message for m in metrics if m.name not in named)
