@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from _standin import ServerProcess
-from assay.engine.calibrate import LabelledSet, acalibrate, load_labels
+from assay.engine.calibrate import LabelledSet, load_labels
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
+from assay.session.calibrate import acalibrate
 from assay.store import Store
 from assay.testing import StandinReply, StandinRequest
 

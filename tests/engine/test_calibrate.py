@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from assay.cli.judge import judge_app
 from assay.engine.calibrate import (
     ConfusionMatrix,
-    acalibrate,
     accuracy,
     build_judged_metric,
     cohen_kappa,
@@ -23,6 +22,10 @@ from assay.engine.calibrate import (
 from assay.errors import InputError
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
+from assay.model.results import CaseResult, EvalResult
+from assay.session.calibrate import acalibrate
+from assay.session.run_session import RunSession
+from assay.store import Store
 from assay.testing import JudgeServer, StandinRequest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -336,6 +339,13 @@ def test_calibrate_end_to_end_against_the_stand_in_server(tmp_path: Path) -> Non
         assert fresh.exit_code == 0, fresh.output
         assert len(server.requests) == before + 180
 
+    # The store holds the judge cache only: a calibration is not a run of `assay runs`.
+    db = Store.open(store)
+    try:
+        assert db.list_runs() == []
+    finally:
+        db.close()
+
 
 @pytest.mark.usefixtures("openai_key")
 def test_a_judge_that_never_answers_usably_exits_1(tmp_path: Path) -> None:
@@ -452,6 +462,71 @@ async def test_acalibrate_a_databricks_judge_on_mlflow_rows(tmp_path: Path) -> N
     assert [d.case_id for d in report.disagreements] == ["nyc"]
     assert report.disagreements[0].to_dict()["explanation"] == "compared"
     assert report.judge_stats["judge/calls"] == 3
+
+
+class Lifecycle:
+    """A run observer noting the hooks it is called through, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.finished: EvalResult | None = None
+
+    def on_start(self, total: int) -> None:
+        self.calls.append(f"start {total}")
+
+    def on_case_done(self, result: CaseResult) -> None:
+        self.calls.append(f"done {result.case_id}")
+
+    def on_finish(self, result: EvalResult) -> None:
+        self.calls.append("finish")
+        self.finished = result
+
+
+async def test_acalibrate_runs_a_session_whose_observers_see_every_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {"request_id": name, "request": f"Capital of {country}?", "response": answer,
+         "expected_response": capital, "label": label}
+        for name, country, answer, capital, label in [
+            ("paris", "France", "Paris.", "Paris", "yes"),
+            ("rome", "Italy", "Milan.", "Rome", "no"),
+            ("bern", "Switzerland", "Bern.", "Bern", "yes"),
+        ]
+    ]  # fmt: skip
+    sessions: list[RunSession] = []
+    session_arun = RunSession.arun
+
+    async def spy(self: RunSession) -> EvalResult:
+        sessions.append(self)
+        return await session_arun(self)
+
+    monkeypatch.setattr(RunSession, "arun", spy)
+    pool = JudgePool(
+        default_model="openai:scripted",
+        backend_factory=lambda model, options=None, *, timeout_s: ScriptedBackend(model),
+    )
+    seen = Lifecycle()
+    try:
+        report = await acalibrate(
+            write_lines(tmp_path / "db.jsonl", rows),
+            metric="correctness",
+            judge="openai:scripted",
+            pool=pool,
+            observers=[seen],
+        )
+    finally:
+        await pool.aclose()
+    # One session, recording nothing, judged by the caller's pool.
+    assert len(sessions) == 1
+    assert sessions[0].store is None and sessions[0].judges is pool
+    assert sessions[0].run_id is None and not sessions[0].opened
+    # The observer saw the run start with 3 items, each item scored, the run end.
+    assert seen.calls[0] == "start 3" and seen.calls[-1] == "finish"
+    assert sorted(seen.calls[1:-1]) == ["done bern", "done paris", "done rome"]
+    assert seen.finished is not None and seen.finished.summary["judge/calls"] == 3
+    assert [i.agrees for i in report.items] == [True, True, True]
+    assert report.kappa == pytest.approx(1.0)
 
 
 def test_build_judged_metric_sets_the_judge_options() -> None:

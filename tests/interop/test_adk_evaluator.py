@@ -164,3 +164,35 @@ async def test_bad_arguments_fail_like_adk(
 async def test_a_folder_without_test_files_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"No `\*\.test\.json` eval files found"):
         await AgentEvaluator.evaluate(MODULE, str(tmp_path))
+
+
+async def test_each_evaluation_is_a_run_session_that_records_nothing(
+    suite: Path, travel_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cases run in a `RunSession` (the life every run has: its collector sees each
+    case run, the run ends finished) with no store: ADK's evaluator keeps none."""
+    from assay.model.results import EvalResult
+    from assay.session.run_session import RunSession
+
+    sessions: list[tuple[RunSession, EvalResult]] = []
+    session_arun = RunSession.arun
+
+    async def spy(self: RunSession) -> EvalResult:
+        result = await session_arun(self)
+        sessions.append((self, result))
+        return result
+
+    monkeypatch.setattr(RunSession, "arun", spy)
+    await AgentEvaluator.evaluate(MODULE, str(suite), num_runs=2, print_detailed_results=False)
+    assert len(sessions) == 1
+    session, result = sessions[0]
+    assert session.store is None and session.run_id is None and not session.opened
+    assert session.agent is not None and session.options.runs == 2
+    assert [e.id for e in session.evalsets] == [result.eval_set_id]
+    assert {"tool_trajectory_avg_score", "response_match_score"} <= {
+        m.name for m in session.metrics
+    }
+    # Two cases, two runs each: every case run reached the session as it finished.
+    assert session.total == 4
+    assert len(session.partial_result().cases) == len(result.cases) == 4
+    assert {c.case_id for c in result.cases} == {"book_paris", "book_then_thanks"}

@@ -105,3 +105,63 @@ def test_a_session_without_a_store_runs_and_records_nothing() -> None:
     assert session.run_id is None and result.run_id is None
     assert len(result.cases) == 6
     assert len(session.partial_result().cases) == 6
+
+
+class _YesJudge:
+    """An in-process judge backend rating every answer `yes`, counting its calls."""
+
+    backend = "scripted"
+    calls = 0
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    async def complete(self, messages: object, settings: object) -> object:
+        from assay.judges.types import BackendReply
+
+        _YesJudge.calls += 1
+        return BackendReply('{"rationale": "fine", "rating": "yes"}')
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_a_session_with_a_store_runs_with_the_callers_judge_pool(tmp_path: Path) -> None:
+    """A `JudgePool` the caller owns (as calibration passes one) judges the session's
+    run as given, also with a store (the store is not forced on it as its cache), and
+    stays open for the caller's next run."""
+    from assay.formats import format_module
+    from assay.judges.client import JudgePool
+
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "request": f"q{i}?",
+            "response": f"a{i}",
+            "expected_response": f"a{i}",
+        }
+        for i in range(3)
+    ]
+    evalset = format_module("mlflow").load_data(rows, file=None, mapping=None)
+    evalset.id = "judged"
+    metric = build_metric("correctness", {"judge_model_options": {"judge_model": "openai:s"}})
+    _YesJudge.calls = 0
+    pool = JudgePool(
+        default_model="openai:s",
+        backend_factory=lambda model, options=None, *, timeout_s: _YesJudge(model),
+    )
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    try:
+        with Store.open(url) as store:
+            first = await RunSession([evalset], [metric], judges=pool, store=store).arun()
+            again = await RunSession(
+                [evalset], [metric], judges=pool, store=store, fresh=True
+            ).arun()
+            runs = {run.id: run.status for run in store.list_runs()}
+    finally:
+        await pool.aclose()
+    assert runs == {first.run_id: "COMPLETED", again.run_id: "COMPLETED"}
+    assert first.summary["judge/calls"] == 3 and _YesJudge.calls == 3
+    # The second run was judged from the pool's own cache: the same pool, still open.
+    assert again.summary["judge/calls"] == 0 and again.summary["judge/cache_hits"] == 3
+    assert {c.metrics["correctness"].score for c in again.cases} == {1.0}

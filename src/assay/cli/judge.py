@@ -145,7 +145,8 @@ def _calibrate(
 ) -> CalibrationReport:
     import asyncio
 
-    from assay.engine.calibrate import acalibrate, build_judged_metric, load_labels
+    from assay.engine.calibrate import build_judged_metric, load_labels
+    from assay.session.calibrate import acalibrate
 
     if concurrency < 1:
         raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")

@@ -10,16 +10,18 @@ Cohen's kappa and a confusion matrix. Items the judge could not score (every sam
 failed or was unparseable) are listed apart and left out of the statistics: they are
 not the judge disagreeing, they are the judge not answering. The statistics themselves
 are in `assay.judges.agreement` (re-exported here).
+
+This module holds what a calibration is (the labels file, the verdicts, the report);
+running one is `assay.session.calibrate.acalibrate`, a `RunSession` like every run.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import ConfigError, InputError
 from assay.formats import detect_format, format_module
@@ -32,11 +34,7 @@ from assay.metrics.base import Metric
 from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.registry import build_metric, get_metric_class, metric_names
 from assay.model.core import EvalSet
-from assay.model.results import MetricResult, Status
-
-if TYPE_CHECKING:
-    from assay.judges.client import JudgePool
-    from assay.models.cache import HasCacheTable
+from assay.model.results import EvalResult, MetricResult, Status
 
 LABEL_KEY = "label"
 #: human verdicts accepted for the positive / negative outcome (case-insensitive)
@@ -305,9 +303,10 @@ def build_judged_metric(
     )
 
 
-def _verdict(
+def item_verdict(
     labelled: LabelledSet, case_id: str, result: MetricResult | None, names: tuple[str, str]
 ) -> ItemVerdict:
+    """One labelled item: the human verdict and the judge's, from the metric's result."""
     human = names[0] if labelled.labels[case_id] else names[1]
     line = labelled.lines.get(case_id)
     if result is None:
@@ -334,57 +333,14 @@ def _verdict(
     )
 
 
-async def acalibrate(
-    labels: str | Path | LabelledSet,
-    *,
-    metric: str | JudgedMetric,
-    judge: str,
-    samples: int | None = None,
-    base_url: str | None = None,
-    store: HasCacheTable | None = None,
-    use_cache: bool = True,
-    concurrency: int = 8,
-    timeout_s: float = 60.0,
-    pool: JudgePool | None = None,
+def calibration_report(
+    labelled: LabelledSet, scorer: JudgedMetric, judge: str, result: EvalResult
 ) -> CalibrationReport:
-    """Score every labelled item with `metric` judged by `judge`; compare with the labels.
-
-    The items run through `assay.engine.arun` with a `JudgePool` (cache in `store`, or
-    memory; `concurrency` judge calls in flight), exactly as `assay eval` scores them.
-    A judge that cannot be built (unknown model string, SDK missing) is a ConfigError;
-    a judge that fails on some items leaves those items unscored. A `pool` passed in is
-    used as is and left open (its own judge options then apply).
-    """
-    from assay.engine.runner import arun
-    from assay.judges.client import JudgePool
-
-    labelled = labels if isinstance(labels, LabelledSet) else load_labels(labels)
-    scorer = (
-        metric
-        if isinstance(metric, JudgedMetric)
-        else build_judged_metric(metric, judge=judge, samples=samples, base_url=base_url)
-    )
-    own = pool is None
-    run_pool = pool or JudgePool(
-        store=store,
-        default_model=judge,
-        concurrency=concurrency,
-        use_cache=use_cache,
-        timeout_s=timeout_s,
-    )
-    try:
-        # Build the judge now: a judge that cannot exist is a usage error here, not a
-        # column of unscored items.
-        scorer.attach_judge(run_pool.judge(scorer.judge_model or judge, scorer.judge_options))
-        # Without an agent, arun keeps enough cases going to fill the judge limit.
-        result = await arun([labelled.evalset], [scorer], judges=run_pool)
-    finally:
-        scorer.attach_judge(None)
-        if own:
-            await run_pool.aclose()
+    """The report of a run of `scorer` over the labelled items: each item's verdicts (in
+    file order) and the run's `judge/...` counters."""
     by_case = {case.case_id: case.metrics.get(scorer.name) for case in result.cases}
     names = outcome_names(scorer)
-    items = [_verdict(labelled, cid, by_case.get(cid), names) for cid in labelled.labels]
+    items = [item_verdict(labelled, cid, by_case.get(cid), names) for cid in labelled.labels]
     stats = {k: v for k, v in result.summary.items() if k.startswith("judge/")}
     return CalibrationReport(
         metric=scorer.name,
@@ -394,8 +350,3 @@ async def acalibrate(
         items=items,
         judge_stats=stats,
     )
-
-
-def calibrate(labels: str | Path | LabelledSet, **kwargs: Any) -> CalibrationReport:
-    """Synchronous `acalibrate` (not for use inside a running event loop)."""
-    return asyncio.run(acalibrate(labels, **kwargs))

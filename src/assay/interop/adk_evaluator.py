@@ -1,4 +1,4 @@
-"""`AgentEvaluator` with google-adk's signatures, run by assay's engine and metrics.
+"""`AgentEvaluator` with google-adk's signatures, run by assay's sessions and metrics.
 
 An ADK pytest suite switches by changing one import
 (`from assay.adk import AgentEvaluator`): `evaluate(agent_module, path_or_dir,
@@ -201,10 +201,15 @@ def _load_file(path: Path, initial_session_file: str | None) -> EvalSet:
 
 
 async def _run(evalset: EvalSet, config: EvalConfig, agent: Any, num_runs: int) -> EvalResult:
-    from assay.engine import RunOptions, arun, build_metrics
+    """The cases in a `RunSession`, the life every run has. ADK's evaluator keeps no
+    run store (its results go to `eval_set_results_manager` / `output_file`), so the
+    session records nothing: no run in `assay runs`, nothing to resume."""
+    from assay.engine import RunOptions, build_metrics
+    from assay.session.run_session import RunSession
 
     metrics = build_metrics(config, None)
-    return await arun([evalset], metrics, agent=agent, options=RunOptions(runs=num_runs))
+    session = RunSession([evalset], metrics, agent=agent, options=RunOptions(runs=num_runs))
+    return await session.arun()
 
 
 def _conclude(

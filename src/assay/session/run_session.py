@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from assay.agents.base import Agent
     from assay.engine.executors import Executor
     from assay.engine.runner import RunObserver
+    from assay.judges.client import JudgePool
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.store import EncodedCase, Store, StoreRecorder
@@ -117,10 +118,12 @@ class RunSession:
     """One run: plan, open (new or resumed), run with sinks, finish or interruption.
 
     `store` None runs without recording (nothing to resume); the caller owns the store
-    and closes it. `identity` defaults to the eval set ids, metric names, `config`
-    plus the run options (and `run_extra`), and `agent_label`. `fresh` starts a new run
-    even when an unfinished one of this evaluation exists. `sinks` get the finished run
-    in order; `say` shows the lines they return (default: dropped).
+    and closes it. `judges`: the run's judge options, or a `JudgePool` the caller owns
+    and closes (its own cache and pacing, as calibration passes one); only options get
+    the session's store as their cache. `identity` defaults to the eval set ids, metric
+    names, `config` plus the run options (and `run_extra`), and `agent_label`. `fresh`
+    starts a new run even when an unfinished one of this evaluation exists. `sinks` get
+    the finished run in order; `say` shows the lines they return (default: dropped).
 
     For a server: `continue_run` names a stored run to continue (already started, e.g.
     claimed from a server that stopped) instead of looking one up by identity;
@@ -135,7 +138,7 @@ class RunSession:
     metrics: Sequence[Metric]
     agent: Agent | None = None
     options: RunOptions = field(default_factory=RunOptions)
-    judges: JudgeRunOptions = field(default_factory=JudgeRunOptions)
+    judges: JudgeRunOptions | JudgePool = field(default_factory=JudgeRunOptions)
     store: Store | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     agent_label: str | None = None
@@ -357,7 +360,9 @@ class RunSession:
             # First after the collector: a result is stored before anyone shows it.
             sinks.append(self._recorder)
         sinks.extend(self.observers)
-        judges = self.judges if self.store is None else replace(self.judges, store=self.store)
+        judges = self.judges
+        if self.store is not None and isinstance(judges, JudgeRunOptions):
+            judges = replace(judges, store=self.store)
         try:
             # On success the recorder writes the last results and marks the run COMPLETED.
             result = await arun(
