@@ -664,10 +664,10 @@ def _plan(req: _Request, err: Console) -> tuple[_Streamed | None, Any]:
     (the data are loaded whole; when an option stood in the way one line says which,
     and --verbose says any other reason); and the agent when it was loaded to plan."""
     from assay.engine.executors import LocalExecutor
-    from assay.session.plan import RunFacts, plan_run, row_files
+    from assay.session.plan import RunFacts, plan_run
 
     local = isinstance(req.executor or LocalExecutor(), LocalExecutor)
-    files = row_files(req.data, req.from_format) if local else None
+    files = _streamable(req, err) if local else None
     named = req.config is not None or bool(req.metric_flags)
     metrics, config_doc = _metrics_for(req, []) if files and named else ([], {})
     agent = None
@@ -694,6 +694,14 @@ def _plan(req: _Request, err: Console) -> tuple[_Streamed | None, Any]:
     if not plan.streams or files is None:
         return None, agent
     return _Streamed(files, metrics, config_doc, agent), agent
+
+
+def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
+    """The inputs as row files (`session.plan.row_files`), else None; tests patch it to
+    run the loaded path over the same files."""
+    from assay.session.plan import row_files
+
+    return row_files(req.data, req.from_format)
 
 
 def _adk_history(req: _Request, agent: Any) -> bool:
