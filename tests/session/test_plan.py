@@ -116,6 +116,10 @@ def test_verbose_says_the_reasons_no_option_caused(tmp_path: Path) -> None:
     named = runner.invoke(app, [*args, "--metric", "response_match_score", "--verbose"])
     assert named.exit_code == 0, named.output
     assert "not streamed" not in named.stderr  # streamed: nothing to say
+    evalset = tmp_path / "set.evalset.json"
+    evalset.write_text(json.dumps({"eval_set_id": "s", "eval_cases": []}))
+    other = runner.invoke(app, ["eval", str(evalset), "--no-store", "--verbose"])
+    assert "not streamed" not in other.stderr  # no rows: nothing to say of them
 
 
 def _driver_of(monkeypatch: pytest.MonkeyPatch, **call: Any) -> list[Driver]:

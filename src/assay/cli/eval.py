@@ -667,11 +667,11 @@ def _plan(req: _Request, err: Console) -> tuple[_Streamed | None, Any]:
     from assay.session.plan import RunFacts, plan_run
 
     local = isinstance(req.executor or LocalExecutor(), LocalExecutor)
-    files = _streamable(req, err) if local else None
+    files = _streamable(req, err)
     named = req.config is not None or bool(req.metric_flags)
     metrics, config_doc = _metrics_for(req, []) if files and named else ([], {})
     agent = None
-    if files and named and req.agent is not None:
+    if files and named and local and req.agent is not None:
         from assay.agents import load_agent
 
         agent = load_agent(req.agent)
@@ -689,7 +689,8 @@ def _plan(req: _Request, err: Console) -> tuple[_Streamed | None, Any]:
         )
     )
     notice = plan.notice()
-    if notice is not None and not req.quiet and (plan.said or req.verbose):
+    # Said of row files only: other data have no rows to stream.
+    if notice is not None and files and not req.quiet and (plan.said or req.verbose):
         err.print(Text(notice, style="dim"))
     if not plan.streams or files is None:
         return None, agent
