@@ -217,3 +217,30 @@ def test_the_service_plans_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert isinstance(session, RunSession)
     assert [plan.driver for plan in seen] == [Driver.SESSION]
     assert seen[0].reason is not None and "not row files" in seen[0].reason
+
+
+def test_an_adk_agent_s_history_loads_its_rows_unless_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ADK fact, known only once the agent is loaded: `assay eval` loads the agent to
+    plan, and says why its rows are loaded; `--no-adk-history` streams them."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "agents"))
+    from adk_fixtures.scripted import script
+    from adk_fixtures.travel_agent import agent as travel
+
+    folder = tmp_path / "plan_travel"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("from . import agent\n")
+    (folder / "agent.py").write_text(
+        "from adk_fixtures.travel_agent.agent import root_agent\n\n__all__ = ['root_agent']\n"
+    )
+    data = _rows(tmp_path / "rows.jsonl", 2)
+    args = ["eval", str(data), "--agent", str(folder), "--metric", "response_match_score"]
+    with script(travel.MODEL, travel.travel_rule):
+        kept = runner.invoke(app, [*args, "--no-store"])
+        streamed = runner.invoke(app, [*args, "--no-store", "--no-adk-history"])
+    assert kept.exit_code in (0, 1), kept.output
+    notes = [line for line in kept.stderr.splitlines() if "not streamed" in line]
+    assert len(notes) == 1 and "ADK's eval history" in notes[0], kept.stderr
+    assert streamed.exit_code in (0, 1), streamed.output
+    assert "not streamed" not in streamed.stderr
