@@ -251,8 +251,7 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       it finishes, and the end result (as `aevaluate`'s).
 
     The parameters are `aevaluate`'s, declared once there. Works inside a running event
-    loop (Jupyter) too, where the result shows itself as
-    a table (`_repr_html_`).
+    loop (Jupyter) too, where the result shows itself as a table (`_repr_html_`).
     """
     # Scoring recorded data (no agent) makes no reference cycles, only millions of
     # short-lived objects whose collector passes cost ~40 % of the run: paused, as
