@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from collections.abc import Coroutine, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from assay.agents.tools import ToolBehavior
 from assay.api_inputs import (
@@ -29,7 +30,13 @@ from assay.api_inputs import (
     simulator_options,
 )
 from assay.api_rows import evaluate_recorded_streamed
-from assay.api_stream import aevaluate_streamed, check_keep_cases, finish_later, keep_at_most
+from assay.api_stream import (
+    aevaluate_streamed,
+    check_keep_cases,
+    finish_later,
+    keep_at_most,
+    plan_evaluate,
+)
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judge_options import JudgeRunOptions
@@ -38,12 +45,30 @@ from assay.formats._common import gc_paused
 from assay.model.core import Persona
 from assay.model.results import EvalResult
 from assay.redact import redact_url
+from assay.session.plan import Driver
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:
     from assay.simulation import SimulatorOptions
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+def _signature_of(
+    model: Callable[_P, Coroutine[Any, Any, EvalResult]],
+) -> Callable[[Callable[..., EvalTaskResult]], Callable[_P, EvalTaskResult]]:
+    """`evaluate` takes `aevaluate`'s parameters, written once (on `aevaluate`): for
+    mypy (the `ParamSpec`) and for `inspect.signature` / `help()` (`__signature__`)."""
+
+    def take(function: Callable[..., EvalTaskResult]) -> Callable[_P, EvalTaskResult]:
+        signature = inspect.signature(model)
+        function.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation="EvalTaskResult"
+        )
+        return function
+
+    return take
 
 
 def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
@@ -97,27 +122,26 @@ async def aevaluate(
     call. `observers` (`RunObserver`s) are told the case runs to do, each result once
     stored as it finishes, and the end result."""
     check_keep_cases(keep_cases)
-    # An agent over row files is streamed, unless an option needs the loaded eval sets.
-    needs_sets = (mlflow, personas, user_model, simulator) != (None,) * 4 or adk_history
-    if agent is not None and executor == "local" and not needs_sets:
-        streamed = await aevaluate_streamed(
-            dataset, metrics, agent, config, runs=runs, concurrency=concurrency,
-            timeout_s=timeout_s, store=store, format=format, mapping=mapping,
-            run_name=run_name, judge=judge, judge_concurrency=judge_concurrency,
-            use_cache=use_cache, tool_behavior=tool_behavior, run_method=run_method,
-            simulator=simulator, fresh=fresh, keep_cases=keep_cases, observers=observers,
+    planned = plan_evaluate(
+        dataset, metrics, agent, config, format=format, runs=runs, executor=executor,
+        observers=bool(observers), keep_cases=keep_cases, mlflow=mlflow is not None,
+        adk_history=bool(adk_history),
+    )  # fmt: skip
+    if planned.plan.driver is Driver.AGENT_ROWS:
+        return await aevaluate_streamed(
+            planned, agent, runs=runs, concurrency=concurrency, timeout_s=timeout_s,
+            store=store, mapping=mapping, run_name=run_name, judge=judge,
+            judge_concurrency=judge_concurrency, use_cache=use_cache,
+            tool_behavior=tool_behavior, run_method=run_method,
+            simulator=simulator_options(user_model, simulator, personas),
+            persona_source=persona_source(personas), fresh=fresh, keep_cases=keep_cases,
+            observers=observers,
         )  # fmt: skip
-        if streamed is not None:
-            return streamed
-    # Recorded rows with a bounded result are streamed as `assay eval` streams them.
-    one_run = (runs or 1) == 1
-    if agent is None and executor == "local" and not needs_sets and not observers and one_run:
-        recorded = evaluate_recorded_streamed(
-            dataset, metrics, config, store=store, format=format, mapping=mapping,
-            run_name=run_name, fresh=fresh, keep_cases=keep_cases,
+    if planned.plan.driver is Driver.ROWS:
+        return evaluate_recorded_streamed(
+            planned, store=store, mapping=mapping, run_name=run_name, fresh=fresh,
+            keep_cases=keep_cases,
         )  # fmt: skip
-        if recorded is not None:
-            return recorded
     # A mistyped executor or a missing ray extra fails before the data is read.
     runner = executor if not isinstance(executor, str) else named(executor, ray_address=ray_address)
     evalsets = load_dataset(dataset, format=format, mapping=mapping)
@@ -167,35 +191,11 @@ async def aevaluate(
     )
 
 
-def evaluate(
-    dataset: Dataset,
-    metrics: Any = None,
-    agent: Any = None,
-    config: Any = None,
-    *,
-    runs: int | None = None,
-    concurrency: int = 4,
-    timeout_s: float | None = 300.0,
-    store: Any = None,
-    format: str | None = None,
-    mapping: Mapping[str, str] | None = None,
-    run_name: str | None = None,
-    judge: str | None = None,
-    judge_concurrency: int = 8,
-    use_cache: bool = True,
-    tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
-    run_method: RunMethod | str | None = None,
-    user_model: str | None = None,
-    simulator: SimulatorOptions | None = None,
-    personas: str | Path | Mapping[str, Persona] | Sequence[Persona] | None = None,
-    fresh: bool = False,
-    keep_cases: int | None = None,
-    mlflow: str | None = None,
-    mlflow_experiment: str | None = None,
-    adk_history: bool | str | Path = False,
-    executor: str | Executor = "local",
-    ray_address: str | None = None,
-) -> EvalResult:
+_AEVALUATE = inspect.signature(aevaluate)
+
+
+@_signature_of(aevaluate)
+def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
     """Evaluate a dataset, optionally running an agent on it, and return the result.
 
     - `dataset`: a file path, a list of paths, an `EvalSet`, a list of row dicts or a
@@ -247,44 +247,19 @@ def evaluate(
       `RayExecutor(address, runtime_env={...})`. Results and the store's content are
       the same whichever runs them.
 
-    Works inside a running event loop (Jupyter) too, where the result shows itself as
-    a table (`_repr_html_`).
+    - `observers`: `RunObserver`s told the case runs to do, each result once stored as
+      it finishes, and the end result (as `aevaluate`'s).
+
+    The parameters are `aevaluate`'s, declared once there. Works inside a running event
+    loop (Jupyter) too, where the result shows itself as a table (`_repr_html_`).
     """
     # Scoring recorded data (no agent) makes no reference cycles, only millions of
     # short-lived objects whose collector passes cost ~40 % of the run: paused, as
     # `assay eval` does. Only here, where the caller waits for the whole run; an
     # awaited `aevaluate` shares its process with the caller's other tasks.
+    agent = _AEVALUATE.bind(*args, **kwargs).arguments.get("agent")
     with gc_paused() if agent is None else contextlib.nullcontext():
-        result = run_sync(
-            aevaluate(
-                dataset,
-                metrics,
-                agent,
-                config,
-                runs=runs,
-                concurrency=concurrency,
-                timeout_s=timeout_s,
-                store=store,
-                format=format,
-                mapping=mapping,
-                run_name=run_name,
-                judge=judge,
-                judge_concurrency=judge_concurrency,
-                use_cache=use_cache,
-                tool_behavior=tool_behavior,
-                run_method=run_method,
-                user_model=user_model,
-                simulator=simulator,
-                personas=personas,
-                fresh=fresh,
-                keep_cases=keep_cases,
-                mlflow=mlflow,
-                mlflow_experiment=mlflow_experiment,
-                adk_history=adk_history,
-                executor=executor,
-                ray_address=ray_address,
-            )
-        )
+        result = run_sync(aevaluate(*args, **kwargs))
     return EvalTaskResult.from_result(result)
 
 

@@ -15,40 +15,36 @@ it) and goes on to the caller as KeyboardInterrupt.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.model.results import EvalResult
 
+if TYPE_CHECKING:
+    from assay.api_stream import Planned
+
 
 def evaluate_recorded_streamed(
-    dataset: Any,
-    metrics: Any,
-    config: Any,
+    planned: Planned,
     *,
     store: Any,
-    format: str | None,
     mapping: Mapping[str, str] | None,
     run_name: str | None,
     fresh: bool,
     keep_cases: int | None,
-) -> EvalResult | None:
-    """The streamed run of the recorded row files of `dataset`; None when the data must
-    be loaded (not row files, no bound on the result, default or judged metrics)."""
+) -> EvalResult:
+    """The streamed run of the recorded row files `planned` (its driver `Driver.ROWS`:
+    row files, a bound on the result, named metrics none of them judged)."""
     from assay.api_inputs import environment, open_store
-    from assay.api_stream import streamable_inputs, streamed_result
+    from assay.api_stream import streamed_result
     from assay.session.run_session import RunSession
     from assay.session.streaming import StreamingRun
 
-    if keep_cases is None:
-        return None
-    inputs = streamable_inputs(dataset, metrics, config, format)
-    if inputs is None:
-        return None
-    files, cfg, metric_objects = inputs
+    assert keep_cases is not None  # the plan streams recorded rows only with a bound
+    files, cfg, metric_objects = planned.files, planned.config, planned.metrics
     # The loaded run's identity, so either resumes the other's interrupted run.
-    planned = RunSession((), metric_objects, config=cfg.dump() if cfg is not None else {})
-    assert planned.identity is not None
-    identity = planned.identity.as_kwargs()
+    session = RunSession((), metric_objects, config=cfg.dump() if cfg is not None else {})
+    assert session.identity is not None
+    identity = session.identity.as_kwargs()
     identity["eval_set_ids"] = [f.eval_set_id for f in files]
     opened = open_store(store)
     try:

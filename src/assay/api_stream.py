@@ -7,11 +7,11 @@ The returned `EvalResult` holds every case result, unless the caller bounded the
 (`keep_cases`; what then grows with the rows is numbers — the summary's scores — and the
 case ids checked for duplicates), but not the rows' cases, which are dropped once run;
 each result is stored as it finishes (durable before its slot takes new work when the
-agent is slow). Used when the dataset is one or more row files (JSON lines, CSV, Parquet
-of Vertex rows), an agent is given, the metrics are named (or come from a config) and
-none is judged, each case runs once, the executor is local and nothing else needs the
-loaded eval sets (MLflow, ADK's eval history, personas); otherwise `aevaluate_streamed`
-returns None and `aevaluate` loads the data as before.
+agent is slow). Used when `session.plan.plan_run` says so (`plan_evaluate` gathers
+what `aevaluate` knows): the dataset is one or more row files (JSON lines, CSV, Parquet
+of Vertex rows), the metrics are named (or come from a config) and none is judged, each
+case runs once, the executor is local and nothing else needs the loaded eval sets
+(MLflow, ADK's eval history); otherwise `aevaluate` loads the data.
 
 Cancelled (a task cancelled, Ctrl-C under `evaluate`), the case runs that finished are
 stored and the run is left INTERRUPTED, which the same call resumes; the cancellation
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.tools import ToolBehavior
@@ -31,6 +31,7 @@ from assay.engine.replay import RunMethod
 from assay.errors import ConfigError
 from assay.model.results import CaseResult, EvalResult, Status
 from assay.redact import redact_url
+from assay.session.plan import RunPlan, row_files
 
 if TYPE_CHECKING:
     from assay.config import EvalConfig
@@ -41,55 +42,65 @@ if TYPE_CHECKING:
     from assay.simulation import SimulatorOptions
 
 
-def row_files(dataset: Any, format: str | None) -> list[RowFile] | None:
-    """The dataset as row files when it is one or more paths to them; else None."""
-    from assay.formats.stream import row_file
+@dataclass(frozen=True)
+class Planned:
+    """`aevaluate`'s run as `session.plan` plans it, with what a streamed run needs."""
 
-    items = [dataset] if isinstance(dataset, str | Path) else dataset
-    if not isinstance(items, Sequence) or isinstance(items, bytes) or not items:
-        return None
-    if not all(isinstance(item, str | Path) for item in items):
-        return None
-    files = [row_file(Path(item), format) for item in items]
-    if any(f is None for f in files):
-        return None
-    found = [f for f in files if f is not None]
-    if len({f.eval_set_id for f in found}) != len(found):
-        return None  # the loaded path names the clash
-    return found
+    plan: RunPlan
+    files: list[RowFile] = field(default_factory=list)
+    config: EvalConfig | None = None
+    metrics: list[Metric] = field(default_factory=list)
 
 
-def streamable_inputs(
-    dataset: Any, metrics: Any, config: Any, format: str | None
-) -> tuple[list[RowFile], EvalConfig | None, list[Metric]] | None:
-    """The row files, config and metrics of a run that can stream (row files, metrics
-    named or from a config, none judged); None when the data must be loaded. Shared by
-    the streamed agent runs and the streamed recorded rows (`api_rows`)."""
-    from assay.api_inputs import resolve_config, resolve_metrics
-
-    files = row_files(dataset, format)
-    if files is None:
-        return None
-    cfg = resolve_config(config, dataset)
-    if metrics is None and cfg is None:
-        return None  # the default criteria depend on what the data holds
-    metric_objects = resolve_metrics(metrics, cfg, [])
-    if any(m.is_async for m in metric_objects):
-        return None  # judged: through the loaded run's judge pool
-    return files, cfg, metric_objects
-
-
-async def aevaluate_streamed(
+def plan_evaluate(
     dataset: Any,
     metrics: Any,
     agent: Any,
     config: Any,
     *,
+    format: str | None,
+    runs: int | None,
+    executor: Any,
+    observers: bool,
+    keep_cases: int | None,
+    mlflow: bool,
+    adk_history: bool,
+) -> Planned:
+    """The facts `evaluate`/`aevaluate` know of a run, planned by `session.plan.plan_run`:
+    row files are streamed when their metrics are named (or come from a config) and no
+    option needs every case at once. The config and metrics are resolved only for row
+    files (the loaded path resolves its own, against the loaded data)."""
+    from assay.api_inputs import resolve_config, resolve_metrics
+    from assay.engine.executors import LocalExecutor
+    from assay.session.plan import RunFacts, plan_run
+
+    local = executor == "local" or isinstance(executor, LocalExecutor)
+    files = row_files(dataset, format) if local else None
+    cfg = resolve_config(config, dataset) if files else None
+    named = metrics is not None or cfg is not None
+    metric_objects = resolve_metrics(metrics, cfg, []) if files and named else []
+    facts = RunFacts(
+        files=files,
+        metrics=metric_objects if named else None,
+        agent=agent is not None,
+        local=local,
+        runs=runs,
+        mlflow=mlflow,
+        adk_history=adk_history,
+        observers=observers,
+        whole_result=keep_cases is None,
+    )
+    return Planned(plan_run(facts), files or [], cfg, metric_objects)
+
+
+async def aevaluate_streamed(
+    planned: Planned,
+    agent: Any,
+    *,
     runs: int | None,
     concurrency: int,
     timeout_s: float | None,
     store: Any,
-    format: str | None,
     mapping: Mapping[str, str] | None,
     run_name: str | None,
     judge: str | None,
@@ -98,13 +109,13 @@ async def aevaluate_streamed(
     tool_behavior: ToolBehavior | str,
     run_method: RunMethod | str | None,
     simulator: SimulatorOptions | None,
+    persona_source: str | None,
     fresh: bool,
     keep_cases: int | None,
     observers: Sequence[RunObserver] = (),
-) -> EvalResult | None:
-    """`aevaluate`'s run of `agent` over the row files of `dataset`, streamed; None when
-    the data must be loaded (see the module docstring). The caller checked the options
-    that need the loaded eval sets (executor, MLflow, ADK history, personas)."""
+) -> EvalResult:
+    """`aevaluate`'s run of `agent` over the row files `planned` (its driver
+    `Driver.AGENT_ROWS`), streamed."""
     from assay.api_inputs import (
         environment,
         open_store,
@@ -115,12 +126,7 @@ async def aevaluate_streamed(
     from assay.session.agent_stream import AgentStreamingRun
     from assay.session.run_session import RunSession
 
-    if agent is None or (runs or 1) != 1:
-        return None
-    inputs = streamable_inputs(dataset, metrics, config, format)
-    if inputs is None:
-        return None
-    files, cfg, metric_objects = inputs
+    files, cfg, metric_objects = planned.files, planned.config, planned.metrics
     options = run_options(
         runs=runs,
         concurrency=concurrency,
@@ -133,16 +139,17 @@ async def aevaluate_streamed(
     assert adapter is not None
     label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     # The loaded run's identity, so either resumes the other's interrupted run.
-    planned = RunSession(
+    session = RunSession(
         (),
         metric_objects,
         agent=adapter,
         options=options,
         config=cfg.dump() if cfg is not None else {},
         agent_label=label,
+        persona_source=persona_source,
     )
-    assert planned.identity is not None
-    identity = planned.identity.as_kwargs()
+    assert session.identity is not None
+    identity = session.identity.as_kwargs()
     identity["eval_set_ids"] = [f.eval_set_id for f in files]
     opened = open_store(store)
     try:

@@ -407,11 +407,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         check_format(req.from_format, eval_set=True)
     # Row files are scored (or run through the agent) streamed, in memory bounded
     # whatever their size.
-    files = _streamable(req, err)
-    if files is not None:
-        code = _run_streamed(req, files, out=out, csv_path=csv_path, junit=junit)
-        if code is not None:
-            return code
+    streamed, planned_agent = _plan(req, err)
+    if streamed is not None:
+        return _run_streamed(req, streamed, out=out, csv_path=csv_path, junit=junit)
     # Imported here: a streamed run needs none of the whole-run pipeline (its judges,
     # agents and HTML report), and starts ~0.1 s sooner without them.
     from assay import formats
@@ -442,7 +440,9 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
             f"--min-mean {unknown[0]}: not a metric of this run; its metrics are: "
             + ", ".join(m.name for m in metrics)
         )
-    agent_obj = load_agent(req.agent) if req.agent else None
+    agent_obj = planned_agent
+    if agent_obj is None and req.agent:
+        agent_obj = load_agent(req.agent)
     if req.config is not None and req.config.source and not req.quiet:
         err.print(Text(f"criteria from {req.config.source}", style="dim"))
     check_distinct_ids(evalsets, req.data)
@@ -649,60 +649,82 @@ class _StoredLine:
         return lines
 
 
-def _loading_reason(req: _Request) -> str | None:
-    """Why recorded row files are loaded whole instead of streamed; None: they can be."""
-    if req.html is not None and req.store_url is None:
-        return "--html without a store builds its page from every case in memory"
-    if req.sinks is not None and req.sinks.mlflow_uri is not None:
-        return "--mlflow logs one results table of every case"
-    if req.selection.active:
-        return "case selection (--case, --tag, --limit, --sample) picks among all the cases"
-    if (req.options.runs or 1) != 1:
-        return "--runs above 1 repeats every case"
-    return None
+@dataclass(frozen=True)
+class _Streamed:
+    """A run `session.plan` streams: its row files, metrics and loaded agent."""
+
+    files: list[RowFile]
+    metrics: list[Metric]
+    config_doc: dict[str, Any]
+    agent: Any
+
+
+def _plan(req: _Request, err: Console) -> tuple[_Streamed | None, Any]:
+    """The run as `session.plan.plan_run` plans it: what a streamed run needs, or None
+    (the data are loaded whole; when an option stood in the way one line says which,
+    and --verbose says any other reason); and the agent when it was loaded to plan."""
+    from assay.engine.executors import LocalExecutor
+    from assay.session.plan import RunFacts, plan_run
+
+    local = isinstance(req.executor or LocalExecutor(), LocalExecutor)
+    files = _streamable(req, err)
+    named = req.config is not None or bool(req.metric_flags)
+    metrics, config_doc = _metrics_for(req, []) if files and named else ([], {})
+    agent = None
+    if files and named and local and req.agent is not None:
+        from assay.agents import load_agent
+
+        agent = load_agent(req.agent)
+    plan = plan_run(
+        RunFacts(
+            files=files,
+            metrics=metrics if named else None,
+            agent=req.agent is not None,
+            local=local,
+            runs=req.options.runs,
+            selection=req.selection.active,
+            html_without_store=req.html is not None and req.store_url is None,
+            mlflow=req.sinks is not None and req.sinks.mlflow_uri is not None,
+            adk_history=_adk_history(req, agent),
+        )
+    )
+    notice = plan.notice()
+    # Said of row files only: other data have no rows to stream.
+    if notice is not None and files and not req.quiet and (plan.said or req.verbose):
+        err.print(Text(notice, style="dim"))
+    if not plan.streams or files is None:
+        return None, agent
+    return _Streamed(files, metrics, config_doc, agent), agent
 
 
 def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
-    """The inputs as row files when this run can be streamed (`session.streaming`,
-    `session.agent_stream` with an agent): one run each, explicit metrics, and only the
-    outputs a streamed run writes (store, `--out`, `--csv`, `--junit`); else None (the
-    data is loaded whole, and when only an option stood in the way, one line says which).
-    """
-    from assay.engine.executors import LocalExecutor
-    from assay.formats.stream import row_file
+    """The inputs as row files (`session.plan.row_files`), else None; tests patch it to
+    run the loaded path over the same files."""
+    from assay.session.plan import row_files
 
-    if (
-        # another executor runs the cases, or scores the rows in batches, where it runs
-        # (a Ray cluster)
-        not isinstance(req.executor or LocalExecutor(), LocalExecutor)
-        or (req.config is None and not req.metric_flags)
-    ):
-        return None
-    reason = _loading_reason(req)
-    files = [row_file(p, req.from_format) for p in req.data]
-    if any(f is None for f in files):
-        return None
-    if reason is not None:
-        if not req.quiet:
-            err.print(Text(f"rows loaded whole, not streamed: {reason} (docs/scale.md)",
-                           style="dim"))  # fmt: skip
-        return None
-    return [f for f in files if f is not None]
+    return row_files(req.data, req.from_format)
+
+
+def _adk_history(req: _Request, agent: Any) -> bool:
+    """An ADK agent's completed run goes to ADK's eval history (unless --no-adk-history)."""
+    if agent is None or (req.sinks is not None and not req.sinks.adk_history):
+        return False
+    from assay.agents.adk import AdkAgent
+
+    return isinstance(agent, AdkAgent)
 
 
 def _run_streamed(
     req: _Request,
-    files: list[RowFile],
+    streamed: _Streamed,
     *,
     out: Path | None,
     csv_path: Path | None,
     junit: Path | None,
-) -> int | None:
-    """Score `files` streamed (through `req.agent` when given); None when the run needs
-    the loaded path (a judged metric, an ADK agent's eval history)."""
+) -> int:
+    """Score the planned row files streamed (through the agent when given)."""
     from assay._malloc import keep_freed_memory
     from assay.cli.eval_stream import (
-        judged_notice,
         report_streamed,
         run_agent_streamed,
         stream_settings,
@@ -711,11 +733,8 @@ def _run_streamed(
     from assay.session.streaming import StreamingRun
     from assay.store import Store
 
-    metrics, config_doc = _metrics_for(req, [])
+    files, metrics, config_doc = streamed.files, streamed.metrics, streamed.config_doc
     err = stderr_console()
-    if any(m.is_async for m in metrics):
-        judged_notice(req, metrics, err)
-        return None
     check_distinct_set_ids([f.eval_set_id for f in files], req.data)
     names = [m.name for m in metrics]
     unknown = [n for n in req.min_means if n not in names]
@@ -748,11 +767,9 @@ def _run_streamed(
     try:
         if req.agent is not None:
             outcome = run_agent_streamed(
-                req, files, metrics, identity, db=db, progress=progress, out=out,
-                csv_path=csv_path, junit=junit,
+                req, streamed.agent, files, metrics, identity, db=db, progress=progress,
+                out=out, csv_path=csv_path, junit=junit,
             )  # fmt: skip
-            if outcome is None:
-                return None
         else:
             outcome = StreamingRun(
                 files,

@@ -1,7 +1,7 @@
 """`assay eval` over row files, streamed: the agent's runs, and what every streamed run
 prints and exits with.
 
-`cli.eval` decides whether a run of row files streams (`_streamable`) and runs recorded
+`cli.eval` asks `session.plan` whether a run of row files streams and runs recorded
 rows itself (`session.streaming`); an agent's runs over them go through
 `run_agent_streamed` (`session.agent_stream`). Both end in `report_streamed`: the case
 table of a small run or the per-metric summary and first failing cases of a big one,
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rich.console import Console
 from rich.text import Text
 
 from assay.cli.common import EXIT_INTERRUPTED, stderr_console, stdout_console
@@ -24,6 +23,7 @@ from assay.model.results import Status
 from assay.session.sinks import interrupted_line, kept_line
 
 if TYPE_CHECKING:
+    from assay.agents.base import Agent
     from assay.engine import RunOptions
     from assay.engine.judge_options import JudgeRunOptions
     from assay.formats.stream import RowFile
@@ -60,21 +60,9 @@ class StreamedRequest(Protocol):
     def min_means(self) -> dict[str, float]: ...
 
 
-def judged_notice(req: StreamedRequest, metrics: Sequence[Metric], err: Console) -> None:
-    """The one line an agent run of row files prints when a judged metric loads it."""
-    if req.agent is not None and not req.quiet:
-        judged = next(m.name for m in metrics if m.is_async)
-        err.print(
-            Text(
-                f"rows loaded whole, not streamed: {judged} is judged, through the loaded"
-                " run's judge pool (docs/scale.md)",
-                style="dim",
-            )
-        )
-
-
 def run_agent_streamed(
     req: StreamedRequest,
+    agent: Agent,
     files: list[RowFile],
     metrics: list[Metric],
     identity: dict[str, Any],
@@ -84,26 +72,11 @@ def run_agent_streamed(
     out: Path | None,
     csv_path: Path | None,
     junit: Path | None,
-) -> StreamOutcome | None:
-    """Run `req.agent` over `files` streamed; None when its run must load the rows (an
-    ADK agent whose completed run goes to ADK's eval history, which holds every case)."""
-    from assay.agents import load_agent
-    from assay.agents.adk import AdkAgent
+) -> StreamOutcome:
+    """Run `agent` (loaded from `req.agent`) over `files` streamed."""
     from assay.session.agent_stream import AgentStreamingRun
 
-    assert req.agent is not None
     err = stderr_console()
-    agent = load_agent(req.agent)
-    if isinstance(agent, AdkAgent) and (req.sinks is None or req.sinks.adk_history):
-        if not req.quiet:
-            err.print(
-                Text(
-                    "rows loaded whole, not streamed: ADK's eval history of the run holds"
-                    " every case (--no-adk-history streams) (docs/scale.md)",
-                    style="dim",
-                )
-            )
-        return None
     # What is alive now (modules, the agent, the metrics) lives until the process ends:
     # out of the collector's passes, which otherwise re-walk it while millions of
     # short-lived objects come and go (about a third of the collector's time, measured).

@@ -6,6 +6,7 @@ Shared by the in-process executor (`_executor.RunExecutor`) and the run-worker p
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from assay.formats import ces
 from assay.model.core import EvalCase, EvalSet
 from assay.model.results import CaseResult
 from assay.service.settings import ServiceRunSettings
+from assay.session.plan import Driver, RunFacts, plan_run
 from assay.session.run_session import RunSession
 from assay.store.recorder import StoreRecorder
 from assay.store.runs import RunInfo
@@ -27,6 +29,8 @@ from assay.store.schema import RunStatus
 if TYPE_CHECKING:
     from assay.agents.base import Agent
     from assay.store import Store
+
+_log = logging.getLogger(__name__)
 
 EVAL_SET_ID = "evaluations"
 """The eval set id of every service run's cases (the case id is the evaluation id)."""
@@ -117,9 +121,14 @@ def run_session(
     """The `RunSession` that executes (or resumes) the stored service run `run`."""
     cases, options = run_plan(settings, timeout_s)
     total = total_runs(cases, options)
+    metrics = build_metrics(names=settings.metrics)
+    # The evaluations are held in the store, never row files: `session.plan` loads them.
+    plan = plan_run(RunFacts(files=None, metrics=metrics, agent=True, runs=options.runs))
+    assert plan.driver is Driver.SESSION, plan
+    _log.debug("run %s: %s", run.id, plan.notice())
     return RunSession(
         [EvalSet(id=EVAL_SET_ID, cases=cases)],
-        build_metrics(names=settings.metrics),
+        metrics,
         agent=agent,
         options=options,
         judges=JudgeRunOptions(model=settings.judge_model),
