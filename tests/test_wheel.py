@@ -63,11 +63,15 @@ def _run(
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _build_tools()
-    dist = tmp_path_factory.mktemp("dist")
+    dist, scratch = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("scratch")
     command = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps"]
     command += ["--no-build-isolation", "--no-index", "-w", str(dist)]
-    done = _run(command, env=_env(), cwd=dist)
+    done = _run(
+        command, env=_env(TMPDIR=str(scratch), TEMP=str(scratch), TMP=str(scratch)), cwd=dist
+    )
     assert done.returncode == 0, done.stdout + done.stderr
+    # The build hook compiled into a scratch directory and removed it with the wheel made.
+    assert not list(scratch.rglob("*_built*")), list(scratch.rglob("*"))
     (built,) = dist.glob("assay-*.whl")
     return built
 
