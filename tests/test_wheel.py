@@ -66,9 +66,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist, scratch = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("scratch")
     command = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps"]
     command += ["--no-build-isolation", "--no-index", "-w", str(dist)]
-    done = _run(
-        command, env=_env(TMPDIR=str(scratch), TEMP=str(scratch), TMP=str(scratch)), cwd=dist
-    )
+    # CFLAGS as [tool.cibuildwheel] sets them; a scratch TMPDIR to see what is left there.
+    cflags = (os.environ.get("CFLAGS", "") + " -g0").strip()
+    env = _env(CFLAGS=cflags, TMPDIR=str(scratch), TEMP=str(scratch), TMP=str(scratch))
+    done = _run(command, env=env, cwd=dist)
     assert done.returncode == 0, done.stdout + done.stderr
     # The build hook compiled into a scratch directory and removed it with the wheel made.
     assert not list(scratch.rglob("*_built*")), list(scratch.rglob("*"))
