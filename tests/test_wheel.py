@@ -137,3 +137,14 @@ def test_the_installed_wheel_prints_what_the_source_prints(venv: Path, tmp_path:
     assert installed.returncode == source.returncode == 1, installed.stderr + source.stderr
     assert installed.stdout == source.stdout
     assert "Result: 2 passed, 2 failed" in installed.stdout
+
+
+def test_the_smoke_test_fails_on_the_source_and_on_pure_python(venv: Path, tmp_path: Path) -> None:
+    """cibuildwheel's test-command catches a wheel whose copies do not load, and an assay
+    imported from the checkout instead of the wheel."""
+    pure = _run([str(venv), str(SMOKE), str(ROOT)], env=_env(**{_native.PURE_ENV: "1"}))
+    assert pure.returncode == 1
+    assert "not compiled: " + ", ".join(_native.MODULES) in pure.stderr, pure.stderr
+    source = _run([sys.executable, str(SMOKE), str(ROOT)], env=_env(PYTHONPATH=str(ROOT / "src")))
+    assert source.returncode == 1
+    assert "assay was imported from the source at" in source.stderr, source.stderr
