@@ -92,7 +92,7 @@ except ImportError:  # run as a script, outside a build
     BuildHookInterface = object  # type: ignore[assignment,misc]
 
 
-class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type]
+class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type,type-arg]
     """Compile the modules for the wheel being built (see the module docstring)."""
 
     PLUGIN_NAME = "custom"
@@ -108,8 +108,9 @@ class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             return
         editable = version == "editable"
         # An editable install imports the package from src/: the copies go there. A
-        # wheel gets them from a scratch directory.
-        out = SRC / "assay" / "_built" if editable else Path(tempfile.mkdtemp()) / "_built"
+        # wheel gets them from a scratch directory, removed once the wheel holds them.
+        self._scratch = None if editable else Path(tempfile.mkdtemp(prefix="assay-wheel-"))
+        out = SRC / "assay" / "_built" if self._scratch is None else self._scratch / "_built"
         try:
             built = compile_modules(out)
         except Exception as error:  # no compiler, no Cython, ...: the source runs as is
@@ -121,6 +122,12 @@ class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             build_data["infer_tag"] = True
             for path in built:
                 build_data["force_include"][str(path)] = f"assay/_built/{path.name}"
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        scratch: Path | None = getattr(self, "_scratch", None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            self._scratch = None
 
 
 if __name__ == "__main__":
