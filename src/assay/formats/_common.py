@@ -141,8 +141,8 @@ def _loads_line(line: str, lineno: int, file: str) -> Any:
 
 
 def parse_yaml(text: str, file: str) -> Any:
-    # Imported here: a run of JSON files and a JSON config (most runs) does not load
-    # PyYAML (~20 ms of every start).
+    # Imported here: a run of JSON files and a JSON config (most runs) does not pay
+    # PyYAML's import at every start.
     import yaml
 
     try:

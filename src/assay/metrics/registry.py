@@ -76,8 +76,8 @@ def _import_builtins(upto: int) -> None:
 
 def _lookup(name: str) -> type[Metric] | None:
     """The class registered as `name`, importing the built-in modules in turn only until
-    it is registered (a run of trajectory and lexical metrics does not load the judged
-    ones, ~0.05 s), then everything and the plugins."""
+    it is registered (a run of trajectory and lexical metrics does not pay for loading
+    the judged ones), then everything and the plugins."""
     found = _REGISTRY.get(name)
     while found is None and _imported < len(_BUILTIN_MODULES):
         _import_builtins(_imported + 1)

@@ -3,9 +3,9 @@
 `CaseResult.to_dict()` repeats itself: every per-invocation score appears twice (in
 `metrics[*].per_invocation` and in `invocations[*].scores`), every metric carries its
 name as key and as field, and defaults (`"explanation": null`, `"details": {}`) fill
-most of it. Written as is, a Vertex row scored by seven metrics is ~2.8 KB of JSON, two
-thirds of it scores; encoding and SQLite's work both grow with those bytes. Format 2
-keeps the same information in ~1.1 KB:
+most of it. Written as is, a Vertex row scored by seven metrics is mostly its scores;
+encoding and SQLite's work both grow with those bytes. Format 2 keeps the same
+information in well under half the bytes (bench/README.md):
 
     {"format": 2, "case_id": "row-7", "status": "PASSED",
      "metrics": [["trajectory_exact_match", 1.0, 1.0, "PASSED", [1.0]], ...],

@@ -18,7 +18,7 @@ import orjson
 from assay.errors import StoreError
 from assay.store._models import encode_model
 
-# The common case first: without OPT_NON_STR_KEYS orjson writes dicts ~20% faster, and
+# The common case first: without OPT_NON_STR_KEYS orjson writes dicts faster, and
 # without OPT_SERIALIZE_NUMPY it does not import numpy on first use. A value that needs
 # either (a non-string key, a numpy value) fails the first attempt with TypeError and is
 # encoded again with both; anything else unserialisable fails both.
@@ -60,8 +60,8 @@ def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while decoding many documents.
 
     Decoding allocates millions of containers that all survive, so the collector
-    keeps running and finds nothing; pausing it makes reading 100,000 results ~5x
-    faster. The previous state is restored afterwards.
+    keeps running and finds nothing; pausing it makes reading many results several
+    times faster (bench/README.md). The previous state is restored afterwards.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -2,10 +2,10 @@
 
 The turns inside case results are most of what the store encodes: a Vertex row holds
 two turns of about seven models each (turn, user input, steps, tool calls). pydantic's
-own `model_dump` costs ~55 us for those two turns, and a generic "`__dict__` minus
-None" helper called back by orjson for every model ~10 us; an encoder generated per
+own `model_dump` is the slowest way to encode them, a generic "`__dict__` minus None"
+helper called back by orjson for every model much faster, and an encoder generated per
 class (the fields unrolled, nested model fields encoded directly, without going back
-through orjson) ~5 us.
+through orjson) faster still (the figures: bench/README.md).
 
 `model_encoder(cls)` generates that function from `cls.model_fields` the first time a
 class is met, so it always follows the model's current fields. For each field, in

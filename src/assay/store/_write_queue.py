@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 # How often a process waiting for another process's turn looks again (seconds): short
-# enough that a free lock is taken within a fraction of a typical write (~1 ms).
+# enough that a free lock is taken within a fraction of a typical write.
 _POLL_FIRST_S = 0.0002
 _POLL_MAX_S = 0.002
 

@@ -33,7 +33,7 @@ class JSONValue(TypeDecorator[Any]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            # Imported here: the dialect's package (~40 ms) is not loaded for SQLite.
+            # Imported here: the dialect's package (slow to import) is not loaded for SQLite.
             from sqlalchemy.dialects.postgresql import JSONB
 
             return dialect.type_descriptor(JSONB())
