@@ -70,7 +70,7 @@ def _metric_name(name: str) -> str:
     return _SAFE.sub("_", name)[:250]
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def summary_metrics(summary: Mapping[str, object]) -> dict[str, float]:
     """The summary's finite numbers, under MLflow-safe names."""
     out: dict[str, float] = {}
     for key, value in summary.items():
@@ -143,6 +143,6 @@ def log_run(
     return run_id
 
 
-def _param(value: Any) -> str:
+def _param(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text[:6000]  # MLflow's limit on a param value

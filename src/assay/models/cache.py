@@ -34,9 +34,9 @@ def reply_cache_key(
     *,
     backend: str,
     model: str,
-    prompt: Any,
+    prompt: object,
     sample: int,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, object],
     endpoint: str = "",
     prompt_version: str | None = None,
 ) -> str:

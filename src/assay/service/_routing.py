@@ -64,7 +64,7 @@ def in_thread(endpoint: Callable[..., Any], *, write: bool = True) -> Callable[.
     """`endpoint` as a coroutine function that runs it in a thread, at most
     `WRITE_THREADS` (or `READ_THREADS` with `write=False`) at a time per event loop."""
 
-    def answer(*args: Any, **kwargs: Any) -> Any:
+    def answer(*args: object, **kwargs: object) -> Any:
         result = endpoint(*args, **kwargs)
         if type(result) is dict:
             try:

@@ -75,7 +75,7 @@ def default_workers(rows: int) -> int:
 _PIPE_BYTES = 1 << 20
 
 
-def _widened(queue: Any) -> Any:
+def _widened(queue: object) -> Any:
     """The queue, its pipe widened to `_PIPE_BYTES` where the system allows (Linux's
     F_SETPIPE_SZ; the default pipe is far smaller): a batch's output (megabytes) then
     crosses in a few writes instead of dozens, each of which wakes the other side."""

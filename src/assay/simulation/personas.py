@@ -138,7 +138,7 @@ def _plain_persona(obj: dict[str, Any], loc: Loc) -> Persona:
     return Persona(id=persona_id, **fields)
 
 
-def _persona(raw: Any, loc: Loc) -> Persona:
+def _persona(raw: object, loc: Loc) -> Persona:
     obj = loc.expect_dict(raw, _EXPECTED)
     if "behaviors" in obj:
         found = read_persona(obj, loc)

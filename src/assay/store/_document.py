@@ -174,7 +174,7 @@ def encode_document(result: CaseResult) -> bytes:
         raise StoreError(f"result of case {result.case_id!r}: {exc}") from exc
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: object) -> Any:
     # Decoded JSON holds only dicts, lists and scalars.
     if type(value) is dict:
         return {k: _copy(v) for k, v in value.items()}
@@ -183,7 +183,7 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _full_score(stored: Any) -> dict[str, Any]:
+def _full_score(stored: object) -> dict[str, Any]:
     if type(stored) is dict:
         # Rebuilt rather than reused: jsonb (PostgreSQL) reorders an object's keys.
         return {
@@ -194,7 +194,7 @@ def _full_score(stored: Any) -> dict[str, Any]:
     return {"value": stored, "explanation": None, "details": {}}
 
 
-def expand_document(doc: Any) -> Any:
+def expand_document(doc: object) -> Any:
     """A stored document as `CaseResult.to_dict()` gives it (see the module docstring)."""
     if type(doc) is not dict:
         return doc

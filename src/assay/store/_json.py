@@ -25,7 +25,7 @@ from assay.store._models import encode_model
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
-def dumps_bytes(value: Any) -> bytes:
+def dumps_bytes(value: object) -> bytes:
     """Encode `value` (dicts, lists, dataclasses, enums, pydantic models) as JSON."""
     try:
         return orjson.dumps(value, default=encode_model)
@@ -37,12 +37,12 @@ def dumps_bytes(value: Any) -> bytes:
         raise StoreError(f"cannot store value as JSON: {exc}") from exc
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """`dumps_bytes` as text (what SQLite's TEXT columns hold)."""
     return dumps_bytes(value).decode()
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: object) -> bytes:
     """JSON with sorted keys, so equal values always hash the same."""
     try:
         return orjson.dumps(value, default=encode_model, option=_OPTIONS | orjson.OPT_SORT_KEYS)

@@ -33,7 +33,7 @@ Encoder = Callable[[Any], Any]
 _encoders: dict[type, Encoder] = {}
 
 
-def encode_model(value: Any) -> Any:
+def encode_model(value: object) -> Any:
     """`value` (a pydantic model) as plain values; TypeError for anything else."""
     encode = _encoders.get(type(value))
     if encode is None:
@@ -78,7 +78,7 @@ def _is_plain(cls: type[BaseModel]) -> bool:
     )
 
 
-def _nested(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+def _nested(annotation: object) -> tuple[type[BaseModel] | None, bool]:
     """(model class, is a list of it) for a field annotation; (None, False) otherwise."""
     origin = typing.get_origin(annotation)
     if origin is typing.Union or origin is types.UnionType:
@@ -118,7 +118,7 @@ def _generate(cls: type[BaseModel]) -> Encoder:
 
 
 def _late(cls: type) -> Encoder:
-    def encode(value: Any) -> Any:
+    def encode(value: object) -> Any:
         return _encoders[cls](value)
 
     return encode

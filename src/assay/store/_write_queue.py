@@ -29,7 +29,6 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any
 
 try:
     import fcntl
@@ -156,6 +155,6 @@ def queue_for(database: str, timeout_s: float) -> WriteQueue:
         return queue
 
 
-def attach(dbapi_connection: Any, queue: WriteQueue) -> None:
+def attach(dbapi_connection: object, queue: WriteQueue) -> None:
     if isinstance(dbapi_connection, QueuedConnection):
         dbapi_connection.write_queue = queue

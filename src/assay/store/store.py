@@ -73,7 +73,7 @@ class Store:
         *,
         eval_set_ids: Sequence[str],
         metrics: Sequence[str],
-        config: Mapping[str, Any],
+        config: Mapping[str, object],
         agent: str | None,
         runs: int,
         name: str | None = None,

@@ -45,12 +45,12 @@ class JSONValue(TypeDecorator[Any]):
             # encoder keeps to one orjson pass instead of SQLAlchemy's json.dumps.
             from psycopg.types.json import Jsonb
 
-            def to_jsonb(value: Any) -> Any:
+            def to_jsonb(value: object) -> Any:
                 return None if value is None else Jsonb(value, dumps=dumps_bytes)
 
             return to_jsonb
 
-        def to_text(value: Any) -> str | None:
+        def to_text(value: object) -> str | None:
             return None if value is None else dumps(value)
 
         return to_text

@@ -346,7 +346,7 @@ class JudgeServer:
         self,
         handler: _Handler,
         status: int,
-        body: Mapping[str, Any],
+        body: Mapping[str, object],
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self._send(handler, status, json.dumps(body).encode(), headers or {})
@@ -405,7 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.owner._send_json(self, 404, {"error": {"message": "the stand-in only POSTs"}})
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: tests and benchmarks read `JudgeServer.requests` instead."""
 
 

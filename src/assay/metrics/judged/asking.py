@@ -41,7 +41,7 @@ class Replies:
 
 
 def settings_for(
-    options: JudgeModelOptions, schema: Mapping[str, Any], *, temperature: float | None = None
+    options: JudgeModelOptions, schema: Mapping[str, object], *, temperature: float | None = None
 ) -> dict[str, Any]:
     """Generation settings asking for a JSON object of `schema`.
 
@@ -59,7 +59,7 @@ async def ask(
     judge: JudgeClient,
     messages: Sequence[Mapping[str, Any]],
     n: int,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, object],
     *,
     parse: Callable[[str], object] | None = None,
     prompt_version: str | None = None,
@@ -152,7 +152,7 @@ def case_details(per: Sequence[Score]) -> dict[str, Any]:
 
 
 def majority_rationale(
-    rationales: Sequence[str | None], labels: Sequence[Any], winner: Any
+    rationales: Sequence[str | None], labels: Sequence[object], winner: object
 ) -> str | None:
     """The rationale of the first sample that agrees with the outcome of the vote."""
     for rationale, label in zip(rationales, labels, strict=True):
@@ -161,7 +161,7 @@ def majority_rationale(
     return None
 
 
-def verdict_schema(labels: tuple[str, str], **extra: Any) -> dict[str, Any]:
+def verdict_schema(labels: tuple[str, str], **extra: object) -> dict[str, Any]:
     """A `{reasoning, ...extra, verdict}` reply schema; the verdict is one of `labels`."""
     properties: dict[str, Any] = {"reasoning": {"type": "string"}, **extra}
     properties["verdict"] = {"type": "string", "enum": list(labels)}
@@ -173,7 +173,7 @@ def verdict_schema(labels: tuple[str, str], **extra: Any) -> dict[str, Any]:
     }
 
 
-def _positive(value: Any, labels: tuple[str, str]) -> bool | None:
+def _positive(value: object, labels: tuple[str, str]) -> bool | None:
     """True for labels[0], False for labels[1]; yes/no spellings accepted too."""
     choice = parse_choice(value, labels)
     if choice is not None:
@@ -181,14 +181,14 @@ def _positive(value: Any, labels: tuple[str, str]) -> bool | None:
     return parse_yes_no(value)
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return (value.strip() or None) if isinstance(value, str) else None
 
 
 async def binary_verdict(
     judge: JudgeClient,
     messages: Sequence[Mapping[str, Any]],
-    schema: Mapping[str, Any],
+    schema: Mapping[str, object],
     labels: tuple[str, str],
     *,
     options: JudgeModelOptions,

@@ -52,7 +52,7 @@ class JudgeClient(Protocol):
         self,
         messages: Sequence[Mapping[str, Any]],
         n: int,
-        settings: Mapping[str, Any],
+        settings: Mapping[str, object],
         *,
         accept: Callable[[str], bool] | None = None,
         prompt_version: str | None = None,
