@@ -248,7 +248,7 @@ def type_schema(annotation: object, defs: dict[str, Any]) -> dict[str, Any]:
 # -- tools ---------------------------------------------------------------------------------
 
 
-def _tool_name(fn: Callable[..., Any]) -> str:
+def _tool_name(fn: Callable[..., object]) -> str:
     target = getattr(fn, "func", fn)  # functools.partial
     name = getattr(target, "__name__", None) or type(target).__name__
     return str(name)
@@ -274,7 +274,7 @@ class ToolSpec:
     adapters: Mapping[str, TypeAdapter[Any] | None]
 
     @classmethod
-    def from_function(cls, fn: Callable[..., Any]) -> ToolSpec:
+    def from_function(cls, fn: Callable[..., object]) -> ToolSpec:
         """Declare `fn`; ToolSchemaError names the function and parameter at fault."""
         if not callable(fn):
             raise ToolSchemaError(f"tool {fn!r} is not callable")

@@ -32,7 +32,7 @@ from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn, UserI
 _KNOWN_PARAMS = ("state", "history", "user_input", "case", "tools")
 
 
-def _accepted_params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+def _accepted_params(fn: Callable[..., object]) -> tuple[set[str], bool]:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

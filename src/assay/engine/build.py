@@ -27,7 +27,7 @@ def _custom_factories(
 
 def build_metrics(
     config: EvalConfig | None = None,
-    names: Sequence[str] | Mapping[str, Any] | None = None,
+    names: Sequence[str] | Mapping[str, object] | None = None,
     custom: Sequence[object] = (),
 ) -> list[Metric]:
     """Metrics to compute: `names` (with optional criteria) override the config's criteria.

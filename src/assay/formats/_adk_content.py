@@ -188,7 +188,7 @@ def read_tool_response(raw: object, loc: Loc) -> ToolResponse:
     )
 
 
-def read_user_input(raw: object, loc: Loc, ext: Mapping[str, Any] | None = None) -> UserInput:
+def read_user_input(raw: object, loc: Loc, ext: Mapping[str, object] | None = None) -> UserInput:
     parts = read_parts(raw, loc)
     blobs, responses = [], []
     for pl, part in parts:

@@ -81,7 +81,7 @@ def summary_metrics(summary: Mapping[str, object]) -> dict[str, float]:
     return out
 
 
-def _table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def _table(rows: Sequence[Mapping[str, object]]) -> dict[str, list[Any]]:
     """The rows as columns (what `log_table` takes), values made JSON-safe."""
     columns: dict[str, list[Any]] = {}
     for row in rows:
@@ -103,7 +103,7 @@ def log_run(
     tracking_uri: str,
     *,
     experiment: str | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     artifacts: Sequence[Path] = (),
     run_name: str | None = None,
 ) -> str:

@@ -158,7 +158,7 @@ def resolve_function(
     return cast(Callable[..., Any], function)
 
 
-def function_style(function: Callable[..., Any], *, metric: str) -> Style:
+def function_style(function: Callable[..., object], *, metric: str) -> Style:
     """Which shape the function has, from its positional parameters."""
     try:
         params = list(inspect.signature(function).parameters.values())
@@ -222,7 +222,7 @@ def to_score(value: object, metric: str) -> Score:
     return _number(value, metric)
 
 
-async def _awaited(value: Awaitable[Any]) -> Any:
+async def _awaited(value: Awaitable[object]) -> Any:
     return await value
 
 
@@ -461,7 +461,7 @@ class FunctionMetric(Metric):
 
 def _factory(
     name: str,
-    function: Callable[..., Any],
+    function: Callable[..., object],
     *,
     description: str,
     threshold: float | None = None,

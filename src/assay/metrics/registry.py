@@ -166,7 +166,7 @@ def get_metric_class(name: str) -> type[Metric]:
 
 def build_metric(
     name: str,
-    criterion: float | int | Mapping[str, Any] | None = None,
+    criterion: float | int | Mapping[str, object] | None = None,
     *,
     custom: Mapping[str, Callable[[], Metric]] | None = None,
     where: str | None = None,
@@ -187,7 +187,7 @@ def build_metric(
 
 def _build_metric(
     name: str,
-    criterion: float | int | Mapping[str, Any] | None,
+    criterion: float | int | Mapping[str, object] | None,
     custom: Mapping[str, Callable[[], Metric]] | None,
     where: str | None,
 ) -> Metric:
@@ -280,7 +280,7 @@ def _drop_foreign_keys(
     return {k: v for k, v in raw.items() if k not in foreign}
 
 
-def _raw_options(name: str, criterion: float | int | Mapping[str, Any] | None) -> dict[str, Any]:
+def _raw_options(name: str, criterion: float | int | Mapping[str, object] | None) -> dict[str, Any]:
     """The criterion as an options dict: a bare number is the threshold."""
     if criterion is None:
         return {}

@@ -67,7 +67,7 @@ def _arguments(raw: object, where: str) -> dict[str, Any]:
     return raw
 
 
-def parse_tool_message(text: str | Mapping[str, Any]) -> ToolMessage:
+def parse_tool_message(text: str | Mapping[str, object]) -> ToolMessage:
     """Read Vertex's `{"content", "tool_calls": [{"name", "arguments"}]}` form.
 
     Raises ToolCallFormatError saying what is wrong (not JSON, no `tool_calls` list, a

@@ -105,7 +105,7 @@ def call_valid(call: ToolCall, declared: Mapping[str, Any] | None) -> str | None
     return f"{call.name} arguments are invalid at {problem}" if problem else None
 
 
-def tool_call_valid_score(calls: list[ToolCall], declared: Mapping[str, Any] | None) -> Verdict:
+def tool_call_valid_score(calls: list[ToolCall], declared: Mapping[str, object] | None) -> Verdict:
     """`tool_call_valid` on parsed calls (arguments already known to be objects)."""
     if not calls:
         return Verdict(0.0, "the prediction has no tool call")

@@ -68,7 +68,7 @@ def _text(value: object, keys: Sequence[str]) -> str | None:
 
 
 def row_for(
-    inputs: object, outputs: object, expectations: Mapping[str, Any] | None
+    inputs: object, outputs: object, expectations: Mapping[str, object] | None
 ) -> dict[str, Any]:
     """An MLflow-format row assay reads, from a scorer call's arguments."""
     row: dict[str, Any] = {

@@ -318,7 +318,7 @@ def _other_outcome(
     doc: Mapping[str, object],
     index: int,
     exp: Expectation,
-    checked: Mapping[str, Any] | None,
+    checked: Mapping[str, object] | None,
     actual: Turn | None,
 ) -> dict[str, Any]:
     if exp.agent_response is not None:

@@ -60,7 +60,7 @@ def _limiter(write: bool) -> CapacityLimiter:
     return pair[write]
 
 
-def in_thread(endpoint: Callable[..., Any], *, write: bool = True) -> Callable[..., Any]:
+def in_thread(endpoint: Callable[..., object], *, write: bool = True) -> Callable[..., Any]:
     """`endpoint` as a coroutine function that runs it in a thread, at most
     `WRITE_THREADS` (or `READ_THREADS` with `write=False`) at a time per event loop."""
 

@@ -147,7 +147,7 @@ def _persona(raw: object, loc: Loc) -> Persona:
     return _plain_persona(obj, loc)
 
 
-def personas_from_resources(bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, Persona]:
+def personas_from_resources(bodies: Mapping[str, Mapping[str, object]]) -> dict[str, Persona]:
     """Personas from stored CES persona resources (`{id: body}`), keyed by id.
 
     The service snapshots an app's personas into each run, so scenarios naming a

@@ -136,7 +136,7 @@ class Store:
         self,
         run_id: str,
         *,
-        summary: Mapping[str, Any] | None,
+        summary: Mapping[str, object] | None,
         status: RunStatus | str,
         error: str | None = None,
     ) -> None:

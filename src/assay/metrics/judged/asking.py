@@ -57,7 +57,7 @@ def settings_for(
 
 async def ask(
     judge: JudgeClient,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     n: int,
     settings: Mapping[str, object],
     *,
@@ -108,7 +108,7 @@ def vote_details(vote: Vote[Any], samples: int) -> dict[str, Any]:
 RAW_REPLY_CHARS = 200
 
 
-def schema_shape(schema: Mapping[str, Any] | None) -> str:
+def schema_shape(schema: Mapping[str, object] | None) -> str:
     """A short picture of the JSON a schema asks for: `{"verdict": "valid"|"invalid"}`."""
     if schema is None:
         return "a JSON object"
@@ -129,7 +129,7 @@ def schema_shape(schema: Mapping[str, Any] | None) -> str:
     return str(kind or "any")
 
 
-def no_parse_reason(replies: Sequence[str], schema: Mapping[str, Any] | None = None) -> str:
+def no_parse_reason(replies: Sequence[str], schema: Mapping[str, object] | None = None) -> str:
     """Why no sample counted: how many were unparseable, what the metric expected and
     what the judge said (its first reply, truncated), so a wrong judge is seen at once."""
     count = len(replies)
@@ -187,7 +187,7 @@ def _text(value: object) -> str | None:
 
 async def binary_verdict(
     judge: JudgeClient,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     schema: Mapping[str, object],
     labels: tuple[str, str],
     *,

@@ -63,7 +63,7 @@ def parse_json_object(text: str | None) -> dict[str, Any] | None:
     return None
 
 
-def field(obj: Mapping[str, Any] | None, *names: str) -> Any:
+def field(obj: Mapping[str, object] | None, *names: str) -> Any:
     """The first of `names` present in `obj` (case-insensitive keys), else None."""
     if obj is None:
         return None

@@ -51,7 +51,7 @@ def create_backend(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     timeout_s: float,
 ) -> LocalGGUFBackend:
     """The backend for `local:NAME` (`NAME` is the model file's path).

@@ -166,7 +166,7 @@ def criterion_text(name: str, criterion: object) -> str:
 
 
 def _criteria_text(
-    config: Mapping[str, object], summaries: Sequence[Mapping[str, Any]]
+    config: Mapping[str, object], summaries: Sequence[Mapping[str, object]]
 ) -> list[str]:
     """The run's criteria, one readable line each: from the stored config, or else the
     thresholds its metric results carry."""
