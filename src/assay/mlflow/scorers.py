@@ -112,7 +112,10 @@ def assay_scorer(
     build_metric(metric, criterion)  # an unknown metric or bad option fails here, not per row
 
     def score(
-        inputs: Any = None, outputs: Any = None, expectations: Any = None, trace: Any = None
+        inputs: object = None,
+        outputs: object = None,
+        expectations: Any = None,
+        trace: object = None,
     ) -> Any:
         from assay.api import evaluate
 

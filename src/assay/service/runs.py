@@ -147,7 +147,7 @@ def _local_id(app: str, ref: str, kind: str, field: str) -> str:
     return parsed.id
 
 
-def _enum(request: Mapping[str, Any], field: str, parse: Any, default: str) -> str:
+def _enum(request: Mapping[str, object], field: str, parse: Any, default: str) -> str:
     value = request.get(field)
     if value is None or str(value).upper().endswith("_UNSPECIFIED"):
         return default

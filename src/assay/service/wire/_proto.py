@@ -79,7 +79,7 @@ _ANY_JSON = frozenset(
 _EXACT_IN_DOUBLE = 2**53
 
 
-def check(descriptor: Any, value: Any, path: str = "") -> None:
+def check(descriptor: Any, value: object, path: str = "") -> None:
     """Raise INVALID_ARGUMENT, Google's way, if `value` is not JSON of `descriptor`."""
     if descriptor.full_name in _ANY_JSON:
         _check_struct_numbers(value, path or descriptor.name)
@@ -140,7 +140,7 @@ def _check_struct_numbers(value: object, path: str) -> None:
             raise InvalidArgument(message, [_violation(where, message)])
 
 
-def _check_single(field: Any, value: Any, path: str) -> None:
+def _check_single(field: Any, value: object, path: str) -> None:
     if field.message_type is not None:
         check(field.message_type, value, path)
     elif field.enum_type is not None:
@@ -149,7 +149,7 @@ def _check_single(field: Any, value: Any, path: str) -> None:
         _check_scalar(field, value, path)
 
 
-def _check_enum(enum: Any, value: Any, path: str) -> None:
+def _check_enum(enum: Any, value: object, path: str) -> None:
     if enum.full_name == "google.protobuf.NullValue":
         return
     ok = (isinstance(value, str) and value in enum.values_by_name) or (
@@ -159,7 +159,7 @@ def _check_enum(enum: Any, value: Any, path: str) -> None:
         raise invalid_value(path, f"type.googleapis.com/{enum.full_name}", value)
 
 
-def _check_scalar(field: Any, value: Any, path: str) -> None:
+def _check_scalar(field: Any, value: object, path: str) -> None:
     kind = field.type
     if kind in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
         ok = isinstance(value, str)
