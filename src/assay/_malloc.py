@@ -1,11 +1,11 @@
 """Keep freed memory in the process for the next batch, where the C library is glibc.
 
 A streamed run allocates and frees buffers of a few megabytes per batch (a batch's
-report cases, ~4 MB; its rows; the next batch's lines). glibc serves blocks that large
-with `mmap` and unmaps them when freed, or trims the top of its heap, so each batch's
-buffers are fresh pages again: ~118,000 page faults per worker on 100,000 rows, ~0.3 s
-of system time each. Raising the thresholds keeps them: ~18,000 faults, the same peak
-RSS (measured: bench/README.md, round 10).
+report cases; its rows; the next batch's lines). glibc serves blocks that large with
+`mmap` and unmaps them when freed, or trims the top of its heap, so each batch's
+buffers are fresh pages again: a page fault for every page touched, paid in system
+time by every worker. Raising the thresholds keeps them, with the same peak RSS (the
+page faults before and after: bench/README.md).
 """
 
 from __future__ import annotations

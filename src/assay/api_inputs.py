@@ -36,15 +36,15 @@ if TYPE_CHECKING:
 Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
 
 
-def _is_path(value: Any) -> bool:
+def _is_path(value: object) -> bool:
     return isinstance(value, str | Path)
 
 
-def _is_dataframe(value: Any) -> bool:
+def _is_dataframe(value: object) -> bool:
     return hasattr(value, "to_dict") and hasattr(value, "columns")
 
 
-def _is_mlflow_trace(value: Any) -> bool:
+def _is_mlflow_trace(value: object) -> bool:
     """An `mlflow.entities.Trace` (checked by shape: mlflow need not be installed)."""
     return type(value).__name__ == "Trace" and hasattr(value, "info") and hasattr(value, "data")
 
@@ -125,7 +125,7 @@ def resolve_config(config: Any, dataset: Dataset) -> EvalConfig | None:
 
 
 def resolve_metrics(
-    metrics: Any, config: EvalConfig | None, evalsets: Sequence[EvalSet] = ()
+    metrics: object, config: EvalConfig | None, evalsets: Sequence[EvalSet] = ()
 ) -> list[Metric]:
     """Metric objects from names, `{name: criterion}`, Metric or CustomMetric objects.
 
@@ -167,7 +167,7 @@ def resolve_metrics(
     return result
 
 
-def resolve_agent(agent: Any) -> Agent | None:
+def resolve_agent(agent: object) -> Agent | None:
     if agent is None:
         return None
     if isinstance(agent, str):
@@ -228,7 +228,7 @@ def simulator_options(
     return options
 
 
-def open_store(store: Any) -> Any:
+def open_store(store: object) -> Any:
     """`evaluate`'s `store` argument as a `Store` (None: no store)."""
     if store is None or store is False:
         return None
@@ -249,8 +249,8 @@ def environment() -> dict[str, Any]:
 def interop_sinks(
     evalsets: Sequence[EvalSet],
     cfg: EvalConfig | None,
-    agent: Any,
-    adapter: Any,
+    agent: object,
+    adapter: object,
     agent_label: str | None,
     *,
     mlflow: str | None,

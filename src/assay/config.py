@@ -174,7 +174,7 @@ class EvalConfig(BaseModel):
         return self.model_dump(exclude_none=True, exclude={"source"})
 
 
-def parse_config(data: Any, *, source: str | None = None) -> EvalConfig:
+def parse_config(data: object, *, source: str | None = None) -> EvalConfig:
     where = source or "config"
     if not isinstance(data, Mapping):
         raise ConfigError(
@@ -243,7 +243,7 @@ def _warn_unused(cfg: EvalConfig, where: str) -> None:
         )
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     names = {type(None): "null", bool: "boolean", list: "list", dict: "object"}
     return names.get(type(value), type(value).__name__)
 

@@ -48,7 +48,7 @@ USER_AUTHOR = "user"
 TRANSFER_TOOL = "transfer_to_agent"
 
 
-def as_response_dict(payload: Any) -> dict[str, Any]:
+def as_response_dict(payload: object) -> dict[str, Any]:
     """A function response payload as ADK carries it: a dict (others under "result")."""
     return payload if isinstance(payload, dict) else {"result": payload}
 

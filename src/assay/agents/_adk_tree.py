@@ -194,7 +194,7 @@ class AssayPlugin(BasePlugin):
 # -- app details -----------------------------------------------------------------------------
 
 
-def _instruction_text(value: Any) -> str:
+def _instruction_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, types.Content):

@@ -158,7 +158,7 @@ class _Unsupported(Exception):
         self.annotation = annotation
 
 
-def _json_type(value: Any) -> str | None:
+def _json_type(value: object) -> str | None:
     for python, name in (
         (bool, "boolean"),
         (int, "integer"),
@@ -170,7 +170,7 @@ def _json_type(value: Any) -> str | None:
     return "null" if value is None else None
 
 
-def _enum_schema(values: Sequence[Any]) -> dict[str, Any]:
+def _enum_schema(values: Sequence[object]) -> dict[str, Any]:
     schema: dict[str, Any] = {}
     kinds = {_json_type(v) for v in values}
     if len(kinds) == 1 and None not in kinds:
@@ -194,7 +194,7 @@ def _structured(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def type_schema(annotation: object, defs: dict[str, Any]) -> dict[str, Any]:
     """The JSON schema of one annotation; pydantic `$defs` are collected into `defs`."""
     if annotation is Any or annotation is inspect.Parameter.empty:
         return {}
@@ -248,13 +248,13 @@ def type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
 # -- tools ---------------------------------------------------------------------------------
 
 
-def _tool_name(fn: Callable[..., Any]) -> str:
+def _tool_name(fn: Callable[..., object]) -> str:
     target = getattr(fn, "func", fn)  # functools.partial
     name = getattr(target, "__name__", None) or type(target).__name__
     return str(name)
 
 
-def _jsonable_default(value: Any) -> tuple[bool, Any]:
+def _jsonable_default(value: object) -> tuple[bool, Any]:
     try:
         return True, to_jsonable_python(value)
     except Exception:  # a default with no JSON form is just not shown to the model
@@ -274,7 +274,7 @@ class ToolSpec:
     adapters: Mapping[str, TypeAdapter[Any] | None]
 
     @classmethod
-    def from_function(cls, fn: Callable[..., Any]) -> ToolSpec:
+    def from_function(cls, fn: Callable[..., object]) -> ToolSpec:
         """Declare `fn`; ToolSchemaError names the function and parameter at fault."""
         if not callable(fn):
             raise ToolSchemaError(f"tool {fn!r} is not callable")
@@ -350,7 +350,7 @@ class ToolSpec:
         """``{"name", "description", "parameters"}`` (the shape ADK and Gemini use)."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
-    def bind(self, args: Mapping[str, Any]) -> dict[str, Any]:
+    def bind(self, args: Mapping[str, object]) -> dict[str, Any]:
         """Keyword arguments for the call, checked and converted; ToolArgumentError if not."""
         unknown = sorted(set(args) - set(self.adapters))
         if unknown:
@@ -375,7 +375,7 @@ class ToolSpec:
         return kwargs
 
 
-def _show(annotation: Any) -> str:
+def _show(annotation: object) -> str:
     if inspect.isclass(annotation):
         return f"{annotation.__module__}.{annotation.__qualname__}".removeprefix("builtins.")
     return repr(annotation)

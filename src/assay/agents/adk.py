@@ -47,7 +47,7 @@ _ADK_CLASSES = frozenset({"BaseAgent", "App"})
 DEFAULT_USER_ID = "assay_user"
 
 
-def is_adk_agent(obj: Any) -> bool:
+def is_adk_agent(obj: object) -> bool:
     """True for an ADK agent or App (checked by class, without importing google.adk)."""
     return any(
         cls.__module__.startswith("google.adk") and cls.__name__ in _ADK_CLASSES
@@ -315,6 +315,6 @@ def load_adk_agent(path: str | Path) -> AdkAgent:
     return AdkAgent(root, app_name=package)
 
 
-def _is_inside(module: Any, folder: Path) -> bool:
+def _is_inside(module: object, folder: Path) -> bool:
     locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []))]
     return any(loc and Path(loc).resolve().is_relative_to(folder) for loc in locations)

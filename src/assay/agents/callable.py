@@ -32,7 +32,7 @@ from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn, UserI
 _KNOWN_PARAMS = ("state", "history", "user_input", "case", "tools")
 
 
-def _accepted_params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+def _accepted_params(fn: Callable[..., object]) -> tuple[set[str], bool]:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -43,7 +43,7 @@ def _accepted_params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
     return ({n for n in _KNOWN_PARAMS if n in names or var_kw}), var_kw
 
 
-def _trajectory_steps(trajectory: Any, where: str) -> list[Step]:
+def _trajectory_steps(trajectory: object, where: str) -> list[Step]:
     if isinstance(trajectory, str):
         try:
             trajectory = json.loads(trajectory)
@@ -84,7 +84,7 @@ def _trajectory_steps(trajectory: Any, where: str) -> list[Step]:
     return steps
 
 
-def to_turn(value: Any, user_input: UserInput, where: str) -> Turn:
+def to_turn(value: object, user_input: UserInput, where: str) -> Turn:
     """Normalise what an agent callable returned into a Turn."""
     if isinstance(value, Turn):
         if value.user_input == UserInput():

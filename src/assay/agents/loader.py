@@ -31,7 +31,7 @@ SPEC_FORMS = (
 )
 
 
-def as_agent(obj: Any, name: str | None = None) -> Agent:
+def as_agent(obj: object, name: str | None = None) -> Agent:
     """Wrap an ADK agent or a callable (an object that already is an Agent passes through)."""
     from assay.agents.adk import is_adk_agent
 

@@ -71,7 +71,7 @@ def _openai_sdk() -> ModuleType:
 OWN_CONCURRENCY = 1024
 
 
-def _retry_after(exc: Any) -> float | None:
+def _retry_after(exc: object) -> float | None:
     response = getattr(exc, "response", None)
     return retry_after_seconds(getattr(response, "headers", None))
 
@@ -81,7 +81,7 @@ def _detail(exc: Any) -> str:
     return error_detail(exc.body) or str(exc.message)
 
 
-def _content(payload: Any) -> str:
+def _content(payload: object) -> str:
     """A tool result as the text of a ``tool`` message."""
     if isinstance(payload, str):
         return payload

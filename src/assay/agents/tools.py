@@ -109,7 +109,7 @@ class ToolHook:
             return no_mock_error(call)
         return None
 
-    async def execute(self, call: ToolCall, real: Callable[[], Any] | None) -> tuple[Any, float]:
+    async def execute(self, call: ToolCall, real: Callable[[], object] | None) -> tuple[Any, float]:
         """Answer `call` (mock, real tool, or the no-mock error) and time it.
 
         `real` runs the tool: a sync function (run in a worker thread) or one returning
@@ -122,7 +122,7 @@ class ToolHook:
         self.timings.append((call.name, seconds))
         return payload, seconds
 
-    async def _answer(self, call: ToolCall, real: Callable[[], Any] | None) -> Any:
+    async def _answer(self, call: ToolCall, real: Callable[[], object] | None) -> Any:
         mocked = self.intercept(call)
         if mocked is not None or self.behavior is ToolBehavior.FAKE:
             return mocked
@@ -140,7 +140,7 @@ class ToolHook:
         return payload
 
 
-async def _await(value: Awaitable[Any]) -> Any:
+async def _await(value: Awaitable[object]) -> Any:
     return await value
 
 

@@ -256,8 +256,9 @@ def run_program(main: Callable[[], object]) -> NoReturn:
 
     The exit does what the interpreter's own does first (wait for the threads that are
     not daemons, run the `atexit` functions, flush stdout and stderr), then ends the
-    process without tearing every module and object down one by one: after a large
-    `assay eval` that teardown alone took 0.14 s. An uncaught exception, or anything
+    process without tearing every module and object down one by one, which after a
+    large `assay eval` is a noticeable wait for nothing (bench/README.md). An uncaught
+    exception, or anything
     not done exactly that way, takes Python's ordinary exit.
     """
     try:

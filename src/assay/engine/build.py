@@ -14,7 +14,7 @@ from assay.metrics.registry import build_metric
 
 
 def _custom_factories(
-    config: EvalConfig | None, custom: Sequence[Any], wanted: Sequence[str]
+    config: EvalConfig | None, custom: Sequence[object], wanted: Sequence[str]
 ) -> dict[str, Callable[[], Metric]]:
     # Imported lazily: custom metrics import user code only when asked for, and only
     # the ones this evaluation computes (as ADK resolves them when the metric runs).
@@ -27,8 +27,8 @@ def _custom_factories(
 
 def build_metrics(
     config: EvalConfig | None = None,
-    names: Sequence[str] | Mapping[str, Any] | None = None,
-    custom: Sequence[Any] = (),
+    names: Sequence[str] | Mapping[str, object] | None = None,
+    custom: Sequence[object] = (),
 ) -> list[Metric]:
     """Metrics to compute: `names` (with optional criteria) override the config's criteria.
 

@@ -52,7 +52,7 @@ def format_module(name: str) -> ModuleType:
     return importlib.import_module(module_name)
 
 
-def detect_format(data: Any, path: Path | None = None) -> str:
+def detect_format(data: object, path: Path | None = None) -> str:
     """The name of the format `data` (parsed from `path`) is in; configs are `adk-config`."""
     for name in _DETECT_ORDER:
         if format_module(name).detect(path, data):
@@ -124,7 +124,10 @@ def load_many(
 
 
 def load_rows(
-    rows: Any, fmt: str = "vertex", mapping: Mapping[str, str] | None = None, name: str = "dataset"
+    rows: object,
+    fmt: str = "vertex",
+    mapping: Mapping[str, str] | None = None,
+    name: str = "dataset",
 ) -> EvalSet:
     """Load in-memory rows (a list of dicts or a pandas DataFrame) of a row format."""
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):

@@ -56,7 +56,7 @@ def snake(key: str) -> str:
 # -- reading helpers -----------------------------------------------------------------
 
 
-def get_field(obj: Mapping[str, Any], loc: Loc, key: str) -> tuple[Any, Loc]:
+def get_field(obj: Mapping[str, object], loc: Loc, key: str) -> tuple[Any, Loc]:
     """The value under `key` in snake or camel case (null = absent) and its location."""
     value = obj.get(key)
     if value is not None:
@@ -66,19 +66,19 @@ def get_field(obj: Mapping[str, Any], loc: Loc, key: str) -> tuple[Any, Loc]:
     return value, loc.key(alt if value is not None else key)
 
 
-def get_str(obj: Mapping[str, Any], loc: Loc, key: str) -> str | None:
+def get_str(obj: Mapping[str, object], loc: Loc, key: str) -> str | None:
     value, at = get_field(obj, loc, key)
     return None if value is None else at.expect_str(value, f"{key}: a string")
 
 
-def need_str(obj: Mapping[str, Any], loc: Loc, key: str) -> str:
+def need_str(obj: Mapping[str, object], loc: Loc, key: str) -> str:
     value, at = get_field(obj, loc, key)
     if value is None:
         raise at.error("missing", expected=f"{key}: a string")
     return at.expect_str(value, f"{key}: a string")
 
 
-def get_number(obj: Mapping[str, Any], loc: Loc, key: str) -> float | None:
+def get_number(obj: Mapping[str, object], loc: Loc, key: str) -> float | None:
     value, at = get_field(obj, loc, key)
     if value is None:
         return None
@@ -87,11 +87,11 @@ def get_number(obj: Mapping[str, Any], loc: Loc, key: str) -> float | None:
     return float(value)
 
 
-def unknown_keys(obj: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+def unknown_keys(obj: Mapping[str, object], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None and snake(k) not in known}
 
 
-def norm(value: Any, structural: bool = True) -> Any:
+def norm(value: object, structural: bool = True) -> Any:
     """Comparable form: snake_case structural keys, no nulls, no empty containers.
 
     User data (tool args, responses, state) is copied verbatim by the renderers, so it
@@ -110,7 +110,7 @@ def norm(value: Any, structural: bool = True) -> Any:
     return value
 
 
-def same_shape(raw: Any, rendered: Any) -> bool:
+def same_shape(raw: object, rendered: object) -> bool:
     """Whether `rendered` says all `raw` says (up to key style, nulls and empties)."""
     if raw == rendered:
         return True
@@ -120,7 +120,7 @@ def same_shape(raw: Any, rendered: Any) -> bool:
     return bool(a == b)
 
 
-def snake_struct(value: Any, structural: bool = True) -> Any:
+def snake_struct(value: object, structural: bool = True) -> Any:
     """`value` with its structural keys in snake_case (user data keeps its keys)."""
     if structural and isinstance(value, dict):
         return {snake(k): snake_struct(v, snake(k) not in _DATA_KEYS) for k, v in value.items()}
@@ -129,7 +129,7 @@ def snake_struct(value: Any, structural: bool = True) -> Any:
     return value
 
 
-def keep_if_lossy(unmapped: dict[str, Any], key: str, raw: Any, rendered: Any) -> None:
+def keep_if_lossy(unmapped: dict[str, Any], key: str, raw: object, rendered: object) -> None:
     """Keep `raw` (in snake_case) under `key` when its rendering would lose something."""
     if not same_shape(raw, rendered):
         unmapped[key] = snake_struct(raw)
@@ -138,7 +138,7 @@ def keep_if_lossy(unmapped: dict[str, Any], key: str, raw: Any, rendered: Any) -
 # -- parts, contents, steps ----------------------------------------------------------
 
 
-def read_parts(content: Any, loc: Loc) -> list[tuple[Loc, dict[str, Any]]]:
+def read_parts(content: object, loc: Loc) -> list[tuple[Loc, dict[str, Any]]]:
     obj = loc.expect_dict(content, "a Content object {role, parts[]}")
     parts, at = get_field(obj, loc, "parts")
     if parts is None:
@@ -151,7 +151,7 @@ def join_texts(texts: list[str]) -> str:
     return "\n".join(t for t in texts if t)
 
 
-def is_thought(part: Mapping[str, Any]) -> bool:
+def is_thought(part: Mapping[str, object]) -> bool:
     """Whether a text part is a thought that the followed google-adk leaves out of a
     Content's text (google-adk after 2.13; `_adk_version`)."""
     # The version is read first, so that a bad ASSAY_ADK_VERSION is reported on any text.
@@ -165,11 +165,11 @@ def text_of(parts: list[tuple[Loc, dict[str, Any]]]) -> str | None:
     return join_texts(texts) if texts else None
 
 
-def read_final_text(raw: Any, loc: Loc) -> str | None:
+def read_final_text(raw: object, loc: Loc) -> str | None:
     return text_of(read_parts(raw, loc))
 
 
-def read_tool_call(raw: Any, loc: Loc) -> ToolCall:
+def read_tool_call(raw: object, loc: Loc) -> ToolCall:
     obj = loc.expect_dict(raw, "a function call {id?, name, args}")
     args, at = get_field(obj, loc, "args")
     return ToolCall(
@@ -179,7 +179,7 @@ def read_tool_call(raw: Any, loc: Loc) -> ToolCall:
     )
 
 
-def read_tool_response(raw: Any, loc: Loc) -> ToolResponse:
+def read_tool_response(raw: object, loc: Loc) -> ToolResponse:
     obj = loc.expect_dict(raw, "a function response {id?, name, response}")
     return ToolResponse(
         id=get_str(obj, loc, "id"),
@@ -188,7 +188,7 @@ def read_tool_response(raw: Any, loc: Loc) -> ToolResponse:
     )
 
 
-def read_user_input(raw: Any, loc: Loc, ext: Mapping[str, Any] | None = None) -> UserInput:
+def read_user_input(raw: object, loc: Loc, ext: Mapping[str, object] | None = None) -> UserInput:
     parts = read_parts(raw, loc)
     blobs, responses = [], []
     for pl, part in parts:
@@ -203,7 +203,7 @@ def read_user_input(raw: Any, loc: Loc, ext: Mapping[str, Any] | None = None) ->
     return validate(UserInput, data, loc, "user content")
 
 
-def read_steps(raw: Any, loc: Loc) -> list[Step]:
+def read_steps(raw: object, loc: Loc) -> list[Step]:
     obj = loc.expect_dict(raw, SHAPE_DATA)
     events, at = get_field(obj, loc, "invocation_events")
     if events is not None:
@@ -227,7 +227,7 @@ def read_steps(raw: Any, loc: Loc) -> list[Step]:
     return steps
 
 
-def read_events(events: Any, loc: Loc) -> list[Step]:
+def read_events(events: object, loc: Loc) -> list[Step]:
     steps: list[Step] = []
     for el, raw in loc.items(events, "invocation_events: a list of events {author, content}"):
         event = el.expect_dict(raw, "an event {author, content}")
@@ -258,7 +258,7 @@ def read_events(events: Any, loc: Loc) -> list[Step]:
     return steps
 
 
-def read_rubrics(raw: Any, loc: Loc) -> list[Rubric]:
+def read_rubrics(raw: object, loc: Loc) -> list[Rubric]:
     what = "a rubric {rubric_id, rubric_content: {text_property}, type?}"
     out = []
     for rl, item in loc.items(raw, f"rubrics: a list of {what}"):
@@ -274,7 +274,7 @@ def read_rubrics(raw: Any, loc: Loc) -> list[Rubric]:
     return out
 
 
-def read_persona(raw: Any, loc: Loc) -> Persona | str:
+def read_persona(raw: object, loc: Loc) -> Persona | str:
     if isinstance(raw, str):
         return raw
     obj = loc.expect_dict(raw, 'user_persona: a preset id such as "NOVICE" or {id, ...}')
@@ -293,7 +293,7 @@ def read_persona(raw: Any, loc: Loc) -> Persona | str:
     )
 
 
-def read_session(raw: Any, loc: Loc) -> SessionInput:
+def read_session(raw: object, loc: Loc) -> SessionInput:
     obj = loc.expect_dict(raw, "session_input: {app_name, user_id, state}")
     state, sl = get_field(obj, loc, "state")
     return SessionInput(
@@ -386,7 +386,7 @@ def render_session(s: SessionInput) -> dict[str, Any]:
     return {"app_name": s.app_name or "", "user_id": s.user_id or "", "state": s.state}
 
 
-def pick(raw: Any, rendered: Any, same: Callable[[Any], bool]) -> Any:
+def pick(raw: object, rendered: object, same: Callable[[Any], bool]) -> Any:
     """The verbatim input while it still means what the model says, else the rendering."""
     if raw is not None:
         try:

@@ -11,14 +11,13 @@ stored in snake_case.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from assay.formats._adk_content import get_field, get_str, read_events, snake_struct
 from assay.formats._common import Loc
 from assay.model.core import Grounding
 
 
-def events_grounding(intermediate: Any, loc: Loc) -> list[Grounding] | None:
+def events_grounding(intermediate: object, loc: Loc) -> list[Grounding] | None:
     """The grounding metadata of `intermediate_data`'s events, in order; None when no
     event has any (or the invocation has no events)."""
     if not isinstance(intermediate, Mapping):

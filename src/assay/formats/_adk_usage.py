@@ -11,7 +11,6 @@ reported stays None). Keys in snake_case or camelCase.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from assay.formats._adk_content import get_field
 from assay.formats._common import Loc, type_name
@@ -26,7 +25,7 @@ _COUNTS = {
 }
 
 
-def events_cost(intermediate: Any, loc: Loc) -> tuple[int | None, Usage | None]:
+def events_cost(intermediate: object, loc: Loc) -> tuple[int | None, Usage | None]:
     """(model calls, token usage) of `intermediate_data`; (None, None) without events."""
     if not isinstance(intermediate, Mapping):
         return None, None

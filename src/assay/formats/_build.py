@@ -46,7 +46,7 @@ from assay.model.core import (
 M = TypeVar("M", bound=BaseModel)
 
 
-def _prototype(cls: type[M], **given: Any) -> M:
+def _prototype(cls: type[M], **given: object) -> M:
     """An instance of `cls` with every field given explicitly: its default (from the
     model), else the value in `given` (required fields, a step's kind)."""
     values = {
@@ -118,7 +118,7 @@ def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> To
     return obj
 
 
-def tool_response(name: str, response: Any, call_id: str | None = None) -> ToolResponse:
+def tool_response(name: str, response: object, call_id: str | None = None) -> ToolResponse:
     obj, values = new_response()
     values["id"] = call_id
     values["name"] = name
@@ -152,7 +152,7 @@ def step_shell(kind: str) -> tuple[Step, dict[str, Any]]:
     return step, values
 
 
-def step(kind: str, value: Any) -> Step:
+def step(kind: str, value: object) -> Step:
     """A step holding `value` as its `kind` (one of `STEP_KINDS`)."""
     obj, values = step_shell(kind)
     values[kind] = value
@@ -303,7 +303,7 @@ def _check_builders() -> None:
             )
 
 
-def _mutable(value: Any) -> bool:
+def _mutable(value: object) -> bool:
     return isinstance(value, list | dict | set | BaseModel)
 
 

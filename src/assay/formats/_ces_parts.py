@@ -39,7 +39,7 @@ MAX_TURNS_LIMIT = 2**31 - 1
 """The largest CES `scenario.maxTurns` (an int32)."""
 
 
-def _tool_name(loc: Loc, d: Mapping[str, Any]) -> str:
+def _tool_name(loc: Loc, d: Mapping[str, object]) -> str:
     if isinstance(d.get("tool"), str):
         return str(d["tool"])
     ts = d.get("toolsetTool")
@@ -49,20 +49,20 @@ def _tool_name(loc: Loc, d: Mapping[str, Any]) -> str:
     raise loc.error("no tool", expected="tool (a name) or toolsetTool {toolset, toolId}")
 
 
-def read_call(loc: Loc, data: Any) -> ToolCall:
+def read_call(loc: Loc, data: object) -> ToolCall:
     """A `{tool | toolsetTool, args, id?}` tool call."""
     d = loc.expect_dict(data, "a tool call {tool, args}")
     args = loc.key("args").expect_dict(d.get("args", {}), "an object of arguments")
     return ToolCall(id=d.get("id"), name=_tool_name(loc, d), args=args)
 
 
-def read_response(loc: Loc, data: Any) -> ToolResponse:
+def read_response(loc: Loc, data: object) -> ToolResponse:
     """A `{tool | toolsetTool, response, id?}` tool response."""
     d = loc.expect_dict(data, "a tool response {tool, response}")
     return ToolResponse(id=d.get("id"), name=_tool_name(loc, d), response=d.get("response"))
 
 
-def agent_text(loc: Loc, data: Any) -> str:
+def agent_text(loc: Loc, data: object) -> str:
     """The joined text chunks of an agent message `{role, chunks: [{text}]}`."""
     d = loc.expect_dict(data, "a message {role, chunks: [{text}]}")
     texts = []
@@ -85,7 +85,7 @@ _EXPECT = (
 )
 
 
-def _expectation(loc: Loc, data: Any) -> Expectation:
+def _expectation(loc: Loc, data: object) -> Expectation:
     d = loc.expect_dict(data, "a golden expectation")
     kinds = [k for k in _EXPECT if k in d]
     unknown = set(d) - {*_EXPECT, "note"}
@@ -148,7 +148,7 @@ def _user_input(loc: Loc, d: dict[str, Any], fields: dict[str, Any]) -> None:
         fields[key] = parsed
 
 
-def read_turn(loc: Loc, data: Any, meta: dict[str, Any], index: int) -> Turn:
+def read_turn(loc: Loc, data: object, meta: dict[str, Any], index: int) -> Turn:
     """Golden turn `index`; its `rootSpan` goes to `meta[ROOT_SPANS]`."""
     d = loc.expect_dict(data, "a golden turn {steps}")
     if "rootSpan" in d:
@@ -235,7 +235,7 @@ def read_scenario(loc: Loc, sc: dict[str, Any]) -> Scenario:
     return Scenario(**fields)
 
 
-def _persona(loc: Loc, value: Any) -> Persona | str:
+def _persona(loc: Loc, value: object) -> Persona | str:
     if isinstance(value, str):
         return value
     d = loc.expect_dict(value, "a persona id or {name, displayName, description, personality}")
@@ -253,7 +253,7 @@ def _persona(loc: Loc, value: Any) -> Persona | str:
     )
 
 
-def _scenario_expectation(loc: Loc, data: Any) -> ScenarioExpectation:
+def _scenario_expectation(loc: Loc, data: object) -> ScenarioExpectation:
     d = loc.expect_dict(data, "{toolExpectation} or {agentResponse}")
     note = d.get("note")
     if "toolExpectation" in d and "agentResponse" not in d:

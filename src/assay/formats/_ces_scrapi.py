@@ -9,7 +9,7 @@ from assay.formats._common import Loc
 from assay.model.core import EvalCase, Expectation, Rubric, ToolCall, Turn, UserInput
 
 
-def is_scrapi(d: Any) -> bool:
+def is_scrapi(d: object) -> bool:
     """Whether `d` is scrapi YAML: `conversations` holding `conversation` names."""
     convs = d.get("conversations") if isinstance(d, Mapping) else None
     return (

@@ -131,7 +131,7 @@ def _dump_expectation(e: Expectation) -> dict[str, Any]:
     return {"expectation": out}
 
 
-def _dump_turn(t: Turn, span: Any) -> dict[str, Any]:
+def _dump_turn(t: Turn, span: object) -> dict[str, Any]:
     ui = t.user_input
     steps: list[dict[str, Any]] = []
     if ui.variables is not None:

@@ -69,7 +69,7 @@ def warn_misspelt_columns(columns: Iterable[str], known: Collection[str], file: 
 
 
 def decode_json(
-    value: Any, kind: type, file: str | None, case_id: str | None, path: str, expected: str
+    value: object, kind: type, file: str | None, case_id: str | None, path: str, expected: str
 ) -> Any:
     """`value` if it is a `kind`, else a JSON string of one (CSV cells), else an error."""
     if isinstance(value, kind):
@@ -87,13 +87,13 @@ def decode_json(
     raise row_error(file, case_id, path, f"got {type_name(value)}", expected)
 
 
-def parse_str(value: Any, file: str | None, case_id: str | None, path: str) -> str:
+def parse_str(value: object, file: str | None, case_id: str | None, path: str) -> str:
     if isinstance(value, str):
         return value
     raise row_error(file, case_id, path, f"got {type_name(value)}", "a string")
 
 
-def parse_str_list(value: Any, file: str | None, case_id: str | None, path: str) -> list[str]:
+def parse_str_list(value: object, file: str | None, case_id: str | None, path: str) -> list[str]:
     expected = "a list of strings"
     items = decode_json(value, list, file, case_id, path, expected)
     for i, item in enumerate(items):
@@ -103,7 +103,7 @@ def parse_str_list(value: Any, file: str | None, case_id: str | None, path: str)
 
 
 def parse_guidelines(
-    value: Any, file: str | None, case_id: str | None, path: str
+    value: object, file: str | None, case_id: str | None, path: str
 ) -> list[str] | dict[str, list[str]]:
     expected = "a list of strings, or an object of named lists of strings"
     if isinstance(value, str) and value.lstrip().startswith("{"):
@@ -115,7 +115,7 @@ def parse_guidelines(
     raise row_error(file, case_id, path, f"got {type_name(value)}", expected)
 
 
-def parse_chunks(value: Any, file: str | None, case_id: str | None, path: str) -> list[Chunk]:
+def parse_chunks(value: object, file: str | None, case_id: str | None, path: str) -> list[Chunk]:
     expected = "a list of {doc_uri, content} objects"
     items = decode_json(value, list, file, case_id, path, expected)
     chunks = []
@@ -143,7 +143,7 @@ def dump_chunks(chunks: list[Chunk]) -> list[dict[str, Any]]:
     return [c.model_dump(exclude_none=True) for c in chunks]
 
 
-def content_text(value: Any, file: str | None, case_id: str | None, path: str) -> str:
+def content_text(value: object, file: str | None, case_id: str | None, path: str) -> str:
     """Text of a string or a genai `Content` `{role?, parts: [{text}]}` (parts joined)."""
     if isinstance(value, str):
         return value
@@ -178,7 +178,7 @@ EXPECTED_FIELDS = (
 
 
 def parse_expected(
-    source: Mapping[str, Any], file: str | None, case_id: str, prefix: str
+    source: Mapping[str, object], file: str | None, case_id: str, prefix: str
 ) -> dict[str, Any]:
     """The `EXPECTED_FIELDS` present in `source` (a row, or MLflow's `expectations`), parsed.
 
@@ -211,7 +211,7 @@ def dump_expected(case: EvalCase, expected_response: str | None) -> dict[str, An
 
 def add_metadata(
     row: dict[str, Any],
-    metadata: Mapping[str, Any],
+    metadata: Mapping[str, object],
     skip: tuple[str, ...],
     fail: Callable[[str], InputError],
 ) -> None:
@@ -237,7 +237,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else json.dumps(value, ensure_ascii=False)

@@ -141,8 +141,8 @@ def _loads_line(line: str, lineno: int, file: str) -> Any:
 
 
 def parse_yaml(text: str, file: str) -> Any:
-    # Imported here: a run of JSON files and a JSON config (most runs) does not load
-    # PyYAML (~20 ms of every start).
+    # Imported here: a run of JSON files and a JSON config (most runs) does not pay
+    # PyYAML's import at every start.
     import yaml
 
     try:
@@ -208,7 +208,7 @@ def read_structured(path: Path) -> Any:
     return parse_json(text, name)
 
 
-def get(obj: Mapping[str, Any], snake_key: str, default: Any = None) -> Any:
+def get(obj: Mapping[str, object], snake_key: str, default: object = None) -> Any:
     """Look a key up in snake_case or camelCase; a JSON `null` counts as absent."""
     value = obj.get(snake_key)
     if value is None:
@@ -216,7 +216,7 @@ def get(obj: Mapping[str, Any], snake_key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def snake_keys(value: Any) -> Any:
+def snake_keys(value: object) -> Any:
     """Recursively convert mapping keys to snake_case (for structural, not user, data)."""
     if isinstance(value, Mapping):
         return {to_snake(k) if isinstance(k, str) else k: snake_keys(v) for k, v in value.items()}
@@ -225,7 +225,7 @@ def snake_keys(value: Any) -> Any:
     return value
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     return {
         dict: "object",
         list: "list",
@@ -261,27 +261,27 @@ class Loc:
             message, file=self.file, case_id=self.case_id, path=self.path, expected=expected
         )
 
-    def expect_dict(self, value: Any, what: str = "an object") -> dict[str, Any]:
+    def expect_dict(self, value: object, what: str = "an object") -> dict[str, Any]:
         if not isinstance(value, Mapping):
             raise self.error(f"got {type_name(value)}", expected=what)
         return dict(value)
 
-    def expect_list(self, value: Any, what: str = "a list") -> list[Any]:
+    def expect_list(self, value: object, what: str = "a list") -> list[Any]:
         if not isinstance(value, list):
             raise self.error(f"got {type_name(value)}", expected=what)
         return value
 
-    def expect_str(self, value: Any, what: str = "a string") -> str:
+    def expect_str(self, value: object, what: str = "a string") -> str:
         if not isinstance(value, str):
             raise self.error(f"got {type_name(value)}", expected=what)
         return value
 
-    def items(self, value: Any, what: str = "a list") -> Iterator[tuple[Loc, Any]]:
+    def items(self, value: object, what: str = "a list") -> Iterator[tuple[Loc, Any]]:
         for i, item in enumerate(self.expect_list(value, what)):
             yield self.idx(i), item
 
 
-def validate(cls: type[M], data: Any, loc: Loc, what: str) -> M:
+def validate(cls: type[M], data: object, loc: Loc, what: str) -> M:
     """`cls.model_validate(data)`; its first error is raised at `loc` plus the error's path."""
     try:
         return cls.model_validate(data)

@@ -22,7 +22,7 @@ PROMPT_KEYS = ("request", "messages", "question", "query", "input", "prompt")
 
 
 def conversation(
-    request: Any, file: str | None, case_id: str, path: str
+    request: object, file: str | None, case_id: str, path: str
 ) -> tuple[list[str], list[Turn], str]:
     """(system messages, earlier turns, prompt) of a request."""
     if isinstance(request, str):
@@ -116,7 +116,7 @@ def response_of(
     return text, parsed, dict(value)
 
 
-def _response_text(value: Mapping[str, Any]) -> str | None:
+def _response_text(value: Mapping[str, object]) -> str | None:
     for key in ("response", "content"):
         if isinstance(value.get(key), str):
             return str(value[key])
@@ -165,7 +165,7 @@ def fit_answers(fitted: EvalSet) -> list[Loss]:
     return losses
 
 
-def prompt_key(inputs: Mapping[str, Any]) -> str | None:
+def prompt_key(inputs: Mapping[str, object]) -> str | None:
     for key in PROMPT_KEYS:
         if inputs.get(key) is not None:
             return key

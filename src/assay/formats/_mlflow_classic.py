@@ -73,7 +73,7 @@ def is_classic(keys: set[str], rows: list[Any]) -> bool:
     return not ("inputs" in keys and any(isinstance(r.get("inputs"), Mapping) for r in rows[:20]))
 
 
-def parse_literal(value: Any, *, file: str | None, path: str) -> Any:
+def parse_literal(value: object, *, file: str | None, path: str) -> Any:
     """A cell holding JSON or a Python literal (lists/dicts as pandas writes them), parsed.
 
     `ast.literal_eval` reads literals only (never code), so a hostile cell cannot run.

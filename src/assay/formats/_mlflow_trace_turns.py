@@ -55,7 +55,7 @@ class MlflowTrace:
         return None
 
 
-def is_doc(value: Any) -> bool:
+def is_doc(value: object) -> bool:
     data = value.get("data") if isinstance(value, Mapping) else None
     return (
         isinstance(value, Mapping)
@@ -65,7 +65,7 @@ def is_doc(value: Any) -> bool:
     )
 
 
-def is_row(value: Any) -> bool:
+def is_row(value: object) -> bool:
     return (
         isinstance(value, Mapping)
         and "trace_id" in value
@@ -73,7 +73,7 @@ def is_row(value: Any) -> bool:
     )
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """A `Trace` object (or anything with `to_dict`) as plain data."""
     to_dict = getattr(value, "to_dict", None)
     return to_dict() if callable(to_dict) and not isinstance(value, Mapping) else value
@@ -142,7 +142,7 @@ def read_trace(item: Any, where: str) -> MlflowTrace | str:
     return trace
 
 
-def _content_text(content: Any) -> str | None:
+def _content_text(content: object) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # parts: [{"type": "text", "text": ...}]
@@ -155,7 +155,7 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
-def _last_message(messages: Any, role: str) -> str | None:
+def _last_message(messages: object, role: str) -> str | None:
     if not isinstance(messages, list):
         return None
     for message in reversed(messages):
@@ -166,7 +166,7 @@ def _last_message(messages: Any, role: str) -> str | None:
     return None
 
 
-def _text(value: Any, keys: Sequence[str], role: str) -> str | None:
+def _text(value: object, keys: Sequence[str], role: str) -> str | None:
     """The user's (or the agent's) words in a span's inputs (or outputs)."""
     if value is None:
         return None
@@ -219,7 +219,7 @@ def _tool_steps(span: MlflowSpan) -> list[Step]:
     return steps
 
 
-def _chunk(doc: Any) -> Chunk:
+def _chunk(doc: object) -> Chunk:
     if isinstance(doc, Mapping):
         meta = doc.get("metadata")
         if not isinstance(meta, Mapping):

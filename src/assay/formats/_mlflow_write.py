@@ -98,7 +98,7 @@ def case_row(case: EvalCase, index: int, flat: bool = False) -> dict[str, Any]:
     return row
 
 
-def inputs_of(kept: dict[str, Any] | None, request: Any) -> dict[str, Any]:
+def inputs_of(kept: dict[str, Any] | None, request: object) -> dict[str, Any]:
     """MLflow 3 `inputs`: the row's own (prompt updated), else `{request: TEXT}` or, for a
     conversation, `{messages: [...]}` (the keyword arguments of a predict_fn)."""
     if kept is None:

@@ -49,7 +49,7 @@ def conversation_key(spans: Sequence[Span], attribute: str | None = None) -> str
     return None
 
 
-def decoded_json(value: Any) -> Any:
+def decoded_json(value: object) -> Any:
     """A JSON-encoded attribute decoded (plain strings stay strings)."""
     if isinstance(value, str):
         try:
@@ -59,7 +59,7 @@ def decoded_json(value: Any) -> Any:
     return value
 
 
-def _message_texts(messages: Any, role: str) -> list[str]:
+def _message_texts(messages: object, role: str) -> list[str]:
     """Texts of the GenAI-semconv messages with `role` (parts of type text)."""
     texts = []
     for message in messages if isinstance(messages, list) else []:

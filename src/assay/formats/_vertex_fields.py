@@ -170,7 +170,7 @@ def optional_columns(
     return extra or None, turn_extra or None, response
 
 
-def _number(value: Any, file: str | None, case_id: str, path: str) -> float:
+def _number(value: object, file: str | None, case_id: str, path: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -183,7 +183,7 @@ def _number(value: Any, file: str | None, case_id: str, path: str) -> float:
     raise row_error(file, case_id, path, f"got {type_name(value)} {value!r}", "a number")
 
 
-def _flag(value: Any, file: str | None, case_id: str, path: str) -> bool:
+def _flag(value: object, file: str | None, case_id: str, path: str) -> bool:
     if isinstance(value, str):
         value = {"0": 0, "1": 1, "false": 0, "true": 1}.get(value.strip().lower(), value)
     if hasattr(value, "__int__") and not isinstance(value, str) and value in (0, 1):
@@ -192,7 +192,7 @@ def _flag(value: Any, file: str | None, case_id: str, path: str) -> bool:
 
 
 def _rubric_groups(
-    value: Any, file: str | None, case_id: str, path: str
+    value: object, file: str | None, case_id: str, path: str
 ) -> tuple[list[Rubric], dict[str, Any] | None]:
     groups = decode_json(value, dict, file, case_id, path, "an object of named rubric groups")
     rubrics: list[Rubric] = []

@@ -62,7 +62,7 @@ def _step_message(
     raise fail(f"its turn {number} of {total} has {what} (no genai Content form)")
 
 
-def parse_history(raw: Any, file: str | None, case_id: str, where: str) -> list[Turn]:
+def parse_history(raw: object, file: str | None, case_id: str, where: str) -> list[Turn]:
     """The turns a `history` cell holds (a list of messages, or its JSON text in CSV)."""
 
     def error(message: str, path: str = where) -> InputError:
@@ -93,7 +93,7 @@ def parse_history(raw: Any, file: str | None, case_id: str, where: str) -> list[
 
 
 def _parts(
-    message: Any, error: Callable[[str, str], InputError], at: str
+    message: object, error: Callable[[str, str], InputError], at: str
 ) -> list[Mapping[str, Any]]:
     if not isinstance(message, Mapping):
         raise error(f"got {type(message).__name__}", at)
@@ -110,8 +110,8 @@ def _parts(
 
 def _add_part(
     turns: list[Turn],
-    role: Any,
-    part: Mapping[str, Any],
+    role: object,
+    part: Mapping[str, object],
     error: Callable[[str, str], InputError],
     at: str,
 ) -> None:

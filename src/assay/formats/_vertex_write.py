@@ -177,7 +177,7 @@ def _dump_rubric_groups(case: EvalCase) -> dict[str, Any]:
     used: set[str] = set()
     out: dict[str, Any] = {}
 
-    def entry(rubric: Rubric, kept: Mapping[str, Any]) -> dict[str, Any]:
+    def entry(rubric: Rubric, kept: Mapping[str, object]) -> dict[str, Any]:
         item: dict[str, Any] = {
             "rubric_id": rubric.id,
             "content": {"property": {"description": rubric.text}},

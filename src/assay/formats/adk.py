@@ -71,11 +71,11 @@ _SCENARIO = "{starting_prompt, conversation_plan, user_persona?}"
 _INVOCATION = "an invocation {invocation_id, user_content, final_response?, intermediate_data?}"
 
 
-def _has(obj: Mapping[str, Any], key: str) -> bool:
+def _has(obj: Mapping[str, object], key: str) -> bool:
     return obj.get(key) is not None or obj.get(c.camel(key)) is not None
 
 
-def _is_scenarios_file(obj: Mapping[str, Any]) -> bool:
+def _is_scenarios_file(obj: Mapping[str, object]) -> bool:
     items = obj.get("scenarios")
     return (
         isinstance(items, list)
@@ -87,7 +87,7 @@ def _is_scenarios_file(obj: Mapping[str, Any]) -> bool:
     )
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     """An ADK EvalSet (cases with `conversation` / `conversation_scenario`) or scenarios file.
 
     Vertex datasets share the `eval_cases` envelope but hold `prompt`-style cases; those
@@ -112,7 +112,9 @@ def detect(path: Path | None, data: Any) -> bool:
 # -- loading -----------------------------------------------------------------------------
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None = None) -> EvalSet:
+def load_data(
+    data: object, *, file: str | None, mapping: Mapping[str, str] | None = None
+) -> EvalSet:
     """Load a parsed ADK EvalSet (or `{"scenarios": [...]}` file) into the core model."""
     if mapping:
         raise InputError(
@@ -141,7 +143,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None 
     )
 
 
-def _ext(obj: Mapping[str, Any], loc: Loc) -> tuple[dict[str, Any], Loc]:
+def _ext(obj: Mapping[str, object], loc: Loc) -> tuple[dict[str, Any], Loc]:
     value, at = c.get_field(obj, loc, EXT)
     if value is None:
         return {}, at
@@ -152,7 +154,7 @@ def _ext(obj: Mapping[str, Any], loc: Loc) -> tuple[dict[str, Any], Loc]:
     return ext, at
 
 
-def _load_case(raw: Any, loc: Loc) -> EvalCase:
+def _load_case(raw: object, loc: Loc) -> EvalCase:
     case = loc.expect_dict(raw, "an eval case {eval_id, conversation[] | conversation_scenario}")
     case_id = c.need_str(case, loc, "eval_id")
     loc = loc.case(case_id)
@@ -207,7 +209,7 @@ def _adk_user(u: UserInput) -> UserInput:
     return u.model_copy(update={"dtmf": None, "event": None, "variables": None})
 
 
-def _load_invocation(raw: Any, loc: Loc, um: dict[str, Any], ext: Any, ext_loc: Loc) -> Turn:
+def _load_invocation(raw: object, loc: Loc, um: dict[str, Any], ext: object, ext_loc: Loc) -> Turn:
     inv = loc.expect_dict(raw, _INVOCATION)
     ext = ext_loc.expect_dict(ext if ext is not None else {})
     data = {k: v for k, v in ext.items() if k != "user_input"}
@@ -256,7 +258,7 @@ def _said(turn: Turn) -> tuple[list[Any], str | None]:
 
 
 def _load_scenario(
-    raw: Any, loc: Loc, unmapped: dict[str, Any], ext: Any, ext_loc: Loc
+    raw: object, loc: Loc, unmapped: dict[str, Any], ext: object, ext_loc: Loc
 ) -> Scenario:
     obj = loc.expect_dict(raw, f"conversation_scenario: {_SCENARIO}")
     ext_loc = ext_loc.key("scenario")
@@ -274,7 +276,7 @@ def _load_scenario(
     return validate(Scenario, data, ext_loc, "assay scenario fields")
 
 
-def _scenario_id(raw: Mapping[str, Any]) -> str:
+def _scenario_id(raw: Mapping[str, object]) -> str:
     # As `adk eval_set add_eval_case` names a scenario: the first 8 hex digits of the
     # SHA-256 of its sorted JSON (identical ids for scenarios without a persona).
     persona = raw.get("user_persona", raw.get("userPersona"))
@@ -286,7 +288,7 @@ def _scenario_id(raw: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
-def _load_scenarios_file(obj: Mapping[str, Any], root: Loc) -> EvalSet:
+def _load_scenarios_file(obj: Mapping[str, object], root: Loc) -> EvalSet:
     items, il = c.get_field(obj, root, "scenarios")
     cases = []
     for sl, raw in il.items(items, f"scenarios: a list of {_SCENARIO}"):
@@ -333,7 +335,7 @@ def write(evalset: EvalSet, path: Path) -> None:
 
 
 def _put_metadata(
-    out: dict[str, Any], metadata: Mapping[str, Any], known: frozenset[str], ext: dict[str, Any]
+    out: dict[str, Any], metadata: Mapping[str, object], known: frozenset[str], ext: dict[str, Any]
 ) -> None:
     for key, value in metadata.items():
         if key == UNMAPPED:
@@ -344,7 +346,7 @@ def _put_metadata(
             out[key] = value
 
 
-def _sub(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _sub(mapping: Mapping[str, object], key: str) -> dict[str, Any]:
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
 
@@ -390,7 +392,7 @@ def _dump_case(case: EvalCase) -> dict[str, Any]:
     return out
 
 
-def _dump_scenario(s: Scenario, um: Mapping[str, Any], ext: dict[str, Any]) -> dict[str, Any]:
+def _dump_scenario(s: Scenario, um: Mapping[str, object], ext: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if s.starting_prompt is not None:
         out["starting_prompt"] = s.starting_prompt
@@ -411,7 +413,7 @@ def _dump_scenario(s: Scenario, um: Mapping[str, Any], ext: dict[str, Any]) -> d
 
 
 def _dump_invocation(
-    turn: Turn, um: Mapping[str, Any], turns_ext: dict[str, Any], index: str
+    turn: Turn, um: Mapping[str, object], turns_ext: dict[str, Any], index: str
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if turn.id is not None:

@@ -26,12 +26,14 @@ _STRUCTURED_OPTIONS = frozenset({"judge_model_options", "rubrics"})
 _NOT_AN_EVAL_SET = "is an evaluation config (criteria), not an eval set; pass it with --config"
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     """A JSON object with `criteria`."""
     return isinstance(data, Mapping) and "criteria" in data
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None = None) -> EvalSet:
+def load_data(
+    data: object, *, file: str | None, mapping: Mapping[str, str] | None = None
+) -> EvalSet:
     """Configs are not eval sets: always raises, pointing at `--config`."""
     raise UnknownFormatError(_NOT_AN_EVAL_SET, file=file, expected="an eval set file")
 
@@ -50,7 +52,7 @@ def write(evalset: EvalSet, path: Path) -> None:
     dump(evalset)
 
 
-def _snake_all(value: Any) -> Any:
+def _snake_all(value: object) -> Any:
     if isinstance(value, Mapping):
         return {to_snake(k): _snake_all(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -54,7 +54,7 @@ def _is_turns(items: list[Any]) -> bool:
     )
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     """A non-empty list of legacy turns, or of named `{name, data: [turns]}` cases."""
     if not isinstance(data, list) or not data:
         return False
@@ -74,7 +74,7 @@ def _derived_id(*parts: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "assay:adk-legacy:" + ":".join(parts)))
 
 
-def _text(obj: Mapping[str, Any], loc: Loc, key: str, required: bool = False) -> str | None:
+def _text(obj: Mapping[str, object], loc: Loc, key: str, required: bool = False) -> str | None:
     if obj.get(key) is None:
         if required:
             raise loc.key(key).error("missing", expected=f"{key}: a string")
@@ -82,7 +82,7 @@ def _text(obj: Mapping[str, Any], loc: Loc, key: str, required: bool = False) ->
     return loc.key(key).expect_str(obj[key], f"{key}: a string")
 
 
-def _load_turn(raw: Any, loc: Loc, turn_id: str, extras: dict[str, Any]) -> Turn:
+def _load_turn(raw: object, loc: Loc, turn_id: str, extras: dict[str, Any]) -> Turn:
     row = loc.expect_dict(raw, _TURN)
     steps: list[Step] = []
     uses = row.get("expected_tool_use")
@@ -113,7 +113,7 @@ def _load_turn(raw: Any, loc: Loc, turn_id: str, extras: dict[str, Any]) -> Turn
     )
 
 
-def _session(raw: Any, loc: Loc) -> SessionInput | None:
+def _session(raw: object, loc: Loc) -> SessionInput | None:
     obj = loc.expect_dict(raw, "an initial session {app_name, user_id, state}")
     if not obj:
         return None  # as ADK: an empty session means none
@@ -125,7 +125,7 @@ def _session(raw: Any, loc: Loc) -> SessionInput | None:
     )
 
 
-def _load_case(rows: Any, loc: Loc, case_id: str, session: SessionInput | None) -> EvalCase:
+def _load_case(rows: object, loc: Loc, case_id: str, session: SessionInput | None) -> EvalCase:
     loc = loc.case(case_id)
     extras: dict[str, Any] = {}
     turns = [
@@ -137,7 +137,7 @@ def _load_case(rows: Any, loc: Loc, case_id: str, session: SessionInput | None) 
 
 
 def load_data(
-    data: Any,
+    data: object,
     *,
     file: str | None,
     mapping: Mapping[str, str] | None = None,
@@ -177,7 +177,7 @@ def load_with_session(path: Path, session_path: Path | None = None) -> EvalSet:
     return load_data(read_structured(path), file=str(path), session=session)
 
 
-def load_path(path: Path, data: Any, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_path(path: Path, data: object, mapping: Mapping[str, str] | None) -> EvalSet:
     """Dispatcher hook: like `load_data`, also reading the initial session beside `path`."""
     if mapping:
         raise InputError(
@@ -188,7 +188,7 @@ def load_path(path: Path, data: Any, mapping: Mapping[str, str] | None) -> EvalS
     return load_data(data, file=str(path))
 
 
-def _dump_turn(turn: Turn, loc: Loc, extra: Mapping[str, Any]) -> dict[str, Any]:
+def _dump_turn(turn: Turn, loc: Loc, extra: Mapping[str, object]) -> dict[str, Any]:
     u = turn.user_input
     if u.blobs or u.tool_responses or u.dtmf or u.event or u.variables:
         raise loc.error("the legacy format holds only text user input", expected="--to adk")

@@ -70,7 +70,7 @@ NAME = "ces"
 # ----------------------------------------------------------------------------- detection
 
 
-def _is_evaluation(d: Any) -> bool:
+def _is_evaluation(d: object) -> bool:
     if not isinstance(d, Mapping):
         return False
     golden, scenario = d.get("golden"), d.get("scenario")
@@ -80,11 +80,11 @@ def _is_evaluation(d: Any) -> bool:
     )
 
 
-def _is_resource(d: Any) -> bool:
+def _is_resource(d: object) -> bool:
     return isinstance(d, Mapping) and isinstance(d.get("llmCriteria"), Mapping)
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     if isinstance(data, list):
         return bool(data) and all(_is_evaluation(d) for d in data)
     if isinstance(data, Mapping) and isinstance(data.get("evaluations"), list):
@@ -159,7 +159,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     return evalset
 
 
-def _resource(loc: Loc, data: Any) -> dict[str, Any]:
+def _resource(loc: Loc, data: object) -> dict[str, Any]:
     res = loc.expect_dict(data, "an EvaluationExpectation {displayName, llmCriteria: {prompt}}")
     criteria = loc.key("llmCriteria").expect_dict(res.get("llmCriteria"), "{prompt}")
     loc.key("llmCriteria").key("prompt").expect_str(criteria.get("prompt"))
@@ -168,7 +168,7 @@ def _resource(loc: Loc, data: Any) -> dict[str, Any]:
     return res
 
 
-def _evaluation(loc: Loc, data: Any) -> EvalCase:
+def _evaluation(loc: Loc, data: object) -> EvalCase:
     ev = loc.expect_dict(data, "a CES Evaluation object")
     case_id = ev.get("name") or ev.get(DISPLAY)
     if not isinstance(case_id, str):
@@ -215,7 +215,7 @@ def _evaluation(loc: Loc, data: Any) -> EvalCase:
     )
 
 
-def _expectation_refs(loc: Loc, body: Mapping[str, Any], meta: dict[str, Any]) -> list[Rubric]:
+def _expectation_refs(loc: Loc, body: Mapping[str, object], meta: dict[str, Any]) -> list[Rubric]:
     refs: list[str] = []
     rubrics: list[Rubric] = []
     for item_loc, item in loc.key("evaluationExpectations").items(

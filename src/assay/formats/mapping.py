@@ -58,7 +58,7 @@ from assay.formats._common import gc_paused, type_name
 from assay.formats._mlflow_classic import parse_literal
 
 
-def rows_of(data: Any, file: str | None, what: str) -> list[Any]:
+def rows_of(data: object, file: str | None, what: str) -> list[Any]:
     """The rows of a list, or of a dict of equally long column lists."""
     if isinstance(data, list):
         return data
@@ -103,7 +103,7 @@ def clean_rows(rows: list[Any], file: str | None) -> list[Any]:
     return rows
 
 
-def _to_chunks(value: Any) -> Any:
+def _to_chunks(value: object) -> Any:
     if isinstance(value, str):
         return [{"doc_uri": value}]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -111,7 +111,7 @@ def _to_chunks(value: Any) -> Any:
     return value
 
 
-def _to_str_list(value: Any) -> Any:
+def _to_str_list(value: object) -> Any:
     if not isinstance(value, str):
         return value
     if value.lstrip().startswith("["):

@@ -99,7 +99,7 @@ _FOREIGN = frozenset(
 )
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     if isinstance(data, Mapping):
         if not (data and all(isinstance(v, list) for v in data.values())):
             return False
@@ -118,7 +118,7 @@ def detect(path: Path | None, data: Any) -> bool:
     return bool(keys & _MARKERS) and not keys & _FOREIGN
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_data(data: object, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
     """Load flat or MLflow-3 rows into an `EvalSet` (one case per row).
 
     With a `file`, `data` is consumed as in `vertex.load_data`.
@@ -139,7 +139,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     return eval_set(Path(file).stem if file else "", cases)
 
 
-def _case(index: int, row: Any, file: str | None) -> EvalCase:
+def _case(index: int, row: object, file: str | None) -> EvalCase:
     where = f"$[{index}]"
     if not isinstance(row, Mapping):
         raise row_error(file, None, where, f"got {type_name(row)}", "a row object")
@@ -203,7 +203,7 @@ def _case(index: int, row: Any, file: str | None) -> EvalCase:
 
 
 def _missing_request(
-    row: Mapping[str, Any], file: str | None, case_id: str, where: str
+    row: Mapping[str, object], file: str | None, case_id: str, where: str
 ) -> InputError:
     columns = [str(k) for k in row]
     guess = next(
@@ -221,7 +221,7 @@ def _missing_request(
 
 
 def _v3_parts(
-    row: Mapping[str, Any],
+    row: Mapping[str, object],
     file: str | None,
     case_id: str,
     where: str,

@@ -62,7 +62,7 @@ _MAP_KEYS = {
 }
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     docs = data if isinstance(data, list) else [data]
     return bool(docs) and all(is_doc(d) or is_row(d) for d in docs[:5])
 
@@ -112,7 +112,7 @@ def load_file(path: Path, mapping: Mapping[str, str] | None = None) -> EvalSet:
     return _build(items, str(path), case_key)
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_data(data: object, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
     """Load traces already in memory: documents, `search_traces` rows or `Trace` objects."""
     case_key = _check_mapping(mapping, file)
     return _build(data if isinstance(data, list) else [data], file, case_key)
@@ -173,13 +173,13 @@ def _case(key: str, turns: list[tuple[Any, Turn, dict[str, Any]]], file: str | N
     )
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list | tuple) else [value]

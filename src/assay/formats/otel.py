@@ -52,7 +52,7 @@ class _Trace:
     spans: list[Span] = field(default_factory=list)
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     docs = data if isinstance(data, list) else [data]
     return bool(docs) and all(
         isinstance(d, Mapping) and ("resourceSpans" in d or "resource_spans" in d) for d in docs[:5]
@@ -82,7 +82,7 @@ def json_documents(text: str, file: str | None) -> Iterator[Any]:
             _skip(file, f"line {number} is not JSON ({exc.msg}; truncated?): skipped")
 
 
-def _any_value(value: Any) -> Any:
+def _any_value(value: object) -> Any:
     """An OTLP `AnyValue` as a plain Python value."""
     if not isinstance(value, Mapping):
         return value
@@ -98,7 +98,7 @@ def _any_value(value: Any) -> Any:
     return None
 
 
-def _attributes(items: Any) -> dict[str, Any]:
+def _attributes(items: object) -> dict[str, Any]:
     if not isinstance(items, list):
         return {}
     return {
@@ -108,7 +108,7 @@ def _attributes(items: Any) -> dict[str, Any]:
     }
 
 
-def _spans(doc: Any, file: str | None, where: str) -> Iterator[Span]:
+def _spans(doc: object, file: str | None, where: str) -> Iterator[Span]:
     if not isinstance(doc, Mapping):
         _skip(file, f"{where} is not an OTLP object: skipped")
         return
@@ -172,7 +172,7 @@ def load_text(
     return _joined(_build(traces, file, case_id), reference)
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_data(data: object, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
     options = _check_mapping(mapping, file)
     traces: dict[str, _Trace] = {}
     docs = data if isinstance(data, list) else [data]

@@ -30,7 +30,7 @@ _TURN_KEYS = frozenset({"user_input", "steps", "final_response"})
 _EXPECTED = "a trace row {id, turns: [Turn], ...EvalCase fields} (see assay.model.core)"
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     if not isinstance(data, list) or not data:
         return False
     sample = data[:20]
@@ -40,7 +40,7 @@ def detect(path: Path | None, data: Any) -> bool:
     return bool(turns) and all(isinstance(t, Mapping) and t.keys() & _TURN_KEYS for t in turns)
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_data(data: object, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
     """Load trace rows into an `EvalSet` whose cases hold the recorded turns as `actual`."""
     if mapping:
         raise InputError(
@@ -59,7 +59,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
     return eval_set(Path(file).stem if file else "", cases)
 
 
-def _case(index: int, row: Any, file: str | None) -> EvalCase:
+def _case(index: int, row: object, file: str | None) -> EvalCase:
     where = f"$[{index}]"
     if not isinstance(row, Mapping):
         raise InputError(f"got {type_name(row)}", file=file, path=where, expected=_EXPECTED)

@@ -175,7 +175,7 @@ def _row_keys(rows: list[Any]) -> set[str] | None:
     return {k for r in sample for k in r}
 
 
-def saved_result_table(data: Mapping[str, Any]) -> str | None:
+def saved_result_table(data: Mapping[str, object]) -> str | None:
     """The key of the row table of a saved Vertex `EvalResult`, or None if `data` is not one.
 
     `EvalResult` (Vertex SDK) holds `summary_metrics` and its per-row table as
@@ -189,7 +189,7 @@ def saved_result_table(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def detect(path: Path | None, data: Any) -> bool:
+def detect(path: Path | None, data: object) -> bool:
     if isinstance(data, Mapping):
         if saved_result_table(data) is not None:
             return True
@@ -213,7 +213,7 @@ def detect(path: Path | None, data: Any) -> bool:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
+def load_data(data: object, *, file: str | None, mapping: Mapping[str, str] | None) -> EvalSet:
     """Load Vertex rows or an `eval_cases` dataset into an `EvalSet`.
 
     With a `file`, `data` is taken to be that file's parse and is consumed (its rows are
@@ -277,7 +277,7 @@ def load_data(data: Any, *, file: str | None, mapping: Mapping[str, str] | None)
 
 
 def _case(
-    index: int, row: Any, file: str | None, base: str, names: dict[str, str], owned: bool
+    index: int, row: object, file: str | None, base: str, names: dict[str, str], owned: bool
 ) -> EvalCase:
     if type(row) is not dict:
         if not isinstance(row, Mapping):
@@ -422,7 +422,7 @@ def _case(
     return case
 
 
-def case_of_row(index: int, row: Any, file: str | None, names: dict[str, str]) -> EvalCase:
+def case_of_row(index: int, row: object, file: str | None, names: dict[str, str]) -> EvalCase:
     """Row `index` of a row file as `load_data` builds it (`formats.stream` reads files
     a batch at a time); `names` interns tool names across the rows of a batch."""
     return _case(index, row, file, "$", names, file is not None)

@@ -74,7 +74,7 @@ def app_for_agent_spec(spec: str | None) -> AdkApp | None:
     return AdkApp(folder.parent, folder.name)
 
 
-def app_for_agent(agent: Any) -> AdkApp | None:
+def app_for_agent(agent: object) -> AdkApp | None:
     """The ADK app folder of an ADK agent object: the folder of the module that defines
     it as `root_agent` (or `app`), which is how `adk web` finds it, looked up in reverse
     among the imported modules. None when no imported module holds it; an error when

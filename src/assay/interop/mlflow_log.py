@@ -70,7 +70,7 @@ def _metric_name(name: str) -> str:
     return _SAFE.sub("_", name)[:250]
 
 
-def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+def summary_metrics(summary: Mapping[str, object]) -> dict[str, float]:
     """The summary's finite numbers, under MLflow-safe names."""
     out: dict[str, float] = {}
     for key, value in summary.items():
@@ -81,7 +81,7 @@ def summary_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _table(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def _table(rows: Sequence[Mapping[str, object]]) -> dict[str, list[Any]]:
     """The rows as columns (what `log_table` takes), values made JSON-safe."""
     columns: dict[str, list[Any]] = {}
     for row in rows:
@@ -103,7 +103,7 @@ def log_run(
     tracking_uri: str,
     *,
     experiment: str | None = None,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     artifacts: Sequence[Path] = (),
     run_name: str | None = None,
 ) -> str:
@@ -143,6 +143,6 @@ def log_run(
     return run_id
 
 
-def _param(value: Any) -> str:
+def _param(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text[:6000]  # MLflow's limit on a param value

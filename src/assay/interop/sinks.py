@@ -38,7 +38,7 @@ def check_sinks(options: SinkOptions) -> None:
 
 
 def interop_sinks(
-    options: SinkOptions, *, agent_spec: str | None, agent: Any, params: Mapping[str, Any]
+    options: SinkOptions, *, agent_spec: str | None, agent: object, params: Mapping[str, object]
 ) -> list[RunSink]:
     """The sinks `options` turn on, in the order they run (ADK history, then MLflow)."""
     sinks: list[RunSink] = []
@@ -85,7 +85,7 @@ class MlflowSink:
 
 
 def _adk_history(
-    result: EvalResult, spec: str | None, agent: Any, folder: str | Path | None
+    result: EvalResult, spec: str | None, agent: object, folder: str | Path | None
 ) -> list[str]:
     from assay.agents.adk import AdkAgent
 

@@ -62,7 +62,7 @@ from assay.model.jsonvalue import json_equal as json_equal
 from assay.model.jsonvalue import same_json
 
 
-def json_contains(part: Any, whole: Any) -> bool:
+def json_contains(part: object, whole: object) -> bool:
     """True if `part` is contained in `whole`: objects recursively by key, arrays
     element-wise with equal length, everything else by JSON equality."""
     if isinstance(part, dict) and isinstance(whole, dict):
@@ -77,7 +77,7 @@ def json_contains(part: Any, whole: Any) -> bool:
 def _structural(leaf: Callable[[Any, Any], bool | None]) -> Callable[[Any, Any], bool]:
     """Equality with exact structure whose leaves use `leaf` (None: JSON equality)."""
 
-    def compare(e: Any, a: Any) -> bool:
+    def compare(e: object, a: object) -> bool:
         if isinstance(e, dict) and isinstance(a, dict):
             return e.keys() == a.keys() and all(compare(v, a[k]) for k, v in e.items())
         if isinstance(e, list | tuple) and isinstance(a, list | tuple):
@@ -88,7 +88,7 @@ def _structural(leaf: Callable[[Any, Any], bool | None]) -> Callable[[Any, Any],
     return compare
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
@@ -107,7 +107,7 @@ def _norm(word: str) -> str:
     return word.strip().lower().replace("-", "_").replace(" ", "_")
 
 
-def _known_keys(value: Any, model: type[BaseModel], what: str) -> None:
+def _known_keys(value: object, model: type[BaseModel], what: str) -> None:
     """Reject unknown keys naming the valid ones (pydantic's message would not)."""
     if not isinstance(value, Mapping):
         return
@@ -120,7 +120,7 @@ def _known_keys(value: Any, model: type[BaseModel], what: str) -> None:
         )
 
 
-def parse_mode(value: Any) -> Any:
+def parse_mode(value: object) -> Any:
     """Accept a mode name in any case, with spaces or hyphens; reject unknown names."""
     if isinstance(value, str):
         name = _norm(value)
@@ -201,7 +201,7 @@ class Comparator(BaseModel):
         flags = re.IGNORECASE if self.ignore_case else 0
         fixed = re.compile(self.pattern, flags) if self.pattern is not None else None
 
-        def compare(e: Any, a: Any) -> bool:
+        def compare(e: object, a: object) -> bool:
             if fixed is not None:
                 return isinstance(a, str) and fixed.fullmatch(a) is not None
             if not isinstance(e, str):
@@ -282,7 +282,7 @@ class _Rule:
         if mode is ArgMode.EXACT and not ignored and not compare:
             return expected == actual and same_json(expected, actual)
         if mode is not ArgMode.SUPERSET:
-            default = json_equal if mode is ArgMode.EXACT else json_contains
+            default: _Compare = json_equal if mode is ArgMode.EXACT else json_contains
             for k, v in expected.items():
                 if k in ignored:
                     continue

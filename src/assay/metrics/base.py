@@ -34,7 +34,7 @@ class MetricOptions(BaseModel):
     threshold: float | None = None
 
 
-def is_custom_judge_criterion(criterion: Any) -> bool:
+def is_custom_judge_criterion(criterion: object) -> bool:
     """True for a criterion object with a `custom_judge` (or `customJudge`) key: it
     defines an LLM judge of its own (`assay.metrics.judged.custom_judge`)."""
     return isinstance(criterion, Mapping) and (

@@ -158,7 +158,7 @@ def resolve_function(
     return cast(Callable[..., Any], function)
 
 
-def function_style(function: Callable[..., Any], *, metric: str) -> Style:
+def function_style(function: Callable[..., object], *, metric: str) -> Style:
     """Which shape the function has, from its positional parameters."""
     try:
         params = list(inspect.signature(function).parameters.values())
@@ -186,7 +186,7 @@ def function_style(function: Callable[..., Any], *, metric: str) -> Style:
 # -- results ------------------------------------------------------------------------------
 
 
-def _number(value: Any, metric: str) -> Score:
+def _number(value: object, metric: str) -> Score:
     if value is None:
         return Score(None, f"custom metric {metric!r} returned no score")
     if isinstance(value, Real):
@@ -200,7 +200,7 @@ def _number(value: Any, metric: str) -> Score:
     )
 
 
-def to_score(value: Any, metric: str) -> Score:
+def to_score(value: object, metric: str) -> Score:
     """A per-invocation return value as a Score (see the module docstring)."""
     if isinstance(value, Score):
         return value
@@ -222,11 +222,11 @@ def to_score(value: Any, metric: str) -> Score:
     return _number(value, metric)
 
 
-async def _awaited(value: Awaitable[Any]) -> Any:
+async def _awaited(value: Awaitable[object]) -> Any:
     return await value
 
 
-def _settle_sync(value: Any, metric: str) -> Any:
+def _settle_sync(value: object, metric: str) -> Any:
     """The result of a sync call path; an awaitable is run to completion if possible."""
     if not inspect.isawaitable(value):
         return value
@@ -268,7 +268,7 @@ def _adk(module: str) -> Any:
         ) from None
 
 
-def make_adk_eval_metric(name: str, criterion: Any, path: str | None) -> Any:
+def make_adk_eval_metric(name: str, criterion: object, path: str | None) -> Any:
     """ADK's `EvalMetric` for a custom metric, with its criterion when it has a threshold."""
     eval_metrics = _adk("eval_metrics")
     crit = None
@@ -435,7 +435,7 @@ class FunctionMetric(Metric):
                 outcomes.append(_Raised(_failure(self.name, exc)))
         return self._finish(outcomes, actual)
 
-    def _adk_result(self, value: Any, actual: Sequence[Turn]) -> MetricResult:
+    def _adk_result(self, value: object, actual: Sequence[Turn]) -> MetricResult:
         if value is None or isinstance(value, Real):
             score = _number(value, self.name)
             return self.make_result(score.value, [], explanation=score.explanation)
@@ -461,11 +461,11 @@ class FunctionMetric(Metric):
 
 def _factory(
     name: str,
-    function: Callable[..., Any],
+    function: Callable[..., object],
     *,
     description: str,
     threshold: float | None = None,
-    adk_eval_metric: Any = None,
+    adk_eval_metric: object = None,
 ) -> Callable[[], Metric]:
     style = function_style(function, metric=name)
     if style == "adk" and adk_eval_metric is None:

@@ -409,7 +409,7 @@ class GoldenExpectations(_GoldenMetric):
         return None  # tool calls (the tool metrics) and mock tool responses (inputs)
 
 
-def _outcome(kind: str, expected: Any, observed: Any, ok: bool) -> dict[str, Any]:
+def _outcome(kind: str, expected: object, observed: object, ok: bool) -> dict[str, Any]:
     return {
         "kind": kind,
         "expected": expected,

@@ -76,8 +76,8 @@ def _import_builtins(upto: int) -> None:
 
 def _lookup(name: str) -> type[Metric] | None:
     """The class registered as `name`, importing the built-in modules in turn only until
-    it is registered (a run of trajectory and lexical metrics does not load the judged
-    ones, ~0.05 s), then everything and the plugins."""
+    it is registered (a run of trajectory and lexical metrics does not pay for loading
+    the judged ones), then everything and the plugins."""
     found = _REGISTRY.get(name)
     while found is None and _imported < len(_BUILTIN_MODULES):
         _import_builtins(_imported + 1)
@@ -166,7 +166,7 @@ def get_metric_class(name: str) -> type[Metric]:
 
 def build_metric(
     name: str,
-    criterion: float | int | Mapping[str, Any] | None = None,
+    criterion: float | int | Mapping[str, object] | None = None,
     *,
     custom: Mapping[str, Callable[[], Metric]] | None = None,
     where: str | None = None,
@@ -187,7 +187,7 @@ def build_metric(
 
 def _build_metric(
     name: str,
-    criterion: float | int | Mapping[str, Any] | None,
+    criterion: float | int | Mapping[str, object] | None,
     custom: Mapping[str, Callable[[], Metric]] | None,
     where: str | None,
 ) -> Metric:
@@ -280,7 +280,7 @@ def _drop_foreign_keys(
     return {k: v for k, v in raw.items() if k not in foreign}
 
 
-def _raw_options(name: str, criterion: float | int | Mapping[str, Any] | None) -> dict[str, Any]:
+def _raw_options(name: str, criterion: float | int | Mapping[str, object] | None) -> dict[str, Any]:
     """The criterion as an options dict: a bare number is the threshold."""
     if criterion is None:
         return {}

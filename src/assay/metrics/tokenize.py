@@ -32,7 +32,8 @@ from assay.metrics.porter import stem_uncached
 __all__ = ["Rouge1", "rouge1", "rouge1_fmeasure", "tokenize"]
 
 # ASCII text's words: every byte but [a-z0-9] made a space, then split (both in C; a
-# `[a-z0-9]+` regex's findall gives the same words at ~2.4x the cost).
+# `[a-z0-9]+` regex's findall gives the same words at a multiple of the cost:
+# bench/README.md).
 _ASCII_WORD_BYTES = bytes(
     c if chr(c).isascii() and (chr(c).islower() or chr(c).isdigit()) else 0x20 for c in range(256)
 )

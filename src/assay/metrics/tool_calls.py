@@ -52,7 +52,7 @@ class ToolMessage:
     tool_calls: list[ToolCall]
 
 
-def _arguments(raw: Any, where: str) -> dict[str, Any]:
+def _arguments(raw: object, where: str) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
@@ -67,7 +67,7 @@ def _arguments(raw: Any, where: str) -> dict[str, Any]:
     return raw
 
 
-def parse_tool_message(text: str | Mapping[str, Any]) -> ToolMessage:
+def parse_tool_message(text: str | Mapping[str, object]) -> ToolMessage:
     """Read Vertex's `{"content", "tool_calls": [{"name", "arguments"}]}` form.
 
     Raises ToolCallFormatError saying what is wrong (not JSON, no `tool_calls` list, a
@@ -123,7 +123,7 @@ def tool_name_score(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
     return Verdict(0.0, f"tool names {names} differ from the reference {want}")
 
 
-def _loose(value: Any) -> Any:
+def _loose(value: object) -> Any:
     """A value as the non-strict comparison sees it."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
@@ -139,7 +139,7 @@ def _loose(value: Any) -> Any:
     return value
 
 
-def values_match(predicted: Any, reference: Any, *, strict: bool) -> bool:
+def values_match(predicted: object, reference: object, *, strict: bool) -> bool:
     if strict:
         return json_equal(predicted, reference)  # 1 equals 1.0; true is not 1
     return bool(_loose(predicted) == _loose(reference))

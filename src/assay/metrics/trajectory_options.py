@@ -22,7 +22,7 @@ class MatchType(StrEnum):
 _ADK_ENUM_VALUES = {0: MatchType.EXACT, 1: MatchType.IN_ORDER, 2: MatchType.ANY_ORDER}
 
 
-def parse_match_type(value: Any) -> MatchType:
+def parse_match_type(value: object) -> MatchType:
     """`EXACT` / `IN_ORDER` / `ANY_ORDER`, in any case, with spaces or hyphens, or 0/1/2."""
     if isinstance(value, MatchType):
         return value

@@ -31,7 +31,7 @@ NO_REFERENCE_TURN = "no reference turn at this index to compare tool calls with"
 _NO_SCHEMA = object()  # a declared tool without a parameter schema (a built-in tool)
 
 
-def _json_schema(gemini: Any) -> Any:
+def _json_schema(gemini: object) -> Any:
     """A Gemini `Schema` (upper-case types, `nullable`) as JSON Schema; JSON Schema as is."""
     if isinstance(gemini, list):
         return [_json_schema(v) for v in gemini]
@@ -54,7 +54,7 @@ def _json_schema(gemini: Any) -> Any:
     return out
 
 
-def _declarations(tools: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
+def _declarations(tools: Iterable[object]) -> Iterable[Mapping[str, Any]]:
     for tool in tools:
         if not isinstance(tool, Mapping):
             continue
@@ -105,7 +105,7 @@ def call_valid(call: ToolCall, declared: Mapping[str, Any] | None) -> str | None
     return f"{call.name} arguments are invalid at {problem}" if problem else None
 
 
-def tool_call_valid_score(calls: list[ToolCall], declared: Mapping[str, Any] | None) -> Verdict:
+def tool_call_valid_score(calls: list[ToolCall], declared: Mapping[str, object] | None) -> Verdict:
     """`tool_call_valid` on parsed calls (arguments already known to be objects)."""
     if not calls:
         return Verdict(0.0, "the prediction has no tool call")

@@ -45,7 +45,7 @@ def _require_mlflow() -> None:
         raise ConfigError(f"assay.mlflow.scorers needs the mlflow extra: {INSTALL_HINT}")
 
 
-def _text(value: Any, keys: Sequence[str]) -> str | None:
+def _text(value: object, keys: Sequence[str]) -> str | None:
     """The text of an MLflow `inputs` / `outputs` value (a string, a dict, chat messages)."""
     if value is None or isinstance(value, str):
         return value
@@ -67,7 +67,9 @@ def _text(value: Any, keys: Sequence[str]) -> str | None:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def row_for(inputs: Any, outputs: Any, expectations: Mapping[str, Any] | None) -> dict[str, Any]:
+def row_for(
+    inputs: object, outputs: object, expectations: Mapping[str, object] | None
+) -> dict[str, Any]:
     """An MLflow-format row assay reads, from a scorer call's arguments."""
     row: dict[str, Any] = {
         "request": _text(inputs, _REQUEST_KEYS) or "",
@@ -110,7 +112,10 @@ def assay_scorer(
     build_metric(metric, criterion)  # an unknown metric or bad option fails here, not per row
 
     def score(
-        inputs: Any = None, outputs: Any = None, expectations: Any = None, trace: Any = None
+        inputs: object = None,
+        outputs: object = None,
+        expectations: Any = None,
+        trace: object = None,
     ) -> Any:
         from assay.api import evaluate
 
@@ -127,53 +132,53 @@ def assay_scorer(
     return scorer(score, name=name or metric)
 
 
-def correctness(*, judge: str | None = None, criterion: Any = None) -> Any:
+def correctness(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response correct given `expected_response` / `expected_facts`? (yes / no)"""
     return assay_scorer("correctness", judge=judge, criterion=criterion)
 
 
-def relevance_to_query(*, judge: str | None = None, criterion: Any = None) -> Any:
+def relevance_to_query(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does the response address the request? (yes / no)"""
     return assay_scorer("relevance_to_query", judge=judge, criterion=criterion)
 
 
-def groundedness(*, judge: str | None = None, criterion: Any = None) -> Any:
+def groundedness(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response supported by `retrieved_context`? (yes / no)"""
     return assay_scorer("groundedness", judge=judge, criterion=criterion)
 
 
-def safety(*, judge: str | None = None, criterion: Any = None) -> Any:
+def safety(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response free of harmful content? (yes / no)"""
     return assay_scorer("safety", judge=judge, criterion=criterion)
 
 
-def chunk_relevance(*, judge: str | None = None, criterion: Any = None) -> Any:
+def chunk_relevance(*, judge: str | None = None, criterion: object = None) -> Any:
     """The share of retrieved chunks relevant to the request (yes when all are)."""
     return assay_scorer("chunk_relevance", judge=judge, criterion=criterion)
 
 
-def context_sufficiency(*, judge: str | None = None, criterion: Any = None) -> Any:
+def context_sufficiency(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does `retrieved_context` hold what the expected answer needs? (yes / no)"""
     return assay_scorer("context_sufficiency", judge=judge, criterion=criterion)
 
 
-def guidelines(*, judge: str | None = None, criterion: Any = None) -> Any:
+def guidelines(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does the response follow the row's `guidelines` expectation? (yes / no)"""
     return assay_scorer("guideline_adherence", judge=judge, criterion=criterion, name="guidelines")
 
 
-def final_response_match_v2(*, judge: str | None = None, criterion: Any = None) -> Any:
+def final_response_match_v2(*, judge: str | None = None, criterion: object = None) -> Any:
     """ADK's judge: is the response equivalent to `expected_response`? (score 0-1)"""
     return assay_scorer("final_response_match_v2", judge=judge, criterion=criterion)
 
 
-def hallucinations_v1(*, judge: str | None = None, criterion: Any = None) -> Any:
+def hallucinations_v1(*, judge: str | None = None, criterion: object = None) -> Any:
     """ADK's judge: the share of the response's sentences supported by its context."""
     return assay_scorer("hallucinations_v1", judge=judge, criterion=criterion)
 
 
 def rubric_based_final_response_quality_v1(
-    *, judge: str | None = None, criterion: Any = None
+    *, judge: str | None = None, criterion: object = None
 ) -> Any:
     """ADK's rubric judge over the response (rubrics in `criterion`)."""
     return assay_scorer("rubric_based_final_response_quality_v1", judge=judge, criterion=criterion)

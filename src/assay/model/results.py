@@ -142,7 +142,7 @@ class CaseResult:
         return _enums_to_str(data)  # type: ignore[no-any-return]
 
 
-def _enums_to_str(value: Any) -> Any:
+def _enums_to_str(value: object) -> Any:
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, dict):

@@ -34,9 +34,9 @@ def reply_cache_key(
     *,
     backend: str,
     model: str,
-    prompt: Any,
+    prompt: object,
     sample: int,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, object],
     endpoint: str = "",
     prompt_version: str | None = None,
 ) -> str:
@@ -72,7 +72,7 @@ class CacheTable(Protocol):
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]: ...
 
-    def put_many(self, entries: Iterable[tuple[str, str, str, Any]]) -> None: ...
+    def put_many(self, entries: Iterable[tuple[str, str, str, object]]) -> None: ...
 
 
 class HasCacheTable(Protocol):

@@ -81,7 +81,7 @@ class ModelClient:
 
     def cache_key(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         sample: int,
         settings: GenerationSettings,
         prompt_version: str | None = None,
@@ -99,9 +99,9 @@ class ModelClient:
 
     async def generate(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         n: int,
-        settings: Mapping[str, Any] | GenerationSettings | None = None,
+        settings: Mapping[str, object] | GenerationSettings | None = None,
         *,
         accept: Callable[[str], bool] | None = None,
         prompt_version: str | None = None,

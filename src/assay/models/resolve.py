@@ -110,7 +110,7 @@ def make_backend(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     timeout_s: float,
 ) -> ModelBackend:
     """Build the backend `model` names (not yet connected: no call is made here).

@@ -41,7 +41,9 @@ class GenerationSettings:
     json_schema: dict[str, Any] | None = None
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any] | GenerationSettings | None) -> GenerationSettings:
+    def from_mapping(
+        cls, m: Mapping[str, object] | GenerationSettings | None
+    ) -> GenerationSettings:
         """Settings from a metric's mapping; None values mean "the backend's default".
 
         Unknown keys raise ConfigError: a setting silently ignored would make replies

@@ -62,7 +62,7 @@ def run_header(info: Any) -> Table:
     return grid
 
 
-def _criterion(name: str, criterion: Any) -> str:
+def _criterion(name: str, criterion: object) -> str:
     if isinstance(criterion, int | float) and not isinstance(criterion, bool):
         return f"{name} ≥ {criterion:g}"
     if isinstance(criterion, dict) and isinstance(criterion.get("threshold"), int | float):

@@ -3,8 +3,8 @@
 
 `report.json_stream._write_csv_lines` does this in Python, record by record, after the
 last row is scored: with rows of several shapes (a metric explains only the rows it
-does not score perfectly, so its explanation column comes and goes) that cost ~20 us a
-row of one process while the others waited. `remap_csv` does the same work on a chunk
+does not score perfectly, so its explanation column comes and goes) that cost a
+noticeable share of a row's time, in one process while the others waited. `remap_csv` does the same work on a chunk
 of the spool at a time. It exists only compiled (`assay._native.KERNELS`); without it
 the Python loop runs, with the same bytes (tests/report/test_csv_kernel.py).
 """

@@ -22,7 +22,7 @@ def row_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
     return list(columns)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):

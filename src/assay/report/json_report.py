@@ -26,7 +26,7 @@ def _part_text(text: str | None) -> dict[str, Any]:
     return {"text": text if text is not None else ""}
 
 
-def _response_object(value: Any) -> dict[str, Any]:
+def _response_object(value: object) -> dict[str, Any]:
     # ADK's FunctionResponse.response must be an object; ADK itself wraps other values
     # under "result" when it records tool output.
     return value if isinstance(value, dict) else {"result": value}

@@ -479,8 +479,8 @@ def rows_text(lines: Sequence[bytes]) -> bytes:
 
 def cases_text(encoded: Sequence[bytes], head: bytes = b"") -> bytes:
     """Cases in the report's `cases` array: one per line, indented, after `head` (the
-    line end or comma before the first). One copy of the batch's ~5 MB: the head goes
-    with the first case, not before the joined whole."""
+    line end or comma before the first). One copy of the batch's text (megabytes): the
+    head goes with the first case, not before the joined whole."""
     if not encoded:
         return head + _ITEM_INDENT
     return _CASE_SEPARATOR.join([head + _ITEM_INDENT + encoded[0], *encoded[1:]])

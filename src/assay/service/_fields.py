@@ -87,7 +87,7 @@ SPECS: dict[str, KindSpec] = {
 }
 
 
-def writable_part(spec: KindSpec, body: Any, *, field: str) -> dict[str, Any]:
+def writable_part(spec: KindSpec, body: object, *, field: str) -> dict[str, Any]:
     """The writable fields of a request body; unknown fields are INVALID_ARGUMENT."""
     if not isinstance(body, Mapping):
         raise InvalidArgument.field(field, f"expected a JSON object (an {spec.singular})")
@@ -134,7 +134,7 @@ def parse_mask(spec: KindSpec, update_mask: str | None) -> list[list[str]]:
 
 
 def apply_mask(
-    current: Mapping[str, Any], patch: Mapping[str, Any], paths: list[list[str]]
+    current: Mapping[str, object], patch: Mapping[str, object], paths: list[list[str]]
 ) -> dict[str, Any]:
     """`current` with each masked path taken from `patch` (cleared when `patch` lacks it)."""
     merged = copy.deepcopy(dict(current))

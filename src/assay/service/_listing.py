@@ -122,7 +122,7 @@ def token_key(store: Store) -> bytes:
     return store.secrets.get(TOKEN_SECRET)
 
 
-def offset_of(cursor: Mapping[str, Any] | None) -> int:
+def offset_of(cursor: Mapping[str, object] | None) -> int:
     """The offset a resource-list token holds (0 on the first page)."""
     offset = 0 if cursor is None else cursor.get("o")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:

@@ -42,7 +42,7 @@ class ArgumentsChecker:
         Draft202012Validator.check_schema(schema)
         self._validator = Draft202012Validator(schema)
 
-    def check(self, arguments: Mapping[str, Any]) -> None:
+    def check(self, arguments: Mapping[str, object]) -> None:
         """Raise INVALID_ARGUMENT naming the first argument that breaks the schema."""
         errors = list(self._validator.iter_errors(arguments))
         if errors:

@@ -55,21 +55,21 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-def _app_of(args: Mapping[str, Any], field: str = "parent") -> str:
+def _app_of(args: Mapping[str, object], field: str = "parent") -> str:
     value = args.get(field)
     if not isinstance(value, str) or not value.startswith("apps/"):
         raise InvalidArgument.field(field, "expected the app as apps/{app}")
     return check_app(value.removeprefix("apps/"))
 
 
-def _str_arg(args: Mapping[str, Any], field: str) -> str:
+def _str_arg(args: Mapping[str, object], field: str) -> str:
     value = args.get(field)
     if not isinstance(value, str) or not value:
         raise InvalidArgument.field(field, "required string")
     return value
 
 
-def _object_arg(args: Mapping[str, Any], field: str) -> dict[str, Any]:
+def _object_arg(args: Mapping[str, object], field: str) -> dict[str, Any]:
     value = args.get(field)
     if not isinstance(value, dict):
         raise InvalidArgument.field(field, "required object")
@@ -100,7 +100,7 @@ def _crud_tools(kind: str, singular: str, snake: str, title: str) -> list[ToolSp
             ctx, _app_of(args), kind, _object_arg(args, singular), resource_id
         )
 
-    def get(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    def get(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
         full = bool(args.get("includeLastTenResults"))
         return operations.get_resource(ctx, _str_arg(args, "name"), full=full)
 
@@ -114,7 +114,7 @@ def _crud_tools(kind: str, singular: str, snake: str, title: str) -> list[ToolSp
             **_page(args),
         )
 
-    def update(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    def update(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
         body = _object_arg(args, singular)
         mask = args.get("updateMask")
         if not isinstance(mask, str) or not mask.strip():
@@ -201,20 +201,20 @@ def _crud_tools(kind: str, singular: str, snake: str, title: str) -> list[ToolSp
     ]
 
 
-def _run_evaluation(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def _run_evaluation(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
     request = {k: v for k, v in args.items() if k != "app"}
     return runs.start_run(ctx, _app_of(args, "app"), request)
 
 
-def _get_run(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def _get_run(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
     return runs.get_run(ctx, _str_arg(args, "name"))
 
 
-def _list_runs(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def _list_runs(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
     return runs.list_runs(ctx, _app_of(args), **_page(args))
 
 
-def _get_result(ctx: ServiceContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def _get_result(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
     return runs.get_result(ctx, _str_arg(args, "name"))
 
 

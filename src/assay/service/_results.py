@@ -169,7 +169,7 @@ def render_result(app: str, row: ResultRow, run: RunInfo | None) -> dict[str, An
     return body
 
 
-def _turn(value: Any) -> Turn | None:
+def _turn(value: object) -> Turn | None:
     return None if value is None else Turn.model_validate(value)
 
 
@@ -229,7 +229,7 @@ def _golden_result(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _turn_replay(
-    doc: Mapping[str, Any], index: int, actual: Turn | None, expected: Turn | None
+    doc: Mapping[str, object], index: int, actual: Turn | None, expected: Turn | None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"turnIndex": index}
     if actual is not None:
@@ -259,7 +259,7 @@ def _turn_replay(
     return out
 
 
-def _similarity(doc: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+def _similarity(doc: Mapping[str, object], index: int) -> dict[str, Any] | None:
     score = _score(doc, "semantic_similarity", index)
     found = labelled(score, SIMILARITY_LABELS)
     if found is None or score is None:
@@ -272,7 +272,7 @@ def _similarity(doc: Mapping[str, Any], index: int) -> dict[str, Any] | None:
 
 
 def _expectation_outcomes(
-    doc: Mapping[str, Any], index: int, actual: Turn | None, expected: Turn
+    doc: Mapping[str, object], index: int, actual: Turn | None, expected: Turn
 ) -> Iterator[dict[str, Any]]:
     """One GoldenExpectationOutcome per expectation of the golden turn (mocks are inputs)."""
     params = _score(doc, "parameter_correctness_score", index) or {}
@@ -315,10 +315,10 @@ def _tool_call_outcome(checked: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _other_outcome(
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     index: int,
     exp: Expectation,
-    checked: Mapping[str, Any] | None,
+    checked: Mapping[str, object] | None,
     actual: Turn | None,
 ) -> dict[str, Any]:
     if exp.agent_response is not None:

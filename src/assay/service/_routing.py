@@ -16,9 +16,9 @@ These routes only wait on the store, and they run on threads of their own: at mo
 queued in arrival order, instead of Starlette's shared pool of 40. Forty request
 threads on two cores fought over the GIL: the thread holding the store's write turn
 (`assay.store._write_queue`) waited behind dozens of others after each SQLite call,
-and every writer queued behind it. Measured with `bench/service_load.py` (32 clients,
-2 workers, quiet machine): p99 over all requests 114 ms with the shared pool, 94 ms
-with 8 + 8 threads, 70-74 ms with 4 + 4, worse again with fewer write threads. Reads
+and every writer queued behind it. Measured with `bench/service_load.py`, p99 over
+all requests fell from the shared pool to 8 + 8 threads and again to 4 + 4, and rose
+again with fewer write threads (the figures: bench/README.md, issue #15). Reads
 and writes have separate limits so that writers waiting for the write turn never hold
 the slots reads need. `ASSAY_READ_THREADS` / `ASSAY_WRITE_THREADS` override them
 (docs/service.md).
@@ -60,11 +60,11 @@ def _limiter(write: bool) -> CapacityLimiter:
     return pair[write]
 
 
-def in_thread(endpoint: Callable[..., Any], *, write: bool = True) -> Callable[..., Any]:
+def in_thread(endpoint: Callable[..., object], *, write: bool = True) -> Callable[..., Any]:
     """`endpoint` as a coroutine function that runs it in a thread, at most
     `WRITE_THREADS` (or `READ_THREADS` with `write=False`) at a time per event loop."""
 
-    def answer(*args: Any, **kwargs: Any) -> Any:
+    def answer(*args: object, **kwargs: object) -> Any:
         result = endpoint(*args, **kwargs)
         if type(result) is dict:
             try:

@@ -1,7 +1,7 @@
 """Service runs in worker processes: the API process starts, watches and stops them.
 
 One process per run (`run_worker`), not a pool: a run is seconds to hours of agent
-calls, so a ~1 s interpreter start is noise, and a run that crashes its interpreter,
+calls, so an interpreter's start is noise, and a run that crashes its interpreter,
 leaks memory or hogs a core takes only itself down. The API process stays the run's
 owner (its executor heartbeats the run while the worker lives), so leases, takeover by
 other servers and restarts work as before.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.agents.tools import ToolBehavior
 from assay.engine.build import build_metrics
@@ -36,7 +36,7 @@ EVAL_SET_ID = "evaluations"
 """The eval set id of every service run's cases (the case id is the evaluation id)."""
 
 
-def evaluation_case(evaluation_id: str, body: Mapping[str, Any]) -> EvalCase:
+def evaluation_case(evaluation_id: str, body: Mapping[str, object]) -> EvalCase:
     """An evaluation resource's body as the EvalCase the engine runs (id: its id)."""
     data = {k: v for k, v in body.items() if k != "name"}
     data["name"] = evaluation_id

@@ -22,7 +22,7 @@ _STEP_DAYS = {"DAILY": 1, "WEEKLY": 7, "BIWEEKLY": 14}
 _MAX_STEPS = 800
 
 
-def parse_time(value: Any, field: str) -> datetime:
+def parse_time(value: object, field: str) -> datetime:
     """An RFC 3339 time as a UTC datetime; INVALID_ARGUMENT naming `field` otherwise."""
     if not isinstance(value, str):
         raise InvalidArgument.field(field, f"expected an RFC 3339 time, got {value!r}")
@@ -37,7 +37,7 @@ def parse_time(value: Any, field: str) -> datetime:
     return moment.astimezone(UTC)
 
 
-def check_config(config: Any) -> None:
+def check_config(config: object) -> None:
     """INVALID_ARGUMENT (naming the field) unless `config` is a valid schedulingConfig."""
     field = "schedulingConfig"
     if not isinstance(config, Mapping):
@@ -65,7 +65,7 @@ def check_config(config: Any) -> None:
         )
 
 
-def start_of(config: Mapping[str, Any], created: datetime) -> datetime:
+def start_of(config: Mapping[str, object], created: datetime) -> datetime:
     if "startTime" in config:
         return parse_time(config["startTime"], "schedulingConfig.startTime")
     return created
@@ -81,7 +81,7 @@ def _in_series(config: Mapping[str, Any], start: datetime, moment: datetime) -> 
     return ((moment.date() - start_week).days // 7) % 2 == 0
 
 
-def first_time(config: Mapping[str, Any], start: datetime) -> datetime:
+def first_time(config: Mapping[str, object], start: datetime) -> datetime:
     """The first time of the series (the start, or the first named day from it)."""
     if not config.get("daysOfWeek"):
         return start

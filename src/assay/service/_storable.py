@@ -35,7 +35,7 @@ _Path = tuple[Any, str | int] | None
 JsonPath = _Path  # the same, for the other checks of client JSON (documents.py)
 
 
-def check_storable(value: Any, field: str, max_depth: int = MAX_DEPTH) -> None:
+def check_storable(value: object, field: str, max_depth: int = MAX_DEPTH) -> None:
     """Raise INVALID_ARGUMENT naming the JSON path of the first value the store cannot hold.
 
     `field` names `value` itself (e.g. "evaluation" or "body"); `max_depth` is the

@@ -31,7 +31,7 @@ _SPEECH_CONFIG = {"speakingRate": (int, float), "environment": (str,), "voiceId"
 
 
 def validate(
-    store: Store, app: str, spec: KindSpec, resource_id: str, body: Mapping[str, Any]
+    store: Store, app: str, spec: KindSpec, resource_id: str, body: Mapping[str, object]
 ) -> None:
     """Raise INVALID_ARGUMENT (naming the field) unless `body` is a valid resource."""
     for field in spec.required:
@@ -56,13 +56,13 @@ def validate(
         _persona(body)
 
 
-def _tags(body: Mapping[str, Any]) -> None:
+def _tags(body: Mapping[str, object]) -> None:
     tags = body.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidArgument.field("tags", "expected a list of strings")
 
 
-def _expectation(body: Mapping[str, Any]) -> None:
+def _expectation(body: Mapping[str, object]) -> None:
     _tags(body)
     criteria = body["llmCriteria"]
     if not isinstance(criteria, Mapping) or set(criteria) - {"prompt"}:
@@ -74,7 +74,7 @@ def _expectation(body: Mapping[str, Any]) -> None:
         )
 
 
-def expectation_refs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+def expectation_refs(body: Mapping[str, object]) -> list[tuple[str, str]]:
     """(field path, reference) of each expectation resource an evaluation names."""
     found = []
     for part in ("golden", "scenario"):
@@ -86,7 +86,7 @@ def expectation_refs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def _expectation_refs(store: Store, app: str, body: Mapping[str, Any]) -> None:
+def _expectation_refs(store: Store, app: str, body: Mapping[str, object]) -> None:
     # CES evaluations name expectation resources of their own app; they must exist, so a
     # run can turn each into the judged criterion it stands for.
     for field, ref in expectation_refs(body):
@@ -107,7 +107,7 @@ _SCHEDULED_REQUEST = frozenset(
 )  # fmt: skip
 
 
-def _schedule(store: Store, app: str, body: Mapping[str, Any]) -> None:
+def _schedule(store: Store, app: str, body: Mapping[str, object]) -> None:
     check_config(body["schedulingConfig"])
     if not isinstance(body.get("active", False), bool):
         raise InvalidArgument.field("active", "expected true or false")
@@ -135,7 +135,7 @@ def _schedule(store: Store, app: str, body: Mapping[str, Any]) -> None:
         _existing(store, app, dataset, "evaluationDatasets", "request.evaluationDataset")
 
 
-def _existing(store: Store, app: str, name: Any, kind: str, field: str) -> None:
+def _existing(store: Store, app: str, name: object, kind: str, field: str) -> None:
     if not isinstance(name, str):
         raise InvalidArgument.field(field, "expected a resource name")
     parsed = parse_kind_name(name, kind, field=field)
@@ -145,7 +145,7 @@ def _existing(store: Store, app: str, name: Any, kind: str, field: str) -> None:
         raise InvalidArgument.field(field, f"no {kind} {name!r}; create it first")
 
 
-def _optional_str(body: Mapping[str, Any], field: str) -> None:
+def _optional_str(body: Mapping[str, object], field: str) -> None:
     if field in body and not isinstance(body[field], str):
         raise InvalidArgument.field(field, f"expected a string, got {type(body[field]).__name__}")
 
@@ -170,13 +170,13 @@ def _evaluation(resource_id: str, body: Mapping[str, Any]) -> None:
     to_case(body["displayName"], body)
 
 
-def to_case(resource_id: str, body: Mapping[str, Any]) -> EvalCase:
+def to_case(resource_id: str, body: Mapping[str, object]) -> EvalCase:
     """The evaluation as an assay case (its id is the resource id)."""
     evalset = ces.load_data({**body, "name": resource_id}, file=None, mapping=None)
     return evalset.cases[0]
 
 
-def _dataset(store: Store, app: str, body: Mapping[str, Any]) -> None:
+def _dataset(store: Store, app: str, body: Mapping[str, object]) -> None:
     names = body.get("evaluations", [])
     if not isinstance(names, list):
         raise InvalidArgument.field("evaluations", "expected a list of evaluation names")
@@ -195,7 +195,7 @@ def _dataset(store: Store, app: str, body: Mapping[str, Any]) -> None:
             raise InvalidArgument.field(field, f"no evaluation {name!r}; create it first")
 
 
-def _persona(body: Mapping[str, Any]) -> None:
+def _persona(body: Mapping[str, object]) -> None:
     _optional_str(body, "personality")
     config = body.get("speechConfig")
     if config is None:
@@ -227,7 +227,7 @@ def known_names(agent: Agent | None) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _declared_names(value: Any) -> Iterator[str]:
+def _declared_names(value: object) -> Iterator[str]:
     # Declarations come flat ({name, ...}) or grouped ({function_declarations: [...]}).
     if isinstance(value, list):
         for item in value:
@@ -239,7 +239,7 @@ def _declared_names(value: Any) -> Iterator[str]:
             yield from _declared_names(value.get(key, []))
 
 
-def is_invalid(resource_id: str, body: Mapping[str, Any], known: frozenset[str] | None) -> bool:
+def is_invalid(resource_id: str, body: Mapping[str, object], known: frozenset[str] | None) -> bool:
     """CES `invalid`: the evaluation names a tool or agent the app does not have."""
     if known is None:
         return False

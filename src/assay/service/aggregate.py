@@ -165,7 +165,9 @@ def _per_invocation(doc: Mapping[str, Any], metric: str, index: int) -> Mapping[
     return found if isinstance(found, Mapping) else {}
 
 
-def _add_turn(bucket: _Bucket, doc: Mapping[str, Any], index: int, inv: Mapping[str, Any]) -> None:
+def _add_turn(
+    bucket: _Bucket, doc: Mapping[str, object], index: int, inv: Mapping[str, Any]
+) -> None:
     details = _per_invocation(doc, "parameter_correctness_score", index).get("details") or {}
     for call in details.get("tool_calls") or []:
         counts = bucket.tools.setdefault(str(call.get("tool")), [0, 0])

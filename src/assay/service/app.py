@@ -149,9 +149,9 @@ async def _background_finished(ctx: ServiceContext) -> AsyncIterator[None]:
 def freeze_startup_heap() -> None:
     """Put everything allocated so far out of the cyclic garbage collector's reach.
 
-    A server process holds ~220,000 long-lived objects once its app is built (modules,
-    pydantic and SQLAlchemy structures, the app). Every full collection scanned them
-    all: 100-200 ms with the GIL held, during which every request in flight waited —
+    A server process holds hundreds of thousands of long-lived objects once its app is
+    built (modules, pydantic and SQLAlchemy structures, the app). Every full collection
+    scanned them all with the GIL held, during which every request in flight waited —
     the service's worst latencies under load. Frozen objects are never collected, so
     call this once per server process after its app is built, not in a process that
     keeps building apps (such as a test suite). It also shortens the process's GIL

@@ -28,7 +28,7 @@ def too_deep(field: str, limit: int) -> InvalidArgument:
     )
 
 
-def deeper_than(value: Any, limit: int) -> tuple[bool, JsonPath]:
+def deeper_than(value: object, limit: int) -> tuple[bool, JsonPath]:
     """(True, path of the first list or dict past `limit` levels) or (False, None);
     walked without recursion."""
     stack: list[tuple[Any, int, JsonPath]] = [(value, 0, None)]
@@ -46,7 +46,7 @@ def deeper_than(value: Any, limit: int) -> tuple[bool, JsonPath]:
     return False, None
 
 
-def check_depth(value: Any, field: str, limits: ServiceLimits = DEFAULT_LIMITS) -> None:
+def check_depth(value: object, field: str, limits: ServiceLimits = DEFAULT_LIMITS) -> None:
     """INVALID_ARGUMENT naming the JSON path where `value` nests deeper than the limit."""
     deep, path = deeper_than(value, limits.max_depth)
     if deep:

@@ -115,7 +115,7 @@ def state_of(ctx: ServiceContext) -> RunsState:
 # -- starting a run ------------------------------------------------------------------------
 
 
-def _request_ids(ctx: ServiceContext, app: str, request: Mapping[str, Any]) -> list[str]:
+def _request_ids(ctx: ServiceContext, app: str, request: Mapping[str, object]) -> list[str]:
     names = request.get("evaluations") or []
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise InvalidArgument.field("evaluations", "expected a list of evaluation names or ids")
@@ -147,7 +147,7 @@ def _local_id(app: str, ref: str, kind: str, field: str) -> str:
     return parsed.id
 
 
-def _enum(request: Mapping[str, Any], field: str, parse: Any, default: str) -> str:
+def _enum(request: Mapping[str, object], field: str, parse: Any, default: str) -> str:
     value = request.get(field)
     if value is None or str(value).upper().endswith("_UNSPECIFIED"):
         return default
@@ -159,7 +159,7 @@ def _enum(request: Mapping[str, Any], field: str, parse: Any, default: str) -> s
         raise InvalidArgument.field(field, str(exc)) from None
 
 
-def _with_expectations(ctx: ServiceContext, app: str, body: Mapping[str, Any]) -> dict[str, Any]:
+def _with_expectations(ctx: ServiceContext, app: str, body: Mapping[str, object]) -> dict[str, Any]:
     """The evaluation with each named expectation resource written inline, as it is now.
 
     The run keeps its snapshot: an expectation changed later does not change the run.
@@ -188,7 +188,7 @@ def _has_expectations(body: Mapping[str, Any]) -> bool:
 
 
 def _service_config(
-    ctx: ServiceContext, app: str, request: Mapping[str, Any]
+    ctx: ServiceContext, app: str, request: Mapping[str, object]
 ) -> ServiceRunSettings:
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
@@ -276,7 +276,7 @@ def allowed_models(ctx: ServiceContext) -> tuple[str, ...]:
     return (*own, *(m for m in ctx.limits.allowed_models if m != ctx.judge_model))
 
 
-def check_models(ctx: ServiceContext, request: Mapping[str, Any], prefix: str = "") -> None:
+def check_models(ctx: ServiceContext, request: Mapping[str, object], prefix: str = "") -> None:
     """INVALID_ARGUMENT naming the field if a run request (or a schedule's, `prefix`
     "request.") names a model the server does not allow."""
     for field in ("judgeModel", "userModel"):

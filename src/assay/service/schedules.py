@@ -143,7 +143,7 @@ class Scheduler:
         if run.status == RunStatus.COMPLETED.value:
             self._record(schedule, {"lastCompletedRun": started})
 
-    def _record(self, schedule: Resource, fields: Mapping[str, Any]) -> None:
+    def _record(self, schedule: Resource, fields: Mapping[str, object]) -> None:
         current: Resource | None = schedule
         for _attempt in range(_WRITE_ATTEMPTS):
             if current is None:
@@ -204,6 +204,6 @@ def scheduler_of(ctx: ServiceContext) -> Scheduler:
     return found
 
 
-def install(_app: Any, ctx: ServiceContext) -> contextlib.AbstractAsyncContextManager[None]:
+def install(_app: object, ctx: ServiceContext) -> contextlib.AbstractAsyncContextManager[None]:
     """Run the scheduler for the app's lifetime."""
     return scheduler_of(ctx).lifespan()

@@ -58,9 +58,9 @@ enough that the window (rows, cases and results waiting to be written in order) 
 small whatever the file's size."""
 BATCH_ROWS = 100
 """Rows read and built into cases at a time: a few windows' worth, so the run holds at
-most this many rows besides the window, and an awaiting caller's event loop waits a few
-ms per read (1,000 rows at a time: p99 loop stalls of 17-40 ms against 9-11 ms, the
-same CPU per row)."""
+most this many rows besides the window, and an awaiting caller's event loop is held
+only briefly per read (ten times as many rows at a time stalled it several times longer
+at p99 for the same CPU per row: bench/README.md)."""
 _STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
 
 
@@ -350,7 +350,7 @@ class AgentStreamingRun(StreamSettings):
             set_id = row_file.eval_set_id
             # Each file is its own eval set (both callers refuse two files of one id):
             # its ids are checked on their own and dropped after it, a bare string a
-            # row (a tuple with the set's id cost 56 bytes more, ~53 MiB a million rows).
+            # row (a tuple with the set's id costs an object more per row).
             seen: set[str] = set()
             for batch in row_file.batches(BATCH_ROWS):
                 cases, error = batch_cases(batch, self.mapping)

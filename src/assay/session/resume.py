@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.model.results import CaseResult
 from assay.store.lease import LEASE_S, owner_alive
@@ -40,7 +40,7 @@ def find_resumable(
     *,
     eval_set_ids: Sequence[str],
     metrics: Sequence[str],
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     agent: str | None,
     app: str | None = None,
     busy: list[RunInfo] | None = None,

@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 def run_options_doc(
     options: RunOptions,
     persona_source: str | None = None,
-    selection: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
+    selection: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """What, besides data, metrics and agent, decides the results (for resume matching).
 

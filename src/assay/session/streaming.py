@@ -76,10 +76,10 @@ def default_workers(rows: int) -> int:
 _PIPE_BYTES = 1 << 20
 
 
-def _widened(queue: Any) -> Any:
+def _widened(queue: object) -> Any:
     """The queue, its pipe widened to `_PIPE_BYTES` where the system allows (Linux's
-    F_SETPIPE_SZ; 64 KiB by default): a batch's output, ~5 MB, then crosses in a few
-    writes instead of ~80, each of which wakes the other side."""
+    F_SETPIPE_SZ; the default pipe is far smaller): a batch's output (megabytes) then
+    crosses in a few writes instead of dozens, each of which wakes the other side."""
     try:
         import fcntl
 
@@ -350,7 +350,7 @@ class StreamingRun(StreamSettings):
             spec = replace(spec, cases_dir=str(json_writer.parts_directory()))
         outcome = StreamOutcome(run_id, {}, tally, failing, total, kept_all=keep_all)
         # Case ids seen, per file (each file is its own eval set): bare strings, a
-        # file's dropped when the next file starts (1M ids: ~60 MB, not ~160 MB).
+        # file's dropped when the next file starts (smaller than tuples with the set's id).
         seen: dict[str, set[str]] = {}
         done = len(previous)
         if self.progress is not None:

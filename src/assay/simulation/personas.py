@@ -138,7 +138,7 @@ def _plain_persona(obj: dict[str, Any], loc: Loc) -> Persona:
     return Persona(id=persona_id, **fields)
 
 
-def _persona(raw: Any, loc: Loc) -> Persona:
+def _persona(raw: object, loc: Loc) -> Persona:
     obj = loc.expect_dict(raw, _EXPECTED)
     if "behaviors" in obj:
         found = read_persona(obj, loc)
@@ -147,7 +147,7 @@ def _persona(raw: Any, loc: Loc) -> Persona:
     return _plain_persona(obj, loc)
 
 
-def personas_from_resources(bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, Persona]:
+def personas_from_resources(bodies: Mapping[str, Mapping[str, object]]) -> dict[str, Persona]:
     """Personas from stored CES persona resources (`{id: body}`), keyed by id.
 
     The service snapshots an app's personas into each run, so scenarios naming a

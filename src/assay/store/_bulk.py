@@ -268,7 +268,7 @@ def _multi_sql(plan: _Plan, rows: int) -> str:
 
 
 def _processed(
-    row: tuple[Any, ...], processors: tuple[tuple[int, Callable[[Any], Any]], ...]
+    row: tuple[object, ...], processors: tuple[tuple[int, Callable[[Any], Any]], ...]
 ) -> tuple[Any, ...]:
     values = list(row)
     for i, process in processors:

@@ -3,9 +3,9 @@
 `CaseResult.to_dict()` repeats itself: every per-invocation score appears twice (in
 `metrics[*].per_invocation` and in `invocations[*].scores`), every metric carries its
 name as key and as field, and defaults (`"explanation": null`, `"details": {}`) fill
-most of it. Written as is, a Vertex row scored by seven metrics is ~2.8 KB of JSON, two
-thirds of it scores; encoding and SQLite's work both grow with those bytes. Format 2
-keeps the same information in ~1.1 KB:
+most of it. Written as is, a Vertex row scored by seven metrics is mostly its scores;
+encoding and SQLite's work both grow with those bytes. Format 2 keeps the same
+information in well under half the bytes (bench/README.md):
 
     {"format": 2, "case_id": "row-7", "status": "PASSED",
      "metrics": [["trajectory_exact_match", 1.0, 1.0, "PASSED", [1.0]], ...],
@@ -174,7 +174,7 @@ def encode_document(result: CaseResult) -> bytes:
         raise StoreError(f"result of case {result.case_id!r}: {exc}") from exc
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: object) -> Any:
     # Decoded JSON holds only dicts, lists and scalars.
     if type(value) is dict:
         return {k: _copy(v) for k, v in value.items()}
@@ -183,7 +183,7 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _full_score(stored: Any) -> dict[str, Any]:
+def _full_score(stored: object) -> dict[str, Any]:
     if type(stored) is dict:
         # Rebuilt rather than reused: jsonb (PostgreSQL) reorders an object's keys.
         return {
@@ -194,7 +194,7 @@ def _full_score(stored: Any) -> dict[str, Any]:
     return {"value": stored, "explanation": None, "details": {}}
 
 
-def expand_document(doc: Any) -> Any:
+def expand_document(doc: object) -> Any:
     """A stored document as `CaseResult.to_dict()` gives it (see the module docstring)."""
     if type(doc) is not dict:
         return doc

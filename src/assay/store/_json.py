@@ -18,14 +18,14 @@ import orjson
 from assay.errors import StoreError
 from assay.store._models import encode_model
 
-# The common case first: without OPT_NON_STR_KEYS orjson writes dicts ~20% faster, and
+# The common case first: without OPT_NON_STR_KEYS orjson writes dicts faster, and
 # without OPT_SERIALIZE_NUMPY it does not import numpy on first use. A value that needs
 # either (a non-string key, a numpy value) fails the first attempt with TypeError and is
 # encoded again with both; anything else unserialisable fails both.
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
-def dumps_bytes(value: Any) -> bytes:
+def dumps_bytes(value: object) -> bytes:
     """Encode `value` (dicts, lists, dataclasses, enums, pydantic models) as JSON."""
     try:
         return orjson.dumps(value, default=encode_model)
@@ -37,12 +37,12 @@ def dumps_bytes(value: Any) -> bytes:
         raise StoreError(f"cannot store value as JSON: {exc}") from exc
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """`dumps_bytes` as text (what SQLite's TEXT columns hold)."""
     return dumps_bytes(value).decode()
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: object) -> bytes:
     """JSON with sorted keys, so equal values always hash the same."""
     try:
         return orjson.dumps(value, default=encode_model, option=_OPTIONS | orjson.OPT_SORT_KEYS)
@@ -60,8 +60,8 @@ def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while decoding many documents.
 
     Decoding allocates millions of containers that all survive, so the collector
-    keeps running and finds nothing; pausing it makes reading 100,000 results ~5x
-    faster. The previous state is restored afterwards.
+    keeps running and finds nothing; pausing it makes reading many results several
+    times faster (bench/README.md). The previous state is restored afterwards.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -48,7 +48,7 @@ def database_errors(
 
 def upsert_insert(conn: Connection, table: Table) -> Any:
     """An INSERT into `table` in `conn`'s dialect, which can take `on_conflict_do_update`
-    (PostgreSQL's or SQLite's; the PostgreSQL dialect's package, ~40 ms to import, is
+    (PostgreSQL's or SQLite's; the PostgreSQL dialect's package, slow to import, is
     loaded only for a PostgreSQL store)."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects import postgresql

@@ -29,7 +29,6 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any
 
 try:
     import fcntl
@@ -37,7 +36,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 # How often a process waiting for another process's turn looks again (seconds): short
-# enough that a free lock is taken within a fraction of a typical write (~1 ms).
+# enough that a free lock is taken within a fraction of a typical write.
 _POLL_FIRST_S = 0.0002
 _POLL_MAX_S = 0.002
 
@@ -156,6 +155,6 @@ def queue_for(database: str, timeout_s: float) -> WriteQueue:
         return queue
 
 
-def attach(dbapi_connection: Any, queue: WriteQueue) -> None:
+def attach(dbapi_connection: object, queue: WriteQueue) -> None:
     if isinstance(dbapi_connection, QueuedConnection):
         dbapi_connection.write_queue = queue

@@ -41,7 +41,7 @@ SQLITE_PAGE_SIZE = 16384
 POOL_SIZE = 16
 POOL_OVERFLOW = 32
 # The newest migration (store/migrations/versions/): a store already at it is opened
-# without loading Alembic and its scripts (~0.1 s of every `assay` command). A test
+# without loading Alembic and its scripts (a cost every `assay` command paid). A test
 # holds it to Alembic's own head.
 SCHEMA_HEAD = "0006"
 # pg_advisory_xact_lock key serialising concurrent migrations ("assay" in ASCII).
@@ -176,7 +176,7 @@ def _sqlite_engine(url: URL) -> Engine:
         if not in_memory:
             # Only takes effect while the file is new. Result documents are a few KB:
             # 16 KiB pages hold several per page instead of one per 4 KiB page, which
-            # makes batch inserts ~1.7x faster and the file ~20% smaller.
+            # makes batch inserts faster and the file smaller (bench/README.md).
             cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             # WAL lets readers (`assay runs`, the web UI) work while a run writes.
             _enable_wal(cursor)
@@ -185,7 +185,7 @@ def _sqlite_engine(url: URL) -> Engine:
             # crash of the process loses nothing committed.
             cursor.execute("PRAGMA synchronous=NORMAL")
         # Multi-row INSERTs (see `_bulk`) keep a statement journal, the original of
-        # every page they change, in case one row fails: ~4 KB per row, written to a
+        # every page they change, in case one row fails: pages per row, written to a
         # temporary file by default. In memory it costs a copy instead of file writes.
         cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
@@ -226,8 +226,8 @@ def wal_checkpoints(engine: Engine, interval: float = 0.1) -> Iterator[None]:
     runs (nothing for PostgreSQL or a store in memory).
 
     A writer that commits past SQLite's 1,000 pages of WAL copies them into the
-    database itself, ~16 MB and two syncs, in the middle of its own writes: ~40-80 ms
-    once every five batches of a pool's workers, each waiting for its turn to store
+    database itself, with two syncs, in the middle of its own writes: a long stall
+    every few batches of a pool's workers, each waiting for its turn to store
     (`WorkerWrites`). Checkpointed here every `interval` seconds ("PASSIVE": never
     waiting for, nor holding up, a writer), the pages are copied while the workers
     score, and a writer's own checkpoint finds little left to copy; it still resets the
@@ -368,7 +368,7 @@ def _empty_sqlite(conn: Connection) -> bool:
 def _create_at_head(conn: Connection) -> None:
     """Create a new SQLite store's tables as `SCHEMA_HEAD` defines them, and record that
     revision as Alembic does, without loading Alembic and running every migration
-    (0.12 s of a new store's first command). tests/store/test_schema_head.py holds the
+    (most of a new store's first command). tests/store/test_schema_head.py holds the
     result to what the migrations make."""
     from assay.store.schema import metadata
 

@@ -321,7 +321,7 @@ def _new_row(
     kind: str,
     resource_id: str,
     display_name: str,
-    body: Mapping[str, Any],
+    body: Mapping[str, object],
     created: datetime,
 ) -> dict[str, Any]:
     """The table row of a new resource in the current namespace, created at `created`."""

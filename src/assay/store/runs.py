@@ -383,7 +383,7 @@ class RunRepository(Repository):
             raise RunNotFoundError(f"no run with id {run_id!r} in the store")
 
     @staticmethod
-    def _update_run(conn: Connection, run_id: str, **values: Any) -> None:
+    def _update_run(conn: Connection, run_id: str, **values: object) -> None:
         result = conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(**values))
         if result.rowcount == 0:
             raise RunNotFoundError(f"no run with id {run_id!r} in the store")

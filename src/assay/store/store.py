@@ -73,7 +73,7 @@ class Store:
         *,
         eval_set_ids: Sequence[str],
         metrics: Sequence[str],
-        config: Mapping[str, Any],
+        config: Mapping[str, object],
         agent: str | None,
         runs: int,
         name: str | None = None,
@@ -136,7 +136,7 @@ class Store:
         self,
         run_id: str,
         *,
-        summary: Mapping[str, Any] | None,
+        summary: Mapping[str, object] | None,
         status: RunStatus | str,
         error: str | None = None,
     ) -> None:

@@ -33,7 +33,7 @@ class JSONValue(TypeDecorator[Any]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            # Imported here: the dialect's package (~40 ms) is not loaded for SQLite.
+            # Imported here: the dialect's package (slow to import) is not loaded for SQLite.
             from sqlalchemy.dialects.postgresql import JSONB
 
             return dialect.type_descriptor(JSONB())
@@ -45,12 +45,12 @@ class JSONValue(TypeDecorator[Any]):
             # encoder keeps to one orjson pass instead of SQLAlchemy's json.dumps.
             from psycopg.types.json import Jsonb
 
-            def to_jsonb(value: Any) -> Any:
+            def to_jsonb(value: object) -> Any:
                 return None if value is None else Jsonb(value, dumps=dumps_bytes)
 
             return to_jsonb
 
-        def to_text(value: Any) -> str | None:
+        def to_text(value: object) -> str | None:
             return None if value is None else dumps(value)
 
         return to_text

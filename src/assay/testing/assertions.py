@@ -127,7 +127,11 @@ def check_result(result: EvalResult, *, count: bool = True) -> EvalResult:
 
 
 def assert_eval(
-    dataset: Any, metrics: Any = None, agent: Any = None, config: Any = None, **options: Any
+    dataset: object,
+    metrics: object = None,
+    agent: object = None,
+    config: object = None,
+    **options: Any,
 ) -> EvalResult:
     """Evaluate like `assay.evaluate(...)` and fail the test unless every case passed.
 

@@ -155,7 +155,7 @@ def route(path: str) -> tuple[Dialect | None, str]:
     return None, ""
 
 
-def _pick(m: Mapping[str, Any], *names: str) -> Any:
+def _pick(m: Mapping[str, object], *names: str) -> Any:
     """The first of `names` present in `m` (the SDKs differ in snake/camel case)."""
     for name in names:
         if name in m:
@@ -163,7 +163,7 @@ def _pick(m: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """Text of a message content: a string, or a list of text parts/blocks."""
     if isinstance(content, str):
         return content
@@ -172,7 +172,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _number(value: Any, name: str) -> Any:
+def _number(value: object, name: str) -> Any:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise BadRequest(f"{name} must be a number, got {value!r}")
     return value
@@ -300,7 +300,7 @@ _PARSERS: dict[Dialect, Callable[[str, str, dict[str, Any], Mapping[str, str]], 
 
 
 def parse_request(
-    dialect: Dialect, path: str, path_model: str, body: Any, headers: Mapping[str, str]
+    dialect: Dialect, path: str, path_model: str, body: object, headers: Mapping[str, str]
 ) -> StandinRequest:
     """The request a JSON `body` sent to `path` stands for; BadRequest if malformed."""
     if not isinstance(body, dict):

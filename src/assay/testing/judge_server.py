@@ -28,8 +28,8 @@ a time under the server's lock, so they may keep state; simulate latency with
 Anything that went wrong on the server side (a script raising, a list script running
 out, a malformed request) answers 500/400 and is kept in `JudgeServer.errors`.
 
-Connections are kept alive (HTTP/1.1, one thread per connection, Nagle off), which
-sustains well over 150 requests/s of 200 ms replies with 32 concurrent clients.
+Connections are kept alive (HTTP/1.1, one thread per connection, Nagle off), so the
+server keeps up with the judge benchmarks' concurrent clients (bench/README.md).
 """
 
 from __future__ import annotations
@@ -346,7 +346,7 @@ class JudgeServer:
         self,
         handler: _Handler,
         status: int,
-        body: Mapping[str, Any],
+        body: Mapping[str, object],
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self._send(handler, status, json.dumps(body).encode(), headers or {})
@@ -354,7 +354,7 @@ class JudgeServer:
     @staticmethod
     def _send(handler: _Handler, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
         # Status line, headers and body go out in one write: separate small writes cost a
-        # wake-up each on the client side, which shows at a few hundred requests/s.
+        # wake-up each on the client side, which shows at the judge benchmarks' rates.
         try:
             reason = HTTPStatus(status).phrase
         except ValueError:  # a made-up status a test asked for
@@ -405,7 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.owner._send_json(self, 404, {"error": {"message": "the stand-in only POSTs"}})
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: tests and benchmarks read `JudgeServer.requests` instead."""
 
 

@@ -87,7 +87,7 @@ class EvalFile(pytest.File):
         for case in evalset.cases:
             single = evalset.model_copy(update={"cases": [case]})
 
-            def run_case(request: pytest.FixtureRequest, _set: Any = single) -> None:
+            def run_case(request: pytest.FixtureRequest, _set: object = single) -> None:
                 _run(request, _set, config, self.path)
 
             yield EvalCaseItem.from_parent(self, name=case.id, callobj=run_case)
@@ -107,7 +107,9 @@ class UnreadableEvalFile(pytest.Item):
     def runtest(self) -> None:
         raise EvalFileError(self.message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: object = None
+    ) -> str:
         return f"cannot read this eval file: {excinfo.value}"
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -145,7 +147,7 @@ def _agent_for(request: pytest.FixtureRequest, eval_file: Path) -> Any:
     return None
 
 
-def _run(request: pytest.FixtureRequest, evalset: Any, config: Any, eval_file: Path) -> None:
+def _run(request: pytest.FixtureRequest, evalset: object, config: object, eval_file: Path) -> None:
     __tracebackhide__ = True
     from assay.api import evaluate
 

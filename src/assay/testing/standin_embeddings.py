@@ -30,7 +30,7 @@ def embed(text: str) -> list[float]:
     return [v / norm for v in vector] if norm else vector
 
 
-def embeddings_reply(body: Any) -> tuple[int, dict[str, Any]]:
+def embeddings_reply(body: object) -> tuple[int, dict[str, Any]]:
     """(status, JSON body) answering an OpenAI embeddings request."""
     if not isinstance(body, Mapping):
         return 400, {"error": {"message": "the request body must be a JSON object"}}

@@ -104,7 +104,7 @@ Traffic = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]
 _Reader = Callable[[Mapping[str, Any], list[dict[str, Any]], list[dict[str, Any]]], None]
 
 
-def _traffic(messages: Sequence[Any], read: _Reader) -> Traffic:
+def _traffic(messages: Sequence[object], read: _Reader) -> Traffic:
     """The calls and results `read` finds in each message (non-objects are skipped)."""
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
@@ -114,13 +114,13 @@ def _traffic(messages: Sequence[Any], read: _Reader) -> Traffic:
     return tuple(calls), tuple(results)
 
 
-def _result(calls: Sequence[dict[str, Any]], call_id: Any, content: Any) -> dict[str, Any]:
+def _result(calls: Sequence[dict[str, Any]], call_id: object, content: object) -> dict[str, Any]:
     """A result named after the call with its id (None when no call has it)."""
     name = next((c["name"] for c in calls if c["id"] == call_id), None)
     return {"id": call_id, "name": name, "content": content}
 
 
-def _decoded(arguments: Any) -> Any:
+def _decoded(arguments: object) -> Any:
     """OpenAI's JSON-encoded arguments as an object (kept as sent when not JSON)."""
     if isinstance(arguments, str):
         try:
@@ -130,13 +130,15 @@ def _decoded(arguments: Any) -> Any:
     return arguments
 
 
-def _declaration(name: Any, description: Any, parameters: Any, where: str) -> dict[str, Any]:
+def _declaration(
+    name: object, description: object, parameters: object, where: str
+) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise BadRequest(f"{where} needs a 'name' (string)")
     return {"name": name, "description": description or "", "parameters": parameters or {}}
 
 
-def _list(value: Any, where: str) -> list[Any]:
+def _list(value: object, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -144,7 +146,7 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
-def openai_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def openai_tools(body: Mapping[str, object]) -> tuple[dict[str, Any], ...]:
     declared = []
     for i, tool in enumerate(_list(body.get("tools"), "tools")):
         function = tool.get("function") if isinstance(tool, Mapping) else None
@@ -161,7 +163,7 @@ def openai_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(declared)
 
 
-def openai_traffic(messages: Sequence[Any]) -> Traffic:
+def openai_traffic(messages: Sequence[object]) -> Traffic:
     """The tool calls and tool results in an OpenAI conversation."""
     return _traffic(messages, _read_openai)
 
@@ -183,7 +185,7 @@ def _read_openai(
         results.append(_result(calls, m.get("tool_call_id"), m.get("content")))
 
 
-def gemini_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def gemini_tools(body: Mapping[str, object]) -> tuple[dict[str, Any], ...]:
     declared = []
     for i, tool in enumerate(_list(body.get("tools"), "tools")):
         if not isinstance(tool, Mapping):
@@ -224,13 +226,13 @@ def _gemini_parts(content: Mapping[str, Any], *keys: str) -> Iterator[Mapping[st
                     yield inner
 
 
-def gemini_traffic(contents: Sequence[Any]) -> Traffic:
+def gemini_traffic(contents: Sequence[object]) -> Traffic:
     """The function calls and function responses in Gemini contents."""
     return _traffic(contents, _read_gemini)
 
 
 def _read_gemini(
-    content: Mapping[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+    content: Mapping[str, object], calls: list[dict[str, Any]], results: list[dict[str, Any]]
 ) -> None:
     for call in _gemini_parts(content, "functionCall", "function_call"):
         calls.append(
@@ -249,14 +251,14 @@ def is_gemini_tool_result(content: Mapping[str, Any]) -> bool:
     return bool(parts) and len(responses) == len(parts)
 
 
-def gemini_tool_result_text(content: Mapping[str, Any]) -> str:
+def gemini_tool_result_text(content: Mapping[str, object]) -> str:
     return "\n".join(
         json.dumps(r.get("response"), sort_keys=True)
         for r in _gemini_parts(content, "functionResponse", "function_response")
     )
 
 
-def anthropic_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def anthropic_tools(body: Mapping[str, object]) -> tuple[dict[str, Any], ...]:
     declared = []
     for i, tool in enumerate(_list(body.get("tools"), "tools")):
         if not isinstance(tool, Mapping):
@@ -269,19 +271,19 @@ def anthropic_tools(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(declared)
 
 
-def _blocks(message: Mapping[str, Any], kind: str) -> Iterator[Mapping[str, Any]]:
+def _blocks(message: Mapping[str, object], kind: str) -> Iterator[Mapping[str, Any]]:
     content = message.get("content")
     if isinstance(content, list):
         yield from (b for b in content if isinstance(b, Mapping) and b.get("type") == kind)
 
 
-def anthropic_traffic(messages: Sequence[Any]) -> Traffic:
+def anthropic_traffic(messages: Sequence[object]) -> Traffic:
     """The tool_use and tool_result blocks in an Anthropic conversation."""
     return _traffic(messages, _read_anthropic)
 
 
 def _read_anthropic(
-    m: Mapping[str, Any], calls: list[dict[str, Any]], results: list[dict[str, Any]]
+    m: Mapping[str, object], calls: list[dict[str, Any]], results: list[dict[str, Any]]
 ) -> None:
     for block in _blocks(m, "tool_use"):
         calls.append(
@@ -291,7 +293,7 @@ def _read_anthropic(
         results.append(_result(calls, block.get("tool_use_id"), block.get("content")))
 
 
-def is_anthropic_tool_result(message: Mapping[str, Any]) -> bool:
+def is_anthropic_tool_result(message: Mapping[str, object]) -> bool:
     content = message.get("content")
     return (
         isinstance(content, list)

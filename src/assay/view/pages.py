@@ -49,7 +49,7 @@ ICON = '<link rel="icon" href="data:,">'
 _PALETTE = ("#1a56db", "#c62828", "#2e7d32", "#6f42c1", "#b26a00", "#00838f", "#ad1457")
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 

@@ -12,7 +12,6 @@ their cache), so the pipeline never knows where a case ran.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from assay.engine.executors.base import Done, Executor, StagedWork, Work
 from assay.engine.executors.local import LocalExecutor
@@ -25,7 +24,10 @@ __all__ = ["EXECUTORS", "Done", "Executor", "LocalExecutor", "StagedWork", "Work
 
 
 def named(
-    name: str, *, ray_address: str | None = None, ray_runtime_env: Mapping[str, Any] | None = None
+    name: str,
+    *,
+    ray_address: str | None = None,
+    ray_runtime_env: Mapping[str, object] | None = None,
 ) -> Executor:
     """The executor called `name` (one of `EXECUTORS`); ConfigError for any other name,
     or a Ray setting given to another executor, or Ray not installed."""

@@ -106,15 +106,15 @@ class _Whole:
     def __init__(self, work: Callable[[Any], Awaitable[Any]]) -> None:
         self.work = work
 
-    async def __call__(self, jobs: Sequence[Any]) -> list[Any]:
+    async def __call__(self, jobs: Sequence[object]) -> list[Any]:
         return [await self.work(job) for job in jobs]
 
 
-async def _as_is(job: Any, result: Any) -> Any:
+async def _as_is(job: object, result: object) -> Any:
     return result
 
 
-def _raise_lost(job: Any, message: str) -> Any:
+def _raise_lost(job: object, message: str) -> Any:
     raise AssayError(f"a Ray task failed: {message}")
 
 

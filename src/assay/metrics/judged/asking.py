@@ -41,7 +41,7 @@ class Replies:
 
 
 def settings_for(
-    options: JudgeModelOptions, schema: Mapping[str, Any], *, temperature: float | None = None
+    options: JudgeModelOptions, schema: Mapping[str, object], *, temperature: float | None = None
 ) -> dict[str, Any]:
     """Generation settings asking for a JSON object of `schema`.
 
@@ -57,9 +57,9 @@ def settings_for(
 
 async def ask(
     judge: JudgeClient,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     n: int,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, object],
     *,
     parse: Callable[[str], object] | None = None,
     prompt_version: str | None = None,
@@ -108,7 +108,7 @@ def vote_details(vote: Vote[Any], samples: int) -> dict[str, Any]:
 RAW_REPLY_CHARS = 200
 
 
-def schema_shape(schema: Mapping[str, Any] | None) -> str:
+def schema_shape(schema: Mapping[str, object] | None) -> str:
     """A short picture of the JSON a schema asks for: `{"verdict": "valid"|"invalid"}`."""
     if schema is None:
         return "a JSON object"
@@ -129,7 +129,7 @@ def schema_shape(schema: Mapping[str, Any] | None) -> str:
     return str(kind or "any")
 
 
-def no_parse_reason(replies: Sequence[str], schema: Mapping[str, Any] | None = None) -> str:
+def no_parse_reason(replies: Sequence[str], schema: Mapping[str, object] | None = None) -> str:
     """Why no sample counted: how many were unparseable, what the metric expected and
     what the judge said (its first reply, truncated), so a wrong judge is seen at once."""
     count = len(replies)
@@ -152,7 +152,7 @@ def case_details(per: Sequence[Score]) -> dict[str, Any]:
 
 
 def majority_rationale(
-    rationales: Sequence[str | None], labels: Sequence[Any], winner: Any
+    rationales: Sequence[str | None], labels: Sequence[object], winner: object
 ) -> str | None:
     """The rationale of the first sample that agrees with the outcome of the vote."""
     for rationale, label in zip(rationales, labels, strict=True):
@@ -161,7 +161,7 @@ def majority_rationale(
     return None
 
 
-def verdict_schema(labels: tuple[str, str], **extra: Any) -> dict[str, Any]:
+def verdict_schema(labels: tuple[str, str], **extra: object) -> dict[str, Any]:
     """A `{reasoning, ...extra, verdict}` reply schema; the verdict is one of `labels`."""
     properties: dict[str, Any] = {"reasoning": {"type": "string"}, **extra}
     properties["verdict"] = {"type": "string", "enum": list(labels)}
@@ -173,7 +173,7 @@ def verdict_schema(labels: tuple[str, str], **extra: Any) -> dict[str, Any]:
     }
 
 
-def _positive(value: Any, labels: tuple[str, str]) -> bool | None:
+def _positive(value: object, labels: tuple[str, str]) -> bool | None:
     """True for labels[0], False for labels[1]; yes/no spellings accepted too."""
     choice = parse_choice(value, labels)
     if choice is not None:
@@ -181,14 +181,14 @@ def _positive(value: Any, labels: tuple[str, str]) -> bool | None:
     return parse_yes_no(value)
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return (value.strip() or None) if isinstance(value, str) else None
 
 
 async def binary_verdict(
     judge: JudgeClient,
-    messages: Sequence[Mapping[str, Any]],
-    schema: Mapping[str, Any],
+    messages: Sequence[Mapping[str, object]],
+    schema: Mapping[str, object],
     labels: tuple[str, str],
     *,
     options: JudgeModelOptions,

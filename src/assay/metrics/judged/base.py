@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -50,9 +50,9 @@ class JudgeClient(Protocol):
 
     async def generate(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         n: int,
-        settings: Mapping[str, Any],
+        settings: Mapping[str, object],
         *,
         accept: Callable[[str], bool] | None = None,
         prompt_version: str | None = None,

@@ -96,7 +96,7 @@ def view_of(case: EvalCase, turn: Turn, expected: Turn | None) -> InvocationView
 # -- app details ---------------------------------------------------------------------------
 
 
-def _agents_from(app_details: Any) -> list[AgentInfo]:
+def _agents_from(app_details: object) -> list[AgentInfo]:
     if not isinstance(app_details, Mapping):
         return []
     details = app_details.get("agent_details", app_details.get("agentDetails"))
@@ -146,11 +146,11 @@ def render_tool_declarations(agents: Sequence[AgentInfo]) -> str:
 # -- turns and steps ------------------------------------------------------------------------
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
-def _compact(value: Any) -> str:
+def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

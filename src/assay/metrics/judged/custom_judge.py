@@ -71,7 +71,7 @@ _SHAPE = (
 )
 
 
-def _upper_case(value: Any) -> Any:
+def _upper_case(value: object) -> Any:
     return value.strip().upper() if isinstance(value, str) else value
 
 
@@ -112,7 +112,7 @@ class CustomJudge(VotedJudge):
     options_model: ClassVar[type[MetricOptions]] = CustomJudgeOptions
     score_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
 
-    def __new__(cls, name: str, *args: Any, **kwargs: Any) -> CustomJudge:
+    def __new__(cls, name: str, *args: object, **kwargs: object) -> CustomJudge:
         if not isinstance(name, str) or not _NAME.match(name):
             raise ConfigError(
                 f"custom judge name {name!r}: expected letters, digits, '_', '-' or '.'"
@@ -279,7 +279,7 @@ class CustomJudgeCriterion(_Strict):
 
 
 def custom_judge_from_criterion(
-    name: str, criterion: Mapping[str, Any], *, where: str = "config"
+    name: str, criterion: Mapping[str, object], *, where: str = "config"
 ) -> CustomJudge:
     """The custom judge a criterion declares; ConfigError naming the bad field."""
     at = f"{where}: criteria.{name}"

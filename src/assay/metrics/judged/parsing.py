@@ -63,7 +63,7 @@ def parse_json_object(text: str | None) -> dict[str, Any] | None:
     return None
 
 
-def field(obj: Mapping[str, Any] | None, *names: str) -> Any:
+def field(obj: Mapping[str, object] | None, *names: str) -> Any:
     """The first of `names` present in `obj` (case-insensitive keys), else None."""
     if obj is None:
         return None
@@ -74,7 +74,7 @@ def field(obj: Mapping[str, Any] | None, *names: str) -> Any:
     return None
 
 
-def parse_choice(value: Any, choices: Sequence[str]) -> str | None:
+def parse_choice(value: object, choices: Sequence[str]) -> str | None:
     """Normalise a label: case, surrounding space and punctuation ignored."""
     if isinstance(value, bool):
         value = "yes" if value else "no"
@@ -87,7 +87,7 @@ def parse_choice(value: Any, choices: Sequence[str]) -> str | None:
     return None
 
 
-def parse_yes_no(value: Any) -> bool | None:
+def parse_yes_no(value: object) -> bool | None:
     """yes/no (also true/false, pass/fail, valid/invalid) → bool; anything else None."""
     label = parse_choice(value, ("yes", "no", "true", "false", "pass", "fail", "valid", "invalid"))
     if label is None:
@@ -95,7 +95,7 @@ def parse_yes_no(value: Any) -> bool | None:
     return label in ("yes", "true", "pass", "valid")
 
 
-def parse_int_in(value: Any, low: int, high: int) -> int | None:
+def parse_int_in(value: object, low: int, high: int) -> int | None:
     """An integer in [low, high] given as a number or a numeric string, else None."""
     if isinstance(value, bool):
         return None

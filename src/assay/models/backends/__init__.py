@@ -166,7 +166,7 @@ class SDKBackend(ABC):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        config: Mapping[str, Any] | None = None,
+        config: Mapping[str, object] | None = None,
         timeout_s: float,
     ) -> Self:
         """The backend for model `name` at `base_url` (else the SDK's environment) with

@@ -35,7 +35,7 @@ DEFAULT_MAX_TOKENS = 4096
 _ERRORS = StainlessErrors.of(anthropic)
 
 
-def closed_objects(schema: Any) -> Any:
+def closed_objects(schema: object) -> Any:
     """`schema` with ``additionalProperties: false`` on every object that does not say."""
     if isinstance(schema, list):
         return [closed_objects(item) for item in schema]

@@ -51,7 +51,7 @@ def create_backend(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
     timeout_s: float,
 ) -> LocalGGUFBackend:
     """The backend for `local:NAME` (`NAME` is the model file's path).
@@ -250,7 +250,7 @@ class LocalGGUFBackend:
         usage: dict[str, Any] = {}
         errors: list[Mapping[str, Any]] = []
 
-        def on_chunk(chunk: Any) -> bool:
+        def on_chunk(chunk: object) -> bool:
             # Called by llama.cpp for every token; exceptions raised here are swallowed
             # by xllamacpp, so this only collects. Returning True stops generation.
             if isinstance(chunk, Mapping):
@@ -282,7 +282,7 @@ class LocalGGUFBackend:
             output_tokens=int(usage.get("completion_tokens") or 0),
         )
 
-    def _request_error(self, error: Mapping[str, Any]) -> ModelCallError:
+    def _request_error(self, error: Mapping[str, object]) -> ModelCallError:
         status = error.get("code")
         message = str(error.get("message") or error)
         if error.get("type") == "exceed_context_size_error":

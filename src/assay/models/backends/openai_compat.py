@@ -138,6 +138,6 @@ class OpenAICompatBackend(SDKBackend):
 create_backend = OpenAICompatBackend.create
 
 
-def _count(value: Any) -> int:
+def _count(value: object) -> int:
     """A token count as reported, 0 when missing or not a count."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -15,7 +15,6 @@ import html
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from assay.model.results import EvalResult
 from assay.report.atomic import replaced_whole
@@ -36,13 +35,13 @@ def static_text(name: str) -> str:
     return resources.files("assay.report.html").joinpath("static", name).read_text("utf-8")
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: object) -> str:
     """JSON safe inside a `<script>` element (no `</script>`, no `<!--`)."""
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def page(title: str, data: Any, *, extra_head: str = "", nav: str = "") -> str:
+def page(title: str, data: object, *, extra_head: str = "", nav: str = "") -> str:
     """The report's HTML around a data document."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -59,7 +58,7 @@ def page(title: str, data: Any, *, extra_head: str = "", nav: str = "") -> str:
 
 
 def render_html(
-    result: EvalResult, *, run: Any = None, commit: str | None = None, title: str | None = None
+    result: EvalResult, *, run: object = None, commit: str | None = None, title: str | None = None
 ) -> str:
     """The whole report as one HTML document."""
     data = report_data(result, run=run, commit=commit, title=title)
@@ -70,7 +69,7 @@ def write_html(
     result: EvalResult,
     path: str | Path,
     *,
-    run: Any = None,
+    run: object = None,
     commit: str | None = None,
     title: str | None = None,
 ) -> Path:

@@ -68,7 +68,7 @@ def run_environment() -> dict[str, Any]:
     return found
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
@@ -132,13 +132,13 @@ def _metric_doc(metric: MetricResult) -> dict[str, Any]:
     }
 
 
-def _number_text(value: Any) -> str:
+def _number_text(value: object) -> str:
     if isinstance(value, float):
         return repr(value) if value != int(value) else f"{value:.1f}"
     return str(value)
 
 
-def criterion_text(name: str, criterion: Any) -> str:
+def criterion_text(name: str, criterion: object) -> str:
     """A criterion of the config for people: `tool_trajectory_avg_score: EXACT match,
     threshold 1.0` rather than its JSON."""
     if isinstance(criterion, bool) or not isinstance(criterion, int | float | Mapping):
@@ -165,7 +165,9 @@ def criterion_text(name: str, criterion: Any) -> str:
     return f"{name}: {', '.join(parts) or 'default settings'}"
 
 
-def _criteria_text(config: Mapping[str, Any], summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+def _criteria_text(
+    config: Mapping[str, object], summaries: Sequence[Mapping[str, object]]
+) -> list[str]:
     """The run's criteria, one readable line each: from the stored config, or else the
     thresholds its metric results carry."""
     criteria = config.get("criteria")
@@ -178,7 +180,7 @@ def _criteria_text(config: Mapping[str, Any], summaries: Sequence[Mapping[str, A
     ]
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: object) -> Any:
     """`value` with None, empty mappings and empty lists left out, recursively."""
     if isinstance(value, Mapping):
         kept = {k: _without_nulls(v) for k, v in value.items()}
@@ -273,7 +275,7 @@ def _judge_models(config: Mapping[str, Any]) -> list[str]:
     return models
 
 
-def _when(value: Any) -> str | None:
+def _when(value: object) -> str | None:
     if isinstance(value, datetime):
         return value.isoformat(sep=" ", timespec="seconds")
     return str(value) if value else None
@@ -282,7 +284,7 @@ def _when(value: Any) -> str | None:
 def report_data(
     result: EvalResult,
     *,
-    run: Any = None,
+    run: object = None,
     commit: str | None = None,
     title: str | None = None,
 ) -> dict[str, Any]:

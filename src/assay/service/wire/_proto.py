@@ -50,7 +50,7 @@ _TYPE_NAMES = {
 }
 
 
-def invalid_value(path: str, kind: str, value: Any) -> InvalidArgument:
+def invalid_value(path: str, kind: str, value: object) -> InvalidArgument:
     message = f"Invalid value at '{path}' ({kind}), {json.dumps(value)}"
     return InvalidArgument(message, [_violation(path, message)])
 
@@ -79,7 +79,7 @@ _ANY_JSON = frozenset(
 _EXACT_IN_DOUBLE = 2**53
 
 
-def check(descriptor: Any, value: Any, path: str = "") -> None:
+def check(descriptor: Any, value: object, path: str = "") -> None:
     """Raise INVALID_ARGUMENT, Google's way, if `value` is not JSON of `descriptor`."""
     if descriptor.full_name in _ANY_JSON:
         _check_struct_numbers(value, path or descriptor.name)
@@ -113,7 +113,7 @@ def check(descriptor: Any, value: Any, path: str = "") -> None:
             _check_single(field, item, where)
 
 
-def _check_struct_numbers(value: Any, path: str) -> None:
+def _check_struct_numbers(value: object, path: str) -> None:
     """Refuse an integer a Struct would silently turn into a different double.
 
     A Struct's numbers are doubles: 123456789012345678901234567890 would be stored as
@@ -140,7 +140,7 @@ def _check_struct_numbers(value: Any, path: str) -> None:
             raise InvalidArgument(message, [_violation(where, message)])
 
 
-def _check_single(field: Any, value: Any, path: str) -> None:
+def _check_single(field: Any, value: object, path: str) -> None:
     if field.message_type is not None:
         check(field.message_type, value, path)
     elif field.enum_type is not None:
@@ -149,7 +149,7 @@ def _check_single(field: Any, value: Any, path: str) -> None:
         _check_scalar(field, value, path)
 
 
-def _check_enum(enum: Any, value: Any, path: str) -> None:
+def _check_enum(enum: Any, value: object, path: str) -> None:
     if enum.full_name == "google.protobuf.NullValue":
         return
     ok = (isinstance(value, str) and value in enum.values_by_name) or (
@@ -159,7 +159,7 @@ def _check_enum(enum: Any, value: Any, path: str) -> None:
         raise invalid_value(path, f"type.googleapis.com/{enum.full_name}", value)
 
 
-def _check_scalar(field: Any, value: Any, path: str) -> None:
+def _check_scalar(field: Any, value: object, path: str) -> None:
     kind = field.type
     if kind in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
         ok = isinstance(value, str)
@@ -177,7 +177,7 @@ def _check_scalar(field: Any, value: Any, path: str) -> None:
         raise invalid_value(path, _TYPE_NAMES.get(kind, "scalar"), value)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
@@ -212,7 +212,7 @@ def parse(cls: type[M], value: Any, path: str = "") -> M:
     return message
 
 
-def merge(message: Message, value: Any, path: str) -> None:
+def merge(message: Message, value: object, path: str) -> None:
     """Parse `value` into the existing `message` (a request's body field)."""
     message.CopyFrom(parse(type(message), value, path))
 
@@ -237,7 +237,7 @@ def to_json(message: Message) -> dict[str, Any]:
 _UNSERIALIZABLE = re.compile(r"Failed to serialize (\w+) field")
 
 
-def from_json(cls: type[M], value: Mapping[str, Any]) -> M:
+def from_json(cls: type[M], value: Mapping[str, object]) -> M:
     """A message of `cls` from assay's own JSON, dropping what the message lacks.
 
     Used on the way out: what the client's classes cannot hold would be dropped by the

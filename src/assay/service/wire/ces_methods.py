@@ -121,7 +121,7 @@ def _resource_body(where: Location, app: str, spec: KindSpec, message: Message) 
     return body
 
 
-def _out(where: Location, cls: type[Message], rendered: Mapping[str, Any]) -> Message:
+def _out(where: Location, cls: type[Message], rendered: Mapping[str, object]) -> Message:
     return from_json(cls, where.expand(rendered))
 
 

@@ -82,7 +82,7 @@ class Location:
         """A reference that may be a full name or a bare id: full names are shortened."""
         return self.short(ref, field) if ref.startswith("projects/") else ref
 
-    def expand(self, value: Any) -> Any:
+    def expand(self, value: object) -> Any:
         """`value` (assay JSON) with every short name in a name field written in full."""
         if isinstance(value, list):
             return [self.expand(v) for v in value]

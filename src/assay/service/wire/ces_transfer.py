@@ -185,7 +185,7 @@ def export_evaluation_results(ctx: ServiceContext, request: Any) -> Message:
 # -- import -------------------------------------------------------------------------------
 
 
-def _evaluations_in(document: Any, field: str) -> list[Any]:
+def _evaluations_in(document: object, field: str) -> list[Any]:
     if isinstance(document, dict) and "evaluations" in document:
         items = document["evaluations"]
     elif isinstance(document, dict) and ("golden" in document or "scenario" in document):
@@ -201,7 +201,7 @@ def _evaluations_in(document: Any, field: str) -> list[Any]:
     return items
 
 
-def _body(where: Location, app: str, item: Any, path: str) -> tuple[str | None, dict[str, Any]]:
+def _body(where: Location, app: str, item: object, path: str) -> tuple[str | None, dict[str, Any]]:
     """(id from its name, writable body) of an Evaluation in proto3 JSON."""
     clean = to_json(parse(ces.Evaluation.pb(), item, path))
     for part in ("golden", "scenario"):
@@ -354,7 +354,7 @@ def _import_all(
     return response
 
 
-def _metadata(started: Any, note: str, ended: bool = False) -> Any:
+def _metadata(started: object, note: str, ended: bool = False) -> Any:
     return ces.ImportEvaluationsOperationMetadata.pb()(
         create_time=started, end_time=ces_lro.now() if ended else None, status_message=note
     )

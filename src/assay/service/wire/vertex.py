@@ -70,13 +70,13 @@ class Family:
 
 
 def _fixed(name: str, **renames: str) -> Callable[[Mapping[str, Any]], tuple[str, dict[str, Any]]]:
-    def choose(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    def choose(spec: Mapping[str, object]) -> tuple[str, dict[str, Any]]:
         return name, {option: spec[field] for field, option in renames.items() if field in spec}
 
     return choose
 
 
-def _rouge(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _rouge(spec: Mapping[str, object]) -> tuple[str, dict[str, Any]]:
     kind = spec.get("rougeType") or "rougeL"
     if not isinstance(kind, str) or kind not in _ROUGE_NAMES:
         raise InvalidArgument.field(
@@ -126,7 +126,7 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
-def _object(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+def _object(value: object, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     """`value` as an object with camelCase keys (proto3 JSON takes either spelling)."""
     if value is None:
         return {}
@@ -146,14 +146,14 @@ def _object(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _string(value: Any, path: str) -> str:
+def _string(value: object, path: str) -> str:
     if not isinstance(value, str):
         raise InvalidArgument.field(path, f"expected a string, got {json.dumps(value)}")
     return value
 
 
 def _trajectory(
-    value: Any, path: str, limits: ServiceLimits = DEFAULT_LIMITS
+    value: object, path: str, limits: ServiceLimits = DEFAULT_LIMITS
 ) -> list[dict[str, Any]]:
     calls = _object(value, path, ("toolCalls",)).get("toolCalls", [])
     if not isinstance(calls, list):
@@ -195,7 +195,7 @@ def _tool_message(
 
 def _row(
     family: Family,
-    instance: Mapping[str, Any],
+    instance: Mapping[str, object],
     path: str,
     limits: ServiceLimits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def _row(
 
 
 def score_instance(
-    family: Family, spec: Mapping[str, Any], row: Mapping[str, Any], path: str
+    family: Family, spec: Mapping[str, object], row: Mapping[str, object], path: str
 ) -> float:
     """The score assay gives the Vertex row `row` under the family's metric and spec."""
     name, options = family.metric(spec)
@@ -250,7 +250,7 @@ class _Budget:
         self.service = service
         self.tokens = 0
 
-    def instance(self, row: Mapping[str, Any], path: str) -> None:
+    def instance(self, row: Mapping[str, object], path: str) -> None:
         limits = self.limits
         counted = 0
         for key, text in row.items():
@@ -285,7 +285,7 @@ _SNAKE_FIELDS = {"response": "prediction", "reference": "reference"}
 
 
 def evaluate_instances(
-    body: Any, limits: WorkLimits = WORK_LIMITS, service: ServiceLimits = DEFAULT_LIMITS
+    body: object, limits: WorkLimits = WORK_LIMITS, service: ServiceLimits = DEFAULT_LIMITS
 ) -> dict[str, Any]:
     """The EvaluateInstancesResponse JSON for an EvaluateInstancesRequest JSON, within
     the work `limits` of one request (400 naming the limit beyond them) and the input
@@ -325,7 +325,7 @@ def evaluate_instances(
 
 
 def _scores(
-    family: Family, spec: Mapping[str, Any], instances: list[Any], where: str, budget: _Budget
+    family: Family, spec: Mapping[str, object], instances: list[Any], where: str, budget: _Budget
 ) -> list[dict[str, Any]]:
     values = []
     for i, raw in enumerate(instances):
@@ -346,7 +346,7 @@ def _scores(
     return values
 
 
-def _judged_input(body: Any) -> tuple[str, Any] | None:
+def _judged_input(body: object) -> tuple[str, Any] | None:
     """(stem, payload) when the request is one pointwise or pairwise metric input."""
     if not isinstance(body, Mapping):
         return None

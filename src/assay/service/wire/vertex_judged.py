@@ -59,7 +59,7 @@ class Unimplemented(ServiceError):
     http_status, code = 501, "UNIMPLEMENTED"
 
 
-def _fields(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+def _fields(value: object, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -76,7 +76,7 @@ def _fields(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _instance(value: Any, path: str) -> dict[str, Any]:
+def _instance(value: object, path: str) -> dict[str, Any]:
     given = _fields(value, path, ("jsonInstance", "contentMapInstance"))
     if "contentMapInstance" in given:
         raise InvalidArgument.field(
@@ -93,17 +93,17 @@ def _instance(value: Any, path: str) -> dict[str, Any]:
     return parsed
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def render(template: str, instance: Mapping[str, Any]) -> str:
+def render(template: str, instance: Mapping[str, object]) -> str:
     """The template with each `{variable}` the instance has replaced by its value."""
     return _VARIABLE.sub(lambda m: _text(instance[m[1]]) if m[1] in instance else m[0], template)
 
 
 def checked_render(
-    template: str, instance: Mapping[str, Any], limits: WorkLimits, path: str
+    template: str, instance: Mapping[str, object], limits: WorkLimits, path: str
 ) -> tuple[str, int]:
     """(`render(template, instance)`, its tokens), refused 400 naming `path` and the limit
     when the prompt would pass the tokens per instance: counted before it is built, so
@@ -152,7 +152,7 @@ def parse_pairwise(reply: str) -> dict[str, Any] | None:
     }
 
 
-async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, object]) -> dict[str, Any]:
     """The EvaluateInstancesResponse JSON for a pointwise or pairwise metric input."""
     where = f"{'pointwise' if stem == POINTWISE else 'pairwise'}_metric_input"
     given = _fields(payload, where, ("metricSpec", "instance"))
@@ -196,7 +196,7 @@ async def evaluate(ctx: ServiceContext, stem: str, payload: Mapping[str, Any]) -
 # -- the newer client: {"metrics": [{"llmBasedMetricSpec": ...}], "instance": {...}} --------
 
 
-def _instance_text(value: Any, path: str) -> str:
+def _instance_text(value: object, path: str) -> str:
     """The text of an EvaluationInstance.InstanceData (`text`, or its contents' parts)."""
     data = _fields(value, path, ("text", "contents"))
     if "text" in data:
@@ -215,7 +215,7 @@ def _instance_text(value: Any, path: str) -> str:
     return "\n".join(texts)
 
 
-def _variables(value: Any) -> dict[str, Any]:
+def _variables(value: object) -> dict[str, Any]:
     """The template variables an EvaluationInstance gives: prompt, response, reference and
     other_data's entries."""
     allowed = ("prompt", "response", "reference", "otherData", "rubricGroups", "agentData",
@@ -234,7 +234,7 @@ def _variables(value: Any) -> dict[str, Any]:
     return out
 
 
-async def evaluate_metrics(ctx: ServiceContext, body: Mapping[str, Any]) -> dict[str, Any]:
+async def evaluate_metrics(ctx: ServiceContext, body: Mapping[str, object]) -> dict[str, Any]:
     """`{"metrics": [...], "instance": {...}}` -> `{"metricResults": [...]}`: each LLM-based
     (or pointwise) metric spec judged by the server's judge on the instance."""
     metrics = body.get("metrics")

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
 
 _SPLIT = "---user---"
 _NAME = re.compile(r"^(?P<name>[a-z0-9_]+)\.v(?P<version>\d+)\.txt$")
@@ -38,7 +37,7 @@ class PromptTemplate:
     def id(self) -> str:
         return f"{self.name}.v{self.version}"
 
-    def render(self, **fields: Any) -> RenderedPrompt:
+    def render(self, **fields: object) -> RenderedPrompt:
         """Chat messages for the judge: a system message and a user message."""
         messages = [
             {"role": "system", "content": self.system.format(**fields).strip()},

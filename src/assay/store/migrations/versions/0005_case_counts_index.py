@@ -1,8 +1,8 @@
 """The run's counts by status and execution state from the index alone.
 
 Finishing a run recounts its case results by (status, execution_state). With the
-index on (run_id, status) alone that read every result's row, documents included
-(0.17 s for 100,000 results); with execution_state in the index it reads the index.
+index on (run_id, status) alone that read every result's row, documents included;
+with execution_state in the index it reads the index.
 
 Revision ID: 0005
 Revises: 0004
