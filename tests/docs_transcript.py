@@ -91,6 +91,34 @@ def _free_port() -> str:
         return str(sock.getsockname()[1])
 
 
+def run_in_group(
+    script: str, cwd: Path, env: dict[str, str], log: Path, timeout: float
+) -> int | None:
+    """Run a bash `script` in a process group of its own, its output into `log` (a file,
+    not a pipe: a server it leaves in the background would hold a pipe open); then stop
+    the group, whatever it started in the background included. Its exit code, or None
+    when it did not finish within `timeout` seconds."""
+    with log.open("w+", encoding="utf-8") as out:
+        process = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            code: int | None = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return code
+
+
 def matches(expected: str, actual: str) -> bool:
     """`actual` is `expected` with each `...` standing for any text (lines' trailing
     spaces ignored)."""
@@ -114,24 +142,7 @@ def run(transcript: Transcript, cwd: Path, env: dict[str, str]) -> list[str]:
         script += [f"printf '\\n{_SEPARATOR}\\n'", local(step.command)]
     script.append(f"printf '\\n{_SEPARATOR}\\n'")
     log = cwd.parent / f"transcript-{transcript.line}.log"
-    with log.open("w+", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            ["bash", "-c", "\n".join(script)],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            process.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    run_in_group("\n".join(script), cwd, env, log, TIMEOUT_S)
     pieces = log.read_text(encoding="utf-8", errors="replace").split(f"\n{_SEPARATOR}\n")
     outputs = pieces[1:]  # before the first separator: nothing
     for port, free in ports.items():

@@ -293,32 +293,13 @@ def with_free_ports(script: str) -> str:
 
 def _run_shell(block: Block, cwd: Path, env: dict[str, str]) -> None:
     script = with_free_ports(without_self_installs(block.code))
-    # Output goes to a file, not a pipe: a server the block leaves in the background
-    # would hold a pipe open, and reading it to the end would wait for the server.
     log = cwd.parent / f"shell-{block.line}.log"
-    with log.open("w+", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            ["bash", "-c", SHELL_PRELUDE + script],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            process.wait(timeout=BLOCK_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        else:
-            timed_out = False
-        finally:
-            _kill_group(process)  # and whatever the block started in the background
+    code = docs_transcript.run_in_group(SHELL_PRELUDE + script, cwd, env, log, BLOCK_TIMEOUT_S)
     output = log.read_text(encoding="utf-8", errors="replace")
-    if timed_out:
+    if code is None:
         pytest.fail(f"{block.id} did not finish within {BLOCK_TIMEOUT_S:g}s:\n{output[-4000:]}")
-    if process.returncode not in (0, 1) or TRACEBACK in output:
-        pytest.fail(f"{block.id} exited {process.returncode}:\n{script}\n---\n{output[-6000:]}")
+    if code not in (0, 1) or TRACEBACK in output:
+        pytest.fail(f"{block.id} exited {code}:\n{script}\n---\n{output[-6000:]}")
 
 
 # -- the runner's own rules -------------------------------------------------------------

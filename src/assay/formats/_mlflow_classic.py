@@ -103,13 +103,18 @@ def parse_literal(value: object, *, file: str | None, path: str) -> Any:
 def _only(columns: list[str], names: tuple[str, ...], field: str, file: str | None) -> str | None:
     present = [c for c in columns if c in names]
     if len(present) > 1:
-        choices = " or ".join(f"--map {c}={field}" for c in present)
-        raise InputError(
-            f"ambiguous header: columns {', '.join(present)} could each be the {field}",
-            file=file,
-            expected=f"one of them chosen with {choices}",
-        )
+        raise _ambiguous(present, field, "could", file)
     return present[0] if present else None
+
+
+def _ambiguous(columns: list[str], field: str, verb: str, file: str | None) -> InputError:
+    """Two columns that would both become `field`: the error, with the `--map` choices."""
+    choices = " or ".join(f"--map {c}={field}" for c in columns)
+    return InputError(
+        f"ambiguous header: columns {', '.join(columns)} {verb} each be the {field}",
+        file=file,
+        expected=f"one of them chosen with {choices}",
+    )
 
 
 def _is_list_column(rows: list[dict[str, Any]], column: str) -> bool:
@@ -191,9 +196,4 @@ def _check_one_column_per_field(renames: dict[str, tuple[str, str]], file: str |
         by_field.setdefault(field, []).append(column)
     for field, columns in by_field.items():
         if len(columns) > 1:
-            choices = " or ".join(f"--map {c}={field}" for c in columns)
-            raise InputError(
-                f"ambiguous header: columns {', '.join(columns)} would each be the {field}",
-                file=file,
-                expected=f"one of them chosen with {choices}",
-            )
+            raise _ambiguous(columns, field, "would", file)

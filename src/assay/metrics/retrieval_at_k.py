@@ -123,8 +123,8 @@ class _AtK(Metric):
         assert isinstance(self.options, AtKOptions)
         return self.options.k
 
-    def _value(self, retrieved: Sequence[str], truth: Sequence[str], k: int) -> float:
-        raise NotImplementedError
+    formula: ClassVar[staticmethod[[Sequence[str], Sequence[str], int], float]]
+    """The metric's own number on (retrieved ids, ground-truth ids, k)."""
 
     def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
         truth = ground_truth(expected, case)
@@ -134,10 +134,10 @@ class _AtK(Metric):
         if retrieved is None:
             return Score(None, reason)
         k = self._k()
-        top = retrieved[:k]
+        wanted = set(truth)
         return Score(
-            self._value(retrieved, truth, k),
-            details={"k": k, "relevant": [doc for doc in top if doc in set(truth)]},
+            self.formula(retrieved, truth, k),
+            details={"k": k, "relevant": [doc for doc in retrieved[:k] if doc in wanted]},
         )
 
     def _mlflow_name(self) -> str:
@@ -165,9 +165,7 @@ class PrecisionAtK(_AtK):
 
     name: ClassVar[str] = "precision_at_k"
     description: ClassVar[str] = "relevant doc ids in the top k retrieved / top k (MLflow)"
-
-    def _value(self, retrieved: Sequence[str], truth: Sequence[str], k: int) -> float:
-        return precision_at_k(retrieved, truth, k)
+    formula = staticmethod(precision_at_k)
 
 
 @register
@@ -176,9 +174,7 @@ class RecallAtK(_AtK):
 
     name: ClassVar[str] = "recall_at_k"
     description: ClassVar[str] = "ground-truth ids in the top k retrieved / ground truth (MLflow)"
-
-    def _value(self, retrieved: Sequence[str], truth: Sequence[str], k: int) -> float:
-        return recall_at_k(retrieved, truth, k)
+    formula = staticmethod(recall_at_k)
 
 
 @register
@@ -187,6 +183,4 @@ class NdcgAtK(_AtK):
 
     name: ClassVar[str] = "ndcg_at_k"
     description: ClassVar[str] = "NDCG of the top k retrieved doc ids, binary relevance (MLflow)"
-
-    def _value(self, retrieved: Sequence[str], truth: Sequence[str], k: int) -> float:
-        return ndcg_at_k(retrieved, truth, k)
+    formula = staticmethod(ndcg_at_k)
