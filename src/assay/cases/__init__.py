@@ -19,6 +19,11 @@ _EXPORTS = {
     "list_cases": "assay.cases.api",
     "remove_case": "assay.cases.api",
     "WriteResult": "assay.cases.api",
+    "generate": "assay.cases.generate_cases",
+    "agenerate": "assay.cases.generate_cases",
+    "GenerationResult": "assay.cases.generate_cases",
+    "read_definition": "assay.cases.generate_definition",
+    "write_cases": "assay.cases.generate_write",
 }
 
 __all__ = list(_EXPORTS)

@@ -17,6 +17,7 @@ import typer
 from assay._version import __version__
 from assay.cli.cache import cache_app
 from assay.cli.cases import cases_app
+from assay.cli.cases_generate import generate_command  # noqa: F401  (cases generate)
 from assay.cli.catalog import formats_command, metrics_command
 from assay.cli.common import (
     EXIT_INTERRUPTED,

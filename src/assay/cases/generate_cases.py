@@ -1,0 +1,288 @@
+"""`assay.cases.generate`: eval cases written by a model from the agent's own definition.
+
+`generate(agent, model=..., count=N)` reads the agent's definition
+(`assay.cases.generate_definition`), asks the model for N diverse cases in batches
+(`assay.cases.generate_prompt`), refuses those that call a tool the agent does not have
+or with arguments its schema rejects, removes near-duplicates
+(`assay.cases.generate_check`), and returns the kept cases as assay `EvalCase`s with
+every refusal and the coverage of tools and personas. With `scenarios=True` the cases
+are conversation scenarios (ADK's `conversation_scenario`, CES scenario evaluations): a
+persona, an opening message, a plan and a stop condition for the simulated user.
+
+How a proposal becomes a case in each format is `assay.cases.generate_shape`.
+
+`plan(...)` builds the first request and the cost estimate without calling anything
+(`--dry-run`); `write_cases(result, path, fmt)` writes an ADK, CES or Vertex file,
+checked with the format's own reader before it replaces anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.cases.generate_check import (
+    LEXICAL_THRESHOLD,
+    MALFORMED,
+    SEMANTIC_THRESHOLD,
+    Candidate,
+    Coverage,
+    Refusal,
+    check_calls,
+    check_persona,
+    coverage,
+    is_readable,
+    parse_reply,
+    remove_near_duplicates,
+)
+from assay.cases.generate_definition import AgentDefinition, read_definition
+from assay.cases.generate_prompt import (
+    CostEstimate,
+    batch_sizes,
+    build_messages,
+    estimate_cost,
+    reply_schema,
+)
+from assay.cases.generate_shape import build_cases
+from assay.errors import ConfigError
+from assay.model.core import EvalCase, Persona
+from assay.models.stats import CallStats
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass
+class GenerationResult:
+    """What a generation kept, what it refused (with reasons) and what the set covers."""
+
+    agent: AgentDefinition
+    cases: list[EvalCase]
+    refusals: list[Refusal]
+    coverage: Coverage
+    proposed: int
+    requests: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    kept: list[Candidate] = field(default_factory=list)
+    personas: dict[str, Persona] = field(default_factory=dict)
+    scenarios: bool = False
+
+    def cases_as(self, fmt: str) -> list[EvalCase]:
+        """The kept cases shaped for `fmt` (adk, ces or vertex); `cases` is the ADK shape."""
+        return build_cases(self.kept, self.agent, self.personas, scenarios=self.scenarios, fmt=fmt)
+
+
+@dataclass(frozen=True)
+class GenerationPlan:
+    """What a generation would send (`--dry-run`): the first request and the estimate."""
+
+    messages: list[dict[str, str]]
+    estimate: CostEstimate
+    sizes: list[int]
+
+
+def _personas(personas: str | Path | Mapping[str, Persona] | None) -> dict[str, Persona]:
+    from assay.simulation.personas import PRESET_PERSONAS, load_personas
+
+    if personas is None:
+        return dict(PRESET_PERSONAS)
+    if isinstance(personas, str | Path):
+        return load_personas(personas)
+    return dict(personas)
+
+
+def _check_count(count: int) -> None:
+    if count < 1:
+        raise ConfigError(f"--count must be at least 1, got {count}")
+
+
+def plan(
+    agent: object,
+    *,
+    model: str,
+    count: int,
+    scenarios: bool = False,
+    personas: str | Path | Mapping[str, Persona] | None = None,
+    focus: str | None = None,
+) -> GenerationPlan:
+    """The requests a generation would make and their estimated cost; calls nothing."""
+    _check_count(count)
+    definition = read_definition(agent)
+    chosen = list(_personas(personas).values()) if scenarios else []
+    sizes = batch_sizes(count)
+    requests = [
+        build_messages(
+            definition,
+            size=size,
+            batch=i + 1,
+            batches=len(sizes),
+            scenarios=scenarios,
+            personas=chosen,
+            focus=focus,
+        )
+        for i, size in enumerate(sizes)
+    ]
+    return GenerationPlan(requests[0], estimate_cost(model, requests, sizes), sizes)
+
+
+async def agenerate(
+    agent: object,
+    *,
+    model: str,
+    count: int,
+    scenarios: bool = False,
+    personas: str | Path | Mapping[str, Persona] | None = None,
+    focus: str | None = None,
+    embeddings: str | None = None,
+    embedding_model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    lexical_threshold: float = LEXICAL_THRESHOLD,
+    semantic_threshold: float = SEMANTIC_THRESHOLD,
+) -> GenerationResult:
+    """Generate cases (see the module docstring); `generate` is the same, blocking."""
+    from assay.models.registry import ModelRegistry
+    from assay.models.resolve import make_backend
+
+    _check_count(count)
+    definition = read_definition(agent)
+    tools = definition.all_tools()
+    chosen = _personas(personas) if scenarios else {}
+    backend = make_backend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+    stats = CallStats()
+    client = ModelRegistry().client(
+        backend, role="case generator", stats=stats, timeout_s=timeout_s, use_cache=False
+    )
+    settings = {"temperature": 1.0, "json_schema": reply_schema(scenarios)}
+    kept: list[Candidate] = []
+    refusals: list[Refusal] = []
+    taken: set[str] = set()
+    proposed = 0
+    sizes = batch_sizes(count)
+    embedder = _Embedder(embeddings, embedding_model) if embeddings else None
+    try:
+        for i, size in enumerate(sizes):
+            messages = build_messages(
+                definition,
+                size=size,
+                batch=i + 1,
+                batches=len(sizes),
+                scenarios=scenarios,
+                personas=list(chosen.values()),
+                focus=focus,
+                avoid=[c.opening_message for c in kept],
+            )
+            (reply,) = await client.generate(messages, 1, settings, accept=is_readable)
+            try:
+                found, bad = parse_reply(reply, batch=i + 1, scenarios=scenarios, taken=taken)
+            except ValueError as exc:
+                refusals.append(Refusal(f"batch {i + 1}", MALFORMED, f"unreadable reply: {exc}"))
+                continue
+            proposed += len(found) + len(bad)
+            refusals += bad
+            valid = []
+            for cand in found:
+                refusal = check_calls(cand, tools) or (
+                    check_persona(cand, chosen) if scenarios else None
+                )
+                if refusal is None:
+                    valid.append(cand)
+                else:
+                    refusals.append(refusal)
+            vectors = await embedder.vectors(valid, kept) if embedder else None
+            fresh, dupes = remove_near_duplicates(
+                valid,
+                kept,
+                lexical_threshold=lexical_threshold,
+                vectors=vectors,
+                semantic_threshold=semantic_threshold,
+                cosine=_cosine if vectors is not None else None,
+            )
+            kept += fresh
+            refusals += dupes
+    finally:
+        await backend.aclose()
+    return GenerationResult(
+        agent=definition,
+        cases=build_cases(kept, definition, chosen, scenarios=scenarios, fmt="adk"),
+        refusals=refusals,
+        coverage=coverage(kept, list(tools), list(chosen)),
+        proposed=proposed,
+        requests=len(sizes),
+        input_tokens=stats.input_tokens,
+        output_tokens=stats.output_tokens,
+        kept=kept,
+        personas=chosen,
+        scenarios=scenarios,
+    )
+
+
+def generate(
+    agent: object,
+    *,
+    model: str,
+    count: int,
+    scenarios: bool = False,
+    personas: str | Path | Mapping[str, Persona] | None = None,
+    focus: str | None = None,
+    embeddings: str | None = None,
+    embedding_model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    lexical_threshold: float = LEXICAL_THRESHOLD,
+    semantic_threshold: float = SEMANTIC_THRESHOLD,
+) -> GenerationResult:
+    """Generate cases from the agent's definition (blocking; see `agenerate`).
+
+    `agent` is a description file, an ADK agent (folder, ``MODULE:ATTR`` or the object),
+    an `OpenAIToolsAgent`, or an `AgentDefinition`; `model` a model string
+    (``openai:NAME``, ``gemini-...``, ``anthropic:NAME``); `embeddings` the base URL of
+    an OpenAI-compatible embeddings endpoint for the semantic duplicate check.
+    """
+    return asyncio.run(
+        agenerate(
+            agent,
+            model=model,
+            count=count,
+            scenarios=scenarios,
+            personas=personas,
+            focus=focus,
+            embeddings=embeddings,
+            embedding_model=embedding_model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            lexical_threshold=lexical_threshold,
+            semantic_threshold=semantic_threshold,
+        )
+    )
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    from assay.metrics.embedding import cosine
+
+    return cosine(a, b)
+
+
+class _Embedder:
+    """Embeddings of opening messages from an OpenAI-compatible endpoint."""
+
+    def __init__(self, base_url: str, model: str | None) -> None:
+        from assay.metrics.embedding import EmbeddingOptions, EmbeddingSimilarity
+
+        self.metric = EmbeddingSimilarity(EmbeddingOptions(base_url=base_url, model=model))
+
+    async def vectors(
+        self, fresh: Sequence[Candidate], kept: Sequence[Candidate]
+    ) -> dict[str, list[float]]:
+        from assay.metrics.embedding import EmbeddingError
+
+        texts = [c.opening_message for c in [*kept, *fresh]]
+        try:
+            return await self.metric.embed(texts)
+        except EmbeddingError as exc:
+            raise ConfigError(f"--embeddings: {exc}") from None
