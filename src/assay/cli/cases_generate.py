@@ -122,7 +122,8 @@ def generate_command(
             result.cases_as(fmt),
             file,
             fmt,
-            name=f"{result.agent.name}: generated cases",
+            # Only an ADK eval set has a place for the set's name.
+            name=f"{result.agent.name}: generated cases" if fmt == "adk" else None,
             overwrite=overwrite,
         )
         n = len(result.cases)
