@@ -382,7 +382,7 @@ def test_malformed_items_are_refused_and_the_rest_kept(standin: JudgeServer) -> 
         {**good, "opening_message": "Show me every device in the house, with statuses."},
     ]
     standin.set_script(StandinReply(json.dumps({"cases": items})))
-    result = generate(HOME, model="openai:stand-in", count=6)
+    result = generate(HOME, model="openai:stand-in", count=2)
     assert [c.id for c in result.cases] == ["ok", "ok-2"]  # a repeated id gets a suffix
     kinds = {r.case_id: (r.kind, r.reason) for r in result.refusals}
     assert kinds == {
@@ -404,7 +404,9 @@ def test_an_unreadable_reply_is_a_refusal_not_a_crash(standin: JudgeServer) -> N
 def test_batches_show_the_kept_openings_to_later_requests(standin: JudgeServer) -> None:
     result = generate(HOME, model="openai:stand-in", count=12)
     first, second = standin.requests
-    assert "Write 10 diverse" in first.user and "Write 2 diverse" in second.user
+    # The second request asks for what the first left short (12 - 6), then none follows:
+    # it brought nothing new.
+    assert "Write 10 diverse" in first.user and "Write 6 diverse" in second.user
     assert "ALREADY WRITTEN" not in first.user
     assert "- Could you list devices for location Living Room?" in second.user
     # The second batch says the same as the first: every case of it repeats one kept.
@@ -450,7 +452,10 @@ def test_semantic_near_duplicates_with_an_embeddings_endpoint(
         )
         assert server.embedding_requests
     assert [x.id for x in semantic.cases] == ["a", "c"]
-    (refusal,) = semantic.refusals
+    # one short of --count: one top-up request, whose three cases all repeat kept ones
+    assert semantic.requests == 2
+    refusal, *top_up = semantic.refusals
+    assert [r.case_id for r in top_up] == ["a-2", "b-2", "c-2"]
     assert refusal.case_id == "b" and refusal.kind == NEAR_DUPLICATE
     assert "repeats case a (semantic similarity" in refusal.reason
 
@@ -497,3 +502,52 @@ def test_generic_script_derives_bad_cases_from_any_tools() -> None:
     assert by_id["broken_arguments"]["expected_tool_calls"] == [
         {"name": "add", "args": {"n": "a lot"}}
     ]
+
+
+def test_top_ups_fill_the_set_and_surplus_is_refused(standin: JudgeServer) -> None:
+    def case(i: int) -> dict[str, object]:
+        room = ["Living Room", "Bedroom", "Kitchen"][i % 3]
+        call = {"name": "get_temperature", "args": {"location": room}}
+        return {"id": f"c{i}", "user_goal": "g", "opening_message": f"Case {i} {room}.",
+                "expected_tool_calls": [call]}  # fmt: skip
+
+    replies = [
+        # 3 asked, 1 good + 2 invented: short by 2
+        {
+            "cases": [
+                case(1),
+                {**case(2), "expected_tool_calls": [{"name": "x", "args": {}}]},
+                {**case(3), "expected_tool_calls": [{"name": "y", "args": {}}]},
+            ]
+        },
+        {"cases": [case(4), case(5), case(6)]},  # 2 asked, 3 kept: one surplus
+    ]
+    standin.set_script([StandinReply(json.dumps(r)) for r in replies])
+    result = generate(HOME, model="openai:stand-in", count=3)
+    assert [c.id for c in result.cases] == ["c1", "c4", "c5"]
+    assert result.requests == 2
+    first, second = standin.requests
+    assert "Write 3 diverse" in first.user and "Write 2 diverse" in second.user
+    assert "- Case 1 Bedroom." in second.user
+    surplus = result.refusals[-1]
+    assert (surplus.case_id, surplus.kind) == ("c6", "surplus")
+    assert surplus.reason == "more cases than --count 3 asked for"
+
+
+def test_top_ups_are_bounded(standin: JudgeServer) -> None:
+    # Each reply brings one new case: the set stays short, and asking stops after
+    # ceil(count / 10) + MAX_TOP_UPS requests.
+    from assay.cases.generate_cases import MAX_TOP_UPS
+
+    def one_new(request: StandinRequest) -> StandinReply:
+        room = ["Living Room", "Bedroom", "Kitchen"][request.index % 3]
+        call = {"name": "get_temperature", "args": {"location": room}}
+        item = {"id": f"r{request.index}", "user_goal": "g",
+                "opening_message": f"Reading {request.index} please, {room}",
+                "expected_tool_calls": [call]}  # fmt: skip
+        return StandinReply(json.dumps({"cases": [item]}))
+
+    standin.set_script(one_new)
+    result = generate(HOME, model="openai:stand-in", count=10)
+    assert result.requests == 1 + MAX_TOP_UPS == len(standin.requests)
+    assert len(result.cases) == 1 + MAX_TOP_UPS

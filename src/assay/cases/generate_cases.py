@@ -9,6 +9,11 @@ every refusal and the coverage of tools and personas. With `scenarios=True` the 
 are conversation scenarios (ADK's `conversation_scenario`, CES scenario evaluations): a
 persona, an opening message, a plan and a stop condition for the simulated user.
 
+Requests ask for at most `BATCH` cases each, one after the other, until N are kept.
+When refusals leave the set short after ceil(N / BATCH) requests, up to `MAX_TOP_UPS`
+more ask for the rest, and stop at the first that brings nothing new (a model that
+only repeats itself is not asked forever). Kept cases beyond N are refused as surplus.
+
 How a proposal becomes a case in each format is `assay.cases.generate_shape`.
 
 `plan(...)` builds the first request and the cost estimate without calling anything
@@ -22,11 +27,13 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.cases.generate_check import (
     LEXICAL_THRESHOLD,
     MALFORMED,
     SEMANTIC_THRESHOLD,
+    SURPLUS,
     Candidate,
     Coverage,
     Refusal,
@@ -39,6 +46,7 @@ from assay.cases.generate_check import (
 )
 from assay.cases.generate_definition import AgentDefinition, read_definition
 from assay.cases.generate_prompt import (
+    BATCH,
     CostEstimate,
     batch_sizes,
     build_messages,
@@ -50,7 +58,12 @@ from assay.errors import ConfigError
 from assay.model.core import EvalCase, Persona
 from assay.models.stats import CallStats
 
+if TYPE_CHECKING:
+    from assay.models.client import ModelClient
+
 DEFAULT_TIMEOUT_S = 120.0
+#: requests beyond ceil(count / BATCH) when refusals left the set short of --count
+MAX_TOP_UPS = 2
 
 
 @dataclass
@@ -149,75 +162,124 @@ async def agenerate(
 
     _check_count(count)
     definition = read_definition(agent)
-    tools = definition.all_tools()
     chosen = _personas(personas) if scenarios else {}
     backend = make_backend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     stats = CallStats()
     client = ModelRegistry().client(
         backend, role="case generator", stats=stats, timeout_s=timeout_s, use_cache=False
     )
-    settings = {"temperature": 1.0, "json_schema": reply_schema(scenarios)}
-    kept: list[Candidate] = []
-    refusals: list[Refusal] = []
-    taken: set[str] = set()
-    proposed = 0
-    sizes = batch_sizes(count)
-    embedder = _Embedder(embeddings, embedding_model) if embeddings else None
+    run = _Generation(
+        definition,
+        client,
+        scenarios=scenarios,
+        personas=chosen,
+        focus=focus,
+        embedder=_Embedder(embeddings, embedding_model) if embeddings else None,
+        lexical_threshold=lexical_threshold,
+        semantic_threshold=semantic_threshold,
+    )
+    planned = len(batch_sizes(count))
     try:
-        for i, size in enumerate(sizes):
-            messages = build_messages(
-                definition,
-                size=size,
-                batch=i + 1,
-                batches=len(sizes),
-                scenarios=scenarios,
-                personas=list(chosen.values()),
-                focus=focus,
-                avoid=[c.opening_message for c in kept],
-            )
-            (reply,) = await client.generate(messages, 1, settings, accept=is_readable)
-            try:
-                found, bad = parse_reply(reply, batch=i + 1, scenarios=scenarios, taken=taken)
-            except ValueError as exc:
-                refusals.append(Refusal(f"batch {i + 1}", MALFORMED, f"unreadable reply: {exc}"))
-                continue
-            proposed += len(found) + len(bad)
-            refusals += bad
-            valid = []
-            for cand in found:
-                refusal = check_calls(cand, tools) or (
-                    check_persona(cand, chosen) if scenarios else None
-                )
-                if refusal is None:
-                    valid.append(cand)
-                else:
-                    refusals.append(refusal)
-            vectors = await embedder.vectors(valid, kept) if embedder else None
-            fresh, dupes = remove_near_duplicates(
-                valid,
-                kept,
-                lexical_threshold=lexical_threshold,
-                vectors=vectors,
-                semantic_threshold=semantic_threshold,
-                cosine=_cosine if vectors is not None else None,
-            )
-            kept += fresh
-            refusals += dupes
+        while len(run.kept) < count and run.requests < planned + MAX_TOP_UPS:
+            added = await run.request(min(BATCH, count - len(run.kept)), planned)
+            if added == 0 and run.requests >= planned:
+                break  # a top-up that brought nothing new: asking again would not either
     finally:
         await backend.aclose()
+    surplus = run.kept[count:]
+    run.refusals += [
+        Refusal(c.id, SURPLUS, f"more cases than --count {count} asked for") for c in surplus
+    ]
+    kept = run.kept[:count]
     return GenerationResult(
         agent=definition,
         cases=build_cases(kept, definition, chosen, scenarios=scenarios, fmt="adk"),
-        refusals=refusals,
-        coverage=coverage(kept, list(tools), list(chosen)),
-        proposed=proposed,
-        requests=len(sizes),
+        refusals=run.refusals,
+        coverage=coverage(kept, list(definition.all_tools()), list(chosen)),
+        proposed=run.proposed,
+        requests=run.requests,
         input_tokens=stats.input_tokens,
         output_tokens=stats.output_tokens,
         kept=kept,
         personas=chosen,
         scenarios=scenarios,
     )
+
+
+class _Generation:
+    """The state of one generation: what was kept and refused, request after request."""
+
+    def __init__(
+        self,
+        agent: AgentDefinition,
+        client: ModelClient,
+        *,
+        scenarios: bool,
+        personas: dict[str, Persona],
+        focus: str | None,
+        embedder: _Embedder | None,
+        lexical_threshold: float,
+        semantic_threshold: float,
+    ) -> None:
+        self.agent = agent
+        self.tools = agent.all_tools()
+        self.client = client
+        self.scenarios = scenarios
+        self.personas = personas
+        self.focus = focus
+        self.embedder = embedder
+        self.lexical_threshold = lexical_threshold
+        self.semantic_threshold = semantic_threshold
+        self.settings = {"temperature": 1.0, "json_schema": reply_schema(scenarios)}
+        self.kept: list[Candidate] = []
+        self.refusals: list[Refusal] = []
+        self.taken: set[str] = set()
+        self.proposed = 0
+        self.requests = 0
+
+    async def request(self, size: int, planned: int) -> int:
+        """Ask for `size` more cases; how many new ones were kept."""
+        self.requests += 1
+        batch = self.requests
+        messages = build_messages(
+            self.agent,
+            size=size,
+            batch=batch,
+            batches=max(planned, batch),
+            scenarios=self.scenarios,
+            personas=list(self.personas.values()),
+            focus=self.focus,
+            avoid=[c.opening_message for c in self.kept],
+        )
+        (reply,) = await self.client.generate(messages, 1, self.settings, accept=is_readable)
+        try:
+            found, bad = parse_reply(reply, batch=batch, scenarios=self.scenarios, taken=self.taken)
+        except ValueError as exc:
+            self.refusals.append(Refusal(f"batch {batch}", MALFORMED, f"unreadable reply: {exc}"))
+            return 0
+        self.proposed += len(found) + len(bad)
+        self.refusals += bad
+        valid = []
+        for cand in found:
+            refusal = check_calls(cand, self.tools)
+            if refusal is None and self.scenarios:
+                refusal = check_persona(cand, self.personas)
+            if refusal is None:
+                valid.append(cand)
+            else:
+                self.refusals.append(refusal)
+        vectors = await self.embedder.vectors(valid, self.kept) if self.embedder else None
+        fresh, dupes = remove_near_duplicates(
+            valid,
+            self.kept,
+            lexical_threshold=self.lexical_threshold,
+            vectors=vectors,
+            semantic_threshold=self.semantic_threshold,
+            cosine=_cosine if vectors is not None else None,
+        )
+        self.kept += fresh
+        self.refusals += dupes
+        return len(fresh)
 
 
 def generate(

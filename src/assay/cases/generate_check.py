@@ -36,6 +36,7 @@ INVALID_ARGUMENTS = "invalid arguments"
 NEAR_DUPLICATE = "near-duplicate"
 MALFORMED = "malformed"
 UNKNOWN_PERSONA = "unknown persona"
+SURPLUS = "surplus"
 
 
 @dataclass(frozen=True)
