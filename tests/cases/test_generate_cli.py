@@ -93,6 +93,8 @@ def test_dry_run_prints_the_prompt_and_calls_nothing(standin: JudgeServer, tmp_p
     [
         (["--count", "0"], "--count must be at least 1, got 0"),
         (["--format", "xml"], "--format 'xml': expected one of adk, ces, vertex"),
+        (["--model", "gpt-4o"], "--model 'gpt-4o' is not a model string; valid forms are"),
+        (["--model", "gpt-4o", "--dry-run"], "--model 'gpt-4o' is not a model string"),
     ],
 )
 def test_bad_options_exit_2_before_any_call(
@@ -151,3 +153,13 @@ def test_a_broken_definition_exits_2_naming_the_tool(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "tools[1] (t): parameters: not a valid JSON schema" in result.output
+
+
+def test_a_broken_personas_file_exits_2(standin: JudgeServer, tmp_path: Path) -> None:
+    personas = tmp_path / "personas.json"
+    personas.write_text('[{"displayName": "no id"}]', encoding="utf-8")
+    out = tmp_path / "gen.evalset.json"
+    result = runner.invoke(app, _generate(out, "--scenarios", "--personas", str(personas)))
+    assert result.exit_code == 2, result.output
+    assert "personas.json" in result.output and "Traceback" not in result.output
+    assert standin.requests == [] and not out.exists()

@@ -106,9 +106,17 @@ def _personas(personas: str | Path | Mapping[str, Persona] | None) -> dict[str, 
     return dict(personas)
 
 
-def _check_count(count: int) -> None:
+def _check(count: int, model: str) -> None:
+    from assay.models.resolve import MODEL_FORMS, parse_model
+
     if count < 1:
         raise ConfigError(f"--count must be at least 1, got {count}")
+    try:
+        parse_model(model)
+    except ConfigError:
+        raise ConfigError(
+            f"--model {model!r} is not a model string; valid forms are: {'; '.join(MODEL_FORMS)}"
+        ) from None
 
 
 def plan(
@@ -121,7 +129,7 @@ def plan(
     focus: str | None = None,
 ) -> GenerationPlan:
     """The requests a generation would make and their estimated cost; calls nothing."""
-    _check_count(count)
+    _check(count, model)
     definition = read_definition(agent)
     chosen = list(_personas(personas).values()) if scenarios else []
     sizes = batch_sizes(count)
@@ -160,7 +168,7 @@ async def agenerate(
     from assay.models.registry import ModelRegistry
     from assay.models.resolve import make_backend
 
-    _check_count(count)
+    _check(count, model)
     definition = read_definition(agent)
     chosen = _personas(personas) if scenarios else {}
     backend = make_backend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
