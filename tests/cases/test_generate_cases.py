@@ -551,3 +551,21 @@ def test_top_ups_are_bounded(standin: JudgeServer) -> None:
     result = generate(HOME, model="openai:stand-in", count=10)
     assert result.requests == 1 + MAX_TOP_UPS == len(standin.requests)
     assert len(result.cases) == 1 + MAX_TOP_UPS
+
+
+def test_home_definition_matches_the_home_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # definition.json describes examples/home_automation/home.py: same tools, same
+    # parameters (all but the session's `home`), the same required ones.
+    import inspect
+
+    monkeypatch.chdir(REPO)
+    from examples.home_automation.home import TOOLS
+
+    tools = read_definition(HOME).all_tools()
+    assert list(tools) == list(TOOLS)
+    for name, fn in TOOLS.items():
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "home"]
+        schema = tools[name].parameters
+        assert list(schema["properties"]) == [p.name for p in params], name
+        required = [p.name for p in params if p.default is inspect.Parameter.empty]
+        assert schema.get("required", []) == required, name
