@@ -569,3 +569,9 @@ def test_home_definition_matches_the_home_tools(monkeypatch: pytest.MonkeyPatch)
         assert list(schema["properties"]) == [p.name for p in params], name
         required = [p.name for p in params if p.default is inspect.Parameter.empty]
         assert schema.get("required", []) == required, name
+
+
+async def test_generate_runs_inside_a_running_loop(standin: JudgeServer) -> None:
+    # as from a notebook cell: `generate` must not call asyncio.run on the running loop
+    result = generate(HOME, model="openai:stand-in", count=6)
+    assert len(result.cases) == 6

@@ -24,7 +24,8 @@ checked with the format's own reader before it replaces anything.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import concurrent.futures
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -313,7 +314,7 @@ def generate(
     (``openai:NAME``, ``gemini-...``, ``anthropic:NAME``); `embeddings` the base URL of
     an OpenAI-compatible embeddings endpoint for the semantic duplicate check.
     """
-    return asyncio.run(
+    return _run_sync(
         agenerate(
             agent,
             model=model,
@@ -330,6 +331,18 @@ def generate(
             semantic_threshold=semantic_threshold,
         )
     )
+
+
+def _run_sync(coro: Coroutine[object, object, GenerationResult]) -> GenerationResult:
+    """Run `coro` to completion, also from a notebook cell (a loop already running there:
+    the coroutine then runs on its own loop in a worker thread, as `assay.evaluate` does).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
