@@ -8,6 +8,7 @@ near-duplicates: exactly those four must be refused, each with its reason.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,7 @@ def test_description_file_takes_openai_tools_and_sub_agents(tmp_path: Path) -> N
         ('{"tools": [{"description": "x"}]}', "tools[0]: name is required"),
         ('{"tools": [{"name": "t", "parameters": {"type": 12}}]}', "not a valid JSON schema"),
         ('{"tools": [{"name": "t", "parameters": []}]}', "parameters must be a JSON schema"),
+        ('{"tools": [{"name": "t", "parameters": {"type": "string"}}]}', "type: object"),
         ('{"instruction": 3}', "instruction must be a string"),
         ("[1, 2]", "an agent description must be an object"),
     ],
@@ -575,3 +577,99 @@ async def test_generate_runs_inside_a_running_loop(standin: JudgeServer) -> None
     # as from a notebook cell: `generate` must not call asyncio.run on the running loop
     result = generate(HOME, model="openai:stand-in", count=6)
     assert len(result.cases) == 6
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randrange(8 if depth < 3 else 5)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.choice([True, False])
+    if kind == 2:
+        return rng.choice([0, -1, 10**30, 3.5, float("1e308")])
+    if kind == 3:
+        return rng.choice(["", "x", "device_2", "Kitchen", "\u0000", "ON", "a" * 500])
+    if kind == 4:
+        return rng.choice(["id", "cases", "name", "args"])
+    if kind == 5:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = ["id", "user_goal", "opening_message", "expected_tool_calls", "name", "args",
+            "rubrics", "persona", "location", "device_id", "status", "temperature"]  # fmt: skip
+    return {rng.choice(keys): _random_json(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+_VALID = {
+    "id": "v",
+    "user_goal": "g",
+    "opening_message": "Set the kitchen to 20.",
+    "persona": "NOVICE",
+    "conversation_plan": "p",
+    "stop_condition": "s",
+    "expected_tool_calls": [
+        {"name": "set_temperature", "args": {"location": "Kitchen", "temperature": 20}}
+    ],
+}
+
+
+def _mutated(rng: random.Random) -> object:
+    """A valid case with one field (or one argument) replaced by random JSON, or noise."""
+    if rng.random() < 0.2:
+        return _random_json(rng, 1)
+    case = json.loads(json.dumps(_VALID))
+    if rng.random() < 0.3:
+        return case
+    if rng.random() < 0.5:
+        case["expected_tool_calls"][0]["args"][rng.choice(["location", "temperature", "x"])] = (
+            _random_json(rng, 2)
+        )
+    else:
+        case[rng.choice(list(_VALID))] = _random_json(rng, 1)
+    return case
+
+
+def test_hostile_replies_never_crash_the_checks() -> None:
+    # Whatever JSON a model answers, parsing and checking give cases or refusals: never
+    # an exception other than the ValueError of a reply that is not {"cases": [...]}.
+    from assay.cases.generate_check import parse_reply
+
+    rng = random.Random(36)
+    tools = read_definition(HOME).all_tools()
+    personas = {"NOVICE": Persona(id="NOVICE")}
+    outcomes = {"kept": 0, "refused": 0, "unreadable": 0}
+    for _ in range(400):
+        value = _random_json(rng)
+        if rng.random() < 0.7:
+            value = {"cases": [_mutated(rng) for _ in range(rng.randrange(4))]}
+        try:
+            found, bad = parse_reply(json.dumps(value), batch=1, scenarios=True, taken=set())
+        except ValueError:
+            outcomes["unreadable"] += 1
+            continue
+        outcomes["refused"] += len(bad)
+        for cand in found:
+            from assay.cases.generate_check import check_persona
+
+            refusal = check_calls(cand, tools) or check_persona(cand, personas)
+            outcomes["kept" if refusal is None else "refused"] += 1
+        remove_near_duplicates(found)
+    assert all(outcomes.values()), outcomes
+
+
+def test_hostile_description_files_are_input_errors(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    path = tmp_path / "agent.json"
+    read = refused = 0
+    for _ in range(300):
+        value: object = _random_json(rng)
+        if rng.random() < 0.6:
+            tool = {"name": rng.choice(["t", 3, None]), "parameters": _random_json(rng, 1)}
+            value = {"name": "a", "tools": [tool, _random_json(rng, 2)][: rng.randrange(1, 3)]}
+        path.write_text(json.dumps(value), encoding="utf-8")
+        try:
+            read_definition(path)
+        except InputError as exc:
+            assert "agent.json" in str(exc)
+            refused += 1
+        else:
+            read += 1
+    assert read and refused

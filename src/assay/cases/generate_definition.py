@@ -179,6 +179,11 @@ def _tool_from_description(item: object, at: str, agent: str) -> ToolDefinition:
     if not isinstance(parameters, Mapping):
         raise InputError(f"{at} ({name}): parameters must be a JSON schema object")
     _check_schema(parameters, f"{at} ({name}): parameters")
+    if parameters.get("type", "object") != "object":
+        raise InputError(
+            f"{at} ({name}): parameters must be the schema of an object (type: object), "
+            f"got type {parameters.get('type')!r}"
+        )
     return ToolDefinition(name, _text(item, "description", at), dict(parameters), agent)
 
 
