@@ -266,14 +266,14 @@ def remove_near_duplicates(
 
     `vectors` maps opening messages to embeddings (semantic check); `cosine` compares two.
     """
-    kept: list[Candidate] = list(kept_before)
+    kept: list[tuple[Candidate, frozenset[str]]] = [(c, tokens(c)) for c in kept_before]
     fresh: list[Candidate] = []
     refused: list[Refusal] = []
     for cand in candidates:
         mine = tokens(cand)
         reason = None
-        for earlier in kept:
-            score = jaccard(mine, tokens(earlier))
+        for earlier, theirs in kept:
+            score = jaccard(mine, theirs)
             if score >= lexical_threshold:
                 reason = (
                     f"repeats case {earlier.id} (lexical similarity {score:.2f} >="
@@ -289,7 +289,7 @@ def remove_near_duplicates(
                     )
                     break
         if reason is None:
-            kept.append(cand)
+            kept.append((cand, mine))
             fresh.append(cand)
         else:
             refused.append(Refusal(cand.id, NEAR_DUPLICATE, reason))
