@@ -163,3 +163,26 @@ def test_a_broken_personas_file_exits_2(standin: JudgeServer, tmp_path: Path) ->
     assert result.exit_code == 2, result.output
     assert "personas.json" in result.output and "Traceback" not in result.output
     assert standin.requests == [] and not out.exists()
+
+
+def test_embeddings_endpoint_is_asked(standin: JudgeServer, tmp_path: Path) -> None:
+    out = tmp_path / "gen.evalset.json"
+    args = _generate(out, "--embeddings", standin.openai_base_url, "--embedding-model", "emb")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (request,) = standin.embedding_requests
+    assert request["model"] == "emb"
+    assert "Could you list devices for location Living Room?" in request["input"]
+
+
+def test_an_unreachable_embeddings_endpoint_exits_2(standin: JudgeServer, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    out = tmp_path / "gen.evalset.json"
+    result = runner.invoke(app, _generate(out, "--embeddings", dead))
+    assert result.exit_code == 2, result.output
+    assert "--embeddings: embeddings endpoint" in result.output and "failed" in result.output
+    assert not out.exists()
