@@ -673,3 +673,27 @@ def test_hostile_description_files_are_input_errors(tmp_path: Path) -> None:
         else:
             read += 1
     assert read and refused
+
+
+def test_a_model_error_after_some_cases_keeps_them(standin: JudgeServer) -> None:
+    first = script  # the stand-in's first reply: six good cases and four to refuse
+    replies = iter([None, StandinReply(text="the model refuses this request", status=403)])
+
+    def then_fail(request: StandinRequest) -> StandinReply:
+        reply = next(replies)
+        return first(request) if reply is None else reply
+
+    standin.set_script(then_fail)
+    result = generate(HOME, model="openai:stand-in", count=20)
+    assert len(result.cases) == 6 and result.requests == 2
+    error = result.refusals[-1]
+    assert (error.case_id, error.kind) == ("batch 2", "model error")
+    assert "the model refuses this request" in error.reason
+
+
+def test_a_model_error_before_any_case_is_raised(standin: JudgeServer) -> None:
+    from assay.models.types import ModelCallError
+
+    standin.set_script(StandinReply(text="no such model", status=404))
+    with pytest.raises(ModelCallError, match="no such model"):
+        generate(HOME, model="openai:stand-in", count=3)

@@ -13,6 +13,8 @@ Requests ask for at most `BATCH` cases each, one after the other, until N are ke
 When refusals leave the set short after ceil(N / BATCH) requests, up to `MAX_TOP_UPS`
 more ask for the rest, and stop at the first that brings nothing new (a model that
 only repeats itself is not asked forever). Kept cases beyond N are refused as surplus.
+A model error after some cases were kept ends the asking but keeps those cases (the
+error is listed with the refusals); before any, it is raised.
 
 How a proposal becomes a case in each format is `assay.cases.generate_shape`.
 
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 from assay.cases.generate_check import (
     LEXICAL_THRESHOLD,
     MALFORMED,
+    MODEL_ERROR,
     SEMANTIC_THRESHOLD,
     SURPLUS,
     Candidate,
@@ -58,6 +61,7 @@ from assay.cases.generate_shape import build_cases
 from assay.errors import ConfigError
 from assay.model.core import EvalCase, Persona
 from assay.models.stats import CallStats
+from assay.models.types import ModelCallError
 
 if TYPE_CHECKING:
     from assay.models.client import ModelClient
@@ -190,7 +194,14 @@ async def agenerate(
     planned = len(batch_sizes(count))
     try:
         while len(run.kept) < count and run.requests < planned + MAX_TOP_UPS:
-            added = await run.request(min(BATCH, count - len(run.kept)), planned)
+            try:
+                added = await run.request(min(BATCH, count - len(run.kept)), planned)
+            except ModelCallError as exc:
+                if not run.kept:
+                    raise
+                # The cases earlier requests gave are kept (they were paid for).
+                run.refusals.append(Refusal(f"batch {run.requests}", MODEL_ERROR, str(exc)))
+                break
             if added == 0 and run.requests >= planned:
                 break  # a top-up that brought nothing new: asking again would not either
     finally:

@@ -37,6 +37,7 @@ NEAR_DUPLICATE = "near-duplicate"
 MALFORMED = "malformed"
 UNKNOWN_PERSONA = "unknown persona"
 SURPLUS = "surplus"
+MODEL_ERROR = "model error"
 
 
 @dataclass(frozen=True)
