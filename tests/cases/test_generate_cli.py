@@ -186,3 +186,30 @@ def test_an_unreachable_embeddings_endpoint_exits_2(standin: JudgeServer, tmp_pa
     assert result.exit_code == 2, result.output
     assert "--embeddings: embeddings endpoint" in result.output and "failed" in result.output
     assert not out.exists()
+
+
+def test_scenarios_coverage_names_unused_personas(tmp_path: Path) -> None:
+    from examples.home_automation.standin_generate import script as home_script
+
+    personas = tmp_path / "personas.yaml"
+    personas.write_text(
+        "".join(f"- id: p{i}\n  description: Persona {i}.\n  behaviors: []\n" for i in range(1, 7)),
+        encoding="utf-8",
+    )
+    out = tmp_path / "scenarios.evalset.json"
+    with JudgeServer(home_script) as server:
+        args = ["cases", "generate", str(out), "--agent", HOME, "--model", "openai:stand-in",
+                "--count", "5", "--scenarios", "--personas", str(personas)]  # fmt: skip
+        result = runner.invoke(
+            app, args, env={"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "k"}
+        )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    # five kept cases, personas handed out in turn: p1..p5 once each, p6 never
+    assert [line.split() for line in lines if line.startswith("  persona ")] == [
+        ["persona", f"p{i}", "1" if i < 6 else "0"] for i in range(1, 7)
+    ]
+    assert "personas unused: p6" in lines
+    assert "never touched: get_energy_report" in lines
+    doc = json.loads(out.read_text("utf-8"))
+    assert doc["eval_cases"][0]["conversation_scenario"]["user_persona"]["id"] == "p1"
