@@ -19,8 +19,9 @@ error is listed with the refusals); before any, it is raised.
 How a proposal becomes a case in each format is `assay.cases.generate_shape`.
 
 `plan(...)` builds the first request and the cost estimate without calling anything
-(`--dry-run`); `write_cases(result, path, fmt)` writes an ADK, CES or Vertex file,
-checked with the format's own reader before it replaces anything.
+(`--dry-run`); `write_cases(result.cases_as(fmt), path, fmt)`
+(`assay.cases.generate_write`) writes an ADK, CES or Vertex file, checked with the
+format's own reader before it replaces anything.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class GenerationResult:
 
     def cases_as(self, fmt: str) -> list[EvalCase]:
         """The kept cases shaped for `fmt` (adk, ces or vertex); `cases` is the ADK shape."""
+        if fmt not in ("adk", "ces", "vertex"):
+            raise ConfigError(f"format {fmt!r}: expected one of adk, ces, vertex")
         return build_cases(self.kept, self.agent, self.personas, scenarios=self.scenarios, fmt=fmt)
 
 
