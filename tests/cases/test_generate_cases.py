@@ -130,9 +130,10 @@ def test_adk_agent_tree_gives_each_agents_tools() -> None:
     assert tool.parameters["properties"]["amount"]["type"] == "number"
 
 
-def test_adk_example_by_module_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("spec", ["examples.adk_weather.agent:root_agent", "examples/adk_weather"])
+def test_adk_example_by_module_spec_or_folder(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
-    agent = read_definition("examples.adk_weather.agent:root_agent")
+    agent = read_definition(spec)
     assert sorted(agent.all_tools()) == ["get_timezone", "get_weather"]
     assert "weather" in agent.instruction
 
