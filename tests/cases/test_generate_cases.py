@@ -277,6 +277,10 @@ def test_written_set_loads_in_google_adk_and_passes_in_assay(
     assert readers == ["assay's adk reader", "google-adk EvalSet"]
     adk = AdkEvalSet.model_validate_json(out.read_text("utf-8"))
     assert [c.eval_id for c in adk.eval_cases] == [c.id for c in result.cases]
+    from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
+
+    loaded = load_eval_set_from_file(str(out), "generated")  # what `adk eval` reads with
+    assert [c.eval_id for c in loaded.eval_cases] == [c.id for c in result.cases]
     uses = adk.eval_cases[0].conversation[0].intermediate_data.tool_uses  # type: ignore[index,union-attr]
     assert [(u.name, u.args) for u in uses] == [
         ("set_device_info", {"device_id": "device_2", "status": "OFF"})
