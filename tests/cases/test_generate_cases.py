@@ -702,3 +702,54 @@ def test_a_model_error_before_any_case_is_raised(standin: JudgeServer) -> None:
     standin.set_script(StandinReply(text="no such model", status=404))
     with pytest.raises(ModelCallError, match="no such model"):
         generate(HOME, model="openai:stand-in", count=3)
+
+
+def test_an_adk_app_gives_its_root_agents_definition() -> None:
+    from google.adk.agents import LlmAgent
+    from google.adk.apps.app import App
+
+    def ping(host: str) -> dict[str, str]:
+        """Ping a host."""
+        return {"host": host}
+
+    root = LlmAgent(name="netops", model="gemini-2.5-flash", instruction="Ops.", tools=[ping])
+    agent = read_definition(App(name="netops_app", root_agent=root))
+    assert agent.name == "netops" and list(agent.all_tools()) == ["ping"]
+
+
+WITHOUT_ADK = """
+import sys
+for name in ("google.adk", "google.cloud.ces_v1beta"):
+    sys.modules[name] = None
+from assay.cases import generate, write_cases
+from assay.testing.judge_server import JudgeServer
+from assay.testing.standin_generator import script
+
+with JudgeServer(script) as server:
+    result = generate(sys.argv[1], model="openai:s", count=6,
+                      base_url=server.openai_base_url, api_key="k")
+print(write_cases(result.cases, sys.argv[2], "adk"))
+print(write_cases(result.cases_as("ces"), sys.argv[3], "ces"))
+"""
+
+
+def test_generation_works_without_the_adk_and_ces_extras(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WITHOUT_ADK,
+            str(HOME),
+            str(tmp_path / "a.json"),
+            str(tmp_path / "c.json"),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [str(["assay's adk reader"]), str(["assay's ces reader"])]

@@ -116,6 +116,8 @@ def _from_object(obj: object, where: str) -> AgentDefinition:
 
     if isinstance(obj, AdkAgent):
         obj = obj._root  # an agent folder, loaded as assay runs it (same tools)
+    if is_adk_agent(obj) and hasattr(obj, "root_agent"):
+        obj = obj.root_agent  # an ADK App
     if is_adk_agent(obj):
         return _from_adk(obj)
     if isinstance(obj, OpenAIToolsAgent):

@@ -91,17 +91,17 @@ def _check(fitted: EvalSet, temp: Path, fmt: str, shown: str) -> list[str]:
         )
     readers = [f"assay's {fmt} reader"]
     text = temp.read_text(encoding="utf-8")
-    if fmt == "adk" and importlib.util.find_spec("google.adk") is not None:
+    if fmt == "adk" and _installed("google.adk"):
         readers.append(_adk(text, shown))
-    if fmt == "ces" and temp.suffix.lower() == ".json" and _has_ces():
+    if fmt == "ces" and temp.suffix.lower() == ".json" and _installed("google.cloud.ces_v1beta"):
         readers.append(_ces(json.loads(text), shown))
     return readers
 
 
-def _has_ces() -> bool:
+def _installed(module: str) -> bool:
     try:
-        return importlib.util.find_spec("google.cloud.ces_v1beta") is not None
-    except ModuleNotFoundError:
+        return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError):  # no parent package; hidden (sys.modules None)
         return False
 
 
