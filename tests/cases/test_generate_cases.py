@@ -745,7 +745,7 @@ def test_generation_works_without_the_adk_and_ces_extras(tmp_path: Path) -> None
             str(HOME),
             str(tmp_path / "a.json"),
             str(tmp_path / "c.json"),
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
         timeout=120,
