@@ -111,7 +111,6 @@ def align_command(
     """Align a judge to people's labels: guidelines and examples, kappa on held-out labels."""
     import asyncio
 
-    from assay.cli.judge import _criterion
     from assay.session.align import AlignOptions, aalign
 
     with user_errors():
@@ -181,6 +180,23 @@ def align_command(
             render_alignment(report, stored, left_out, stdout_console())
             if out is not None:
                 stderr_console().print(Text(f"wrote {out}", style="dim"))
+
+
+def _criterion(text: str | None) -> dict[str, Any] | None:
+    """`--criterion` as the metric's options (a JSON object)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--criterion is not valid JSON: {exc.msg} at column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise ConfigError("--criterion is nested too deeply to read") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--criterion must be a JSON object of the metric's options")
+    return value
 
 
 def _open(url: str | None) -> Store:

@@ -8,7 +8,7 @@ MemAlign's idea. It is named and versioned in the store (`assay judge align`,
 `judge_model_options.judge_model: "aligned:NAME"` in a criterion.
 
 When the metric it was aligned for asks it, `AlignedJudge`
-(`assay.judges.aligned_judge`) adds the guidelines and the
+(`assay.judges.client`) adds the guidelines and the
 examples to the metric's own prompt (after its system message) and calls the base model
 as any judge does; its cache keys carry `NAME@VERSION`, so a new version never reads an
 older one's replies. Other metrics of the run get the plain base model.

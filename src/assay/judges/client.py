@@ -14,10 +14,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from assay.errors import ConfigError
+from assay.judges.align import (
+    AlignedJudgeSpec,
+    alignment_text,
+    augment_messages,
+    is_aligned_ref,
+    parse_ref,
+)
 from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
@@ -25,10 +32,10 @@ from assay.models.client import ModelClient, Outcome
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
 from assay.models.registry import ModelRegistry, endpoint_of
 from assay.models.resolve import make_backend, parse_model
-from assay.models.types import ModelBackend
+from assay.models.types import GenerationSettings, ModelBackend
 
 if TYPE_CHECKING:
-    from assay.judges.align import AlignedJudgeSource, AlignedJudgeSpec
+    from assay.judges.align import AlignedJudgeSource
 
 BackendFactory = Callable[..., ModelBackend]
 
@@ -132,8 +139,6 @@ class JudgePool:
         self._found: dict[int, tuple[JudgeModelOptions, Judge | str | None]] = {}
 
     def _check_model(self, model: str) -> None:
-        from assay.judges.align import is_aligned_ref, parse_ref
-
         if not is_aligned_ref(model):
             parse_model(model)
             return
@@ -172,8 +177,6 @@ class JudgePool:
     def _for_metric(self, model: str, metric: str) -> str:
         """The model string `metric` is judged by: an aligned judge aligned for another
         metric stands for its base model (its guidelines are about that other metric)."""
-        from assay.judges.align import is_aligned_ref, parse_ref
-
         if not is_aligned_ref(model):
             return model
         try:
@@ -194,8 +197,6 @@ class JudgePool:
         """The pool's judge for `model` (built on first use); raises ConfigError.
 
         `aligned:NAME[@VERSION]` is an `AlignedJudge` over its base model's judge."""
-        from assay.judges.align import is_aligned_ref
-
         if is_aligned_ref(model):
             return self._aligned_judge(model, options)
         base_url = options.base_url if options is not None else None
@@ -230,9 +231,6 @@ class JudgePool:
         return judge
 
     def _aligned_judge(self, model: str, options: JudgeModelOptions | None) -> Judge:
-        from assay.judges.align import parse_ref
-        from assay.judges.aligned_judge import AlignedJudge
-
         spec = self._aligned_spec(*parse_ref(model))
         base_url = options.base_url if options is not None else None
         key = (spec.ref, base_url)
@@ -271,3 +269,54 @@ class JudgePool:
                     failures.append(exc)
         if failures:
             raise failures[0]
+
+
+class AlignedJudge(Judge):
+    """A base judge's client whose prompts carry an aligned judge's guidelines and
+    examples, and whose cache keys carry its `NAME@VERSION`.
+
+    Built by `JudgePool` from the base model's `Judge` (same backend, limiter, retry
+    policy, cache and stats); it does not own the backend (the base judge closes it).
+    """
+
+    def __init__(
+        self,
+        base: Judge,
+        spec: AlignedJudgeSpec,
+        *,
+        in_flight: dict[str, asyncio.Future[Outcome]] | None = None,
+    ) -> None:
+        super().__init__(
+            base.backend,
+            cache=base.cache,
+            limiter=base.limiter,
+            retry=base.retry,
+            stats=base.stats,
+            timeout_s=base.timeout_s,
+            use_cache=base.use_cache,
+            in_flight=in_flight,
+        )
+        self.spec = spec
+        self.judge_version = spec.ref
+        self._addition = alignment_text(spec.guidelines, spec.examples)
+
+    def __repr__(self) -> str:
+        return f"<AlignedJudge {self.spec.ref} over {self.label}>"
+
+    async def generate(
+        self,
+        messages: Sequence[Mapping[str, object]],
+        n: int,
+        settings: Mapping[str, object] | GenerationSettings | None = None,
+        *,
+        accept: Callable[[str], bool] | None = None,
+        prompt_version: str | None = None,
+    ) -> list[str]:
+        """The base model's `n` replies to `messages` with the alignment added."""
+        return await super().generate(
+            augment_messages(messages, self._addition),
+            n,
+            settings,
+            accept=accept,
+            prompt_version=prompt_version,
+        )
