@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from align_helpers import BIAS_WORD, labelled_rows, truth_of, write_labels
 from assay.cli import app
+from assay.errors import ConfigError
 from assay.testing import JudgeServer, StandinRequest
 from assay.testing.standin_aligning import FollowingJudge
 
@@ -347,3 +348,34 @@ def test_from_store_without_the_labels_table_says_what_to_do(tmp_path: Path) -> 
     )
     assert result.exit_code == 2
     assert "labels table" in result.output
+
+
+def test_the_python_api_runs_with_an_aligned_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assay
+
+    rows = labelled_rows()
+    labels = write_labels(tmp_path / "labels.jsonl", rows)
+    store = f"sqlite:///{tmp_path / 'assay.db'}"
+    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
+    with JudgeServer(stand_in) as server:
+        _json(_align(server, labels, store, "--name", "frm", "--json", "--folds", "3"))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        before = len(server.requests)
+        result = assay.evaluate(str(labels), metrics=[METRIC], judge="aligned:frm@1", store=store)
+        calls = server.requests[before:]
+    assert len(calls) == 60 * 5
+    assert all("Guidelines from human reviewers" in r.system for r in calls)
+    right = {r["id"]: r["label"] == "valid" for r in rows}
+    assert {c.case_id: c.status.value == "PASSED" for c in result.cases} == right
+    with pytest.raises(ConfigError, match="no aligned judge named 'other'"):
+        assay.evaluate(str(labels), metrics=[METRIC], judge="aligned:other", store=store)
+
+
+def test_serve_refuses_a_mistyped_aligned_judge(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["serve", "--judge-model", "aligned:a b", "--store", f"sqlite:///{tmp_path}/s.db"]
+    )
+    assert result.exit_code == 2
+    assert "aligned judge name 'a b'" in " ".join(result.output.split())
