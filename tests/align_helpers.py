@@ -1,5 +1,6 @@
 """Labelled items for the judge-alignment tests: the shipped calibration set, with a
-word that a `FollowingJudge` stand-in is biased by added to some responses."""
+word that a `FollowingJudge` stand-in is biased by added to some responses (the same
+items as examples/judge_calibration/overconfident.jsonl, which the docs use)."""
 
 from __future__ import annotations
 

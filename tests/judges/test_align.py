@@ -199,12 +199,21 @@ def test_examples_put_disagreements_first_take_both_labels_and_keep_the_budget()
     cases["f"] = _case("f", "response b")  # the same response as b: shown once
     names = ("valid", "invalid")
     chosen = choose_examples(items, cases, names, AlignOptions(max_examples=4))
-    # valid and invalid in turn among the disagreements, then the borderline item
+    # valid and invalid in turn among the disagreements (two thirds of the places at
+    # first), then the borderline item, then the rest
     assert [e.inputs["response"] for e in chosen] == [
+        "response c",
+        "response b",
+        "response e",
+        "response a",
+    ]
+    rest = choose_examples(items, cases, names, AlignOptions(max_examples=6))
+    assert [e.inputs["response"] for e in rest] == [
         "response c",
         "response b",
         "response d",
         "response e",
+        "response a",
     ]
     assert chosen[1].inputs == {
         "prompt": "prompt b",
@@ -290,3 +299,13 @@ def test_align_options_are_checked() -> None:
 def test_the_sync_pool_call_path() -> None:
     # AlignedJudge is a Judge: the metric calls it as any judge, in the run's loop.
     asyncio.run(test_the_pool_gives_the_aligned_metric_an_aligned_judge_and_others_the_base())
+
+
+def test_the_docs_example_holds_the_tests_items() -> None:
+    import json
+
+    from align_helpers import REPO, labelled_rows
+
+    shipped = REPO / "examples" / "judge_calibration" / "overconfident.jsonl"
+    lines = shipped.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == labelled_rows()

@@ -333,9 +333,10 @@ def choose_examples(
 ) -> tuple[AlignedExample, ...]:
     """The most informative labelled items as examples (episodic memory).
 
-    Disagreements first, then borderline items (the judge's samples split), then the
-    rest; within each group the people's two verdicts in turn; no response twice; as
-    many as `max_examples` and `example_chars` allow.
+    Disagreements first (at most two thirds of the places while other items remain),
+    then borderline items (the judge's samples split), then the rest; within each group
+    the people's two verdicts in turn; no response twice; as many as `max_examples`
+    and `example_chars` allow.
     """
 
     def rank(item: ItemVerdict) -> int:
@@ -345,14 +346,19 @@ def choose_examples(
             return 1
         return 2
 
+    def ordered(group: int) -> list[ItemVerdict]:
+        members = [i for i in items if rank(i) == group]
+        by_label = [[i for i in members if i.human == n] for n in names]
+        return [i for pair in _zip_longest(*by_label) for i in pair if i is not None]
+
+    groups = [ordered(g) for g in (0, 1, 2)]
+    first_share = max(1, (2 * options.max_examples) // 3)
+    passes = [groups[0][:first_share], groups[1] + groups[2], groups[0][first_share:]]
     chosen: list[AlignedExample] = []
     seen: set[str] = set()
     used = 0
-    for group in (0, 1, 2):
-        members = [i for i in items if rank(i) == group]
-        by_label = [[i for i in members if i.human == n] for n in names]
-        interleaved = [i for pair in _zip_longest(*by_label) for i in pair if i is not None]
-        for item in interleaved:
+    for candidates in passes:
+        for item in candidates:
             if len(chosen) >= options.max_examples:
                 return tuple(chosen)
             inputs = case_inputs(cases[item.case_id])
