@@ -379,3 +379,16 @@ def test_serve_refuses_a_mistyped_aligned_judge(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "aligned judge name 'a b'" in " ".join(result.output.split())
+
+
+def test_a_judge_that_never_answers_usably_exits_1_saying_why(tmp_path: Path) -> None:
+    labels = write_labels(tmp_path / "labels.jsonl", labelled_rows())
+    store = f"sqlite:///{tmp_path / 'assay.db'}"
+    with JudgeServer("I would rather not say.") as server:
+        result = _align(server, labels, store, "--samples", "1")
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "the judge scored 0 of 60 labelled items" in said
+    assert "I would rather not say" in said
+    listed = _json(runner.invoke(app, ["judge", "list", "--store", store, "--json"]))
+    assert listed == []

@@ -59,6 +59,8 @@ def test_parse_ref(text: str, expected: tuple[str, int | None]) -> None:
         ("aligned:", "name ''"),
         ("x@0", "from 1"),
         ("x@v2", "whole number"),
+        ("x@99999999999999999999", "to 2147483647"),
+        ("x@\u0661", "whole number"),
         ("a b", "'a b'"),
         ("-x", "'-x'"),
     ],

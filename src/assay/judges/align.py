@@ -31,6 +31,8 @@ from assay.errors import ConfigError
 ALIGNED_PREFIX = "aligned:"
 #: a judge name: letters, digits, `.`, `_`, `-`; starts with a letter or digit
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: the largest version a reference may name (the store's column is a 32-bit integer)
+MAX_VERSION = 2**31 - 1
 #: the input fields an example shows, in this order (the labels file's columns)
 EXAMPLE_FIELDS = ("prompt", "context", "reference", "response")
 
@@ -60,10 +62,10 @@ def parse_ref(text: str) -> tuple[str, int | None]:
     check_name(name)
     if not sep:
         return name, None
-    if not version.isdigit() or int(version) < 1:
+    if not version.isascii() or not version.isdigit() or not 1 <= int(version) <= MAX_VERSION:
         raise ConfigError(
-            f"aligned judge {text!r}: the version after '@' must be a whole number from 1,"
-            f" got {version!r}"
+            f"aligned judge {text!r}: the version after '@' must be a whole number from 1"
+            f" to {MAX_VERSION}, got {version!r}"
         )
     return name, int(version)
 

@@ -45,7 +45,7 @@ from assay.engine.calibrate import (
     outcome_names,
     parse_human_label,
 )
-from assay.errors import ConfigError, InputError
+from assay.errors import AssayError, ConfigError, InputError
 from assay.judges.agreement import cohen_kappa, confusion_matrix
 from assay.judges.align import (
     AlignedExample,
@@ -70,6 +70,13 @@ DISAGREEMENTS_TAG = "<disagreements>"
 _GUIDELINE_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(?P<text>\S.*)$")
 #: longest guideline kept (a model that writes an essay is cut short)
 GUIDELINE_CHARS = 400
+
+
+class AlignmentError(AssayError):
+    """The judge scored too few labelled items to align it (exit 1, as a calibration
+    with no scored item): it is the judge failing, not the command's usage."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -619,6 +626,7 @@ async def _align(run: _Run, name: str) -> AlignmentReport:
     before_report = await run.score(run.labelled, run.judge)
     before = {i.case_id: i for i in before_report.items}
     scored = {cid: v for cid, v in run.labelled.labels.items() if before[cid].scored}
+    _check_scored(before_report, scored, opts.folds)
     parts = stratified_folds(scored, opts.folds, opts.seed)
     after: dict[str, ItemVerdict] = {}
     folds: list[FoldResult] = []
@@ -660,6 +668,20 @@ async def _align(run: _Run, name: str) -> AlignmentReport:
     return replace(report, spec=replace(spec, report=report.summary()))
 
 
+def _check_scored(report: CalibrationReport, scored: Mapping[str, bool], folds: int) -> None:
+    """AlignmentError unless the base judge scored enough items of both verdicts."""
+    counts = Counter(scored.values())
+    if len(scored) >= folds * 2 and counts[True] and counts[False]:
+        return
+    why = next((i.explanation for i in report.unscored if i.explanation), None)
+    raise AlignmentError(
+        f"the judge scored {len(scored)} of {len(report.items)} labelled items"
+        f" ({counts[True]} {report.outcomes[0]}, {counts[False]} {report.outcomes[1]} by"
+        f" the people's labels): {folds} folds need at least {folds * 2}, of both verdicts"
+        + (f"; the judge said: {why}" if why else "")
+    )
+
+
 def _fold(
     index: int,
     train: Sequence[ItemVerdict],
@@ -692,6 +714,7 @@ def align(labels: LabelledSet, **kwargs: Any) -> AlignmentReport:
 
 __all__ = [
     "AlignOptions",
+    "AlignmentError",
     "AlignmentReport",
     "FoldResult",
     "aalign",
