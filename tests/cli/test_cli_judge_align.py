@@ -392,3 +392,74 @@ def test_a_judge_that_never_answers_usably_exits_1_saying_why(tmp_path: Path) ->
     assert "I would rather not say" in said
     listed = _json(runner.invoke(app, ["judge", "list", "--store", store, "--json"]))
     assert listed == []
+
+
+def test_from_store_aligns_on_the_labels_people_gave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--from-store` through the interface the labels part provides
+    (`assay.store.labels.label_pairs`), stood in here by a module of the same shape
+    until the two branches meet; two people label each item, a third disagrees once."""
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    from assay.store import Store
+
+    @dataclass(frozen=True)
+    class LabelledItem:
+        run_id: str
+        case_id: str
+        metric: str
+        author: str
+        label: str
+        score: float | None
+        note: str | None
+        inputs: dict[str, str]
+
+    rows = labelled_rows()
+    store = f"sqlite:///{tmp_path / 'assay.db'}"
+    with Store.open(store) as db:
+        run_id = db.start_run(eval_set_ids=["s"], metrics=[METRIC], config={}, agent=None, runs=1)
+    asked: list[dict[str, Any]] = []
+
+    def label_pairs(db: Store, *, metric: str, runs: list[str] | None) -> list[LabelledItem]:
+        asked.append({"metric": metric, "runs": runs})
+        items = []
+        for row in rows:
+            inputs = {k: row[k] for k in ("prompt", "reference", "response")}
+            verdict = "pass" if row["label"] == "valid" else "fail"
+            for author in ("ann", "bob"):
+                items.append(
+                    LabelledItem(run_id, row["id"], metric, author, verdict, None, None, inputs)
+                )
+        flipped = "fail" if items[0].label == "pass" else "pass"
+        items.append(replace_label(items[0], "cy", flipped))
+        return items
+
+    def replace_label(item: LabelledItem, author: str, label: str) -> LabelledItem:
+        return LabelledItem(**{**item.__dict__, "author": author, "label": label})
+
+    fake = types.ModuleType("assay.store.labels")
+    fake.label_pairs = label_pairs  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "assay.store.labels", fake)
+    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
+    with JudgeServer(stand_in) as server:
+        result = runner.invoke(
+            app,
+            [
+                "judge", "align", "--from-store", "--run", run_id[:8], "--metric", METRIC,
+                "--judge", "openai:stand-in", "--base-url", server.openai_base_url,
+                "--store", store, "--json",
+            ],
+        )  # fmt: skip
+    report = _json(result)
+    assert asked == [{"metric": METRIC, "runs": [run_id]}]
+    assert report["items"] == 60 and report["left_out"] == []
+    assert report["verdict"] == "gain" and report["stored"] == f"{METRIC}@1"
+    missing = runner.invoke(
+        app,
+        ["judge", "align", "--from-store", "--run", "nope", "--metric", METRIC,
+         "--judge", "openai:x", "--store", store],
+    )  # fmt: skip
+    assert missing.exit_code == 2 and "nope" in missing.output
