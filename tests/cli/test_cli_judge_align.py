@@ -89,6 +89,9 @@ def test_align_fixes_a_systematic_error_on_held_out_labels_and_stores_the_judge(
         assert report["verdict"] == "gain"
         low, high = report["gain_interval"]
         assert 0 < low <= report["gain"] <= high
+        low, high = report["kappa_before_interval"]
+        assert low < 0.5 < high
+        assert report["kappa_after_interval"] == [1.0, 1.0]
         judge = report["aligned_judge"]
         assert (report["stored"], judge["version"]) == ("frm@1", 1)
         assert any(BIAS_WORD in g for g in judge["guidelines"])

@@ -24,7 +24,9 @@ from assay.model.core import EvalCase, Turn
 from assay.models.cache import MemoryReplyCache, reply_cache_key
 from assay.session.align import (
     AlignOptions,
+    KappaIntervals,
     bootstrap_gain,
+    bootstrap_kappas,
     choose_examples,
     labelled_set_from_items,
     parse_guidelines,
@@ -252,6 +254,13 @@ def test_the_bootstrap_interval_is_zero_wide_without_change_and_positive_with_a_
     low, high = bootstrap_gain(fixed, names, resamples=500, seed=0) or (0.0, 0.0)
     assert 0 < low <= high
     assert bootstrap_gain(same[:1], names, resamples=500, seed=0) is None
+    intervals = bootstrap_kappas(fixed, names, resamples=500, seed=0)
+    assert intervals.after == (1.0, 1.0) and intervals.gain == (low, high)
+    assert intervals.before is not None and intervals.before[0] < intervals.before[1] < 1.0
+    # Every resample one label only: kappa is undefined, so is its interval.
+    assert bootstrap_kappas([("valid", "valid", "valid")] * 5, names, resamples=200, seed=0) == (
+        KappaIntervals(None, None, None)
+    )
 
 
 class Labelled:

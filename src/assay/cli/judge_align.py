@@ -238,6 +238,10 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _within(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def render_alignment(
     report: AlignmentReport, stored: AlignedJudgeSpec | None, left_out: list[str], console: Console
 ) -> None:
@@ -267,8 +271,8 @@ def render_alignment(
         "pooled",
         "",
         str(report.compared),
-        _num(report.kappa_before),
-        _num(report.kappa_after),
+        _num(report.kappa_before) + _within(report.kappa_before_interval),
+        _num(report.kappa_after) + _within(report.kappa_after_interval),
         f"{_num(report.accuracy_before)} → {_num(report.accuracy_after)}",
     )
     console.print(table)

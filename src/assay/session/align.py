@@ -154,6 +154,9 @@ class AlignmentReport:
     #: kappa after minus before, pooled, and its paired bootstrap interval
     gain: float | None
     gain_interval: tuple[float, float] | None
+    #: paired bootstrap intervals of the pooled kappas
+    kappa_before_interval: tuple[float, float] | None = None
+    kappa_after_interval: tuple[float, float] | None = None
     confidence: float = 0.95
     #: item ids the base judge (or an aligned one) gave no verdict
     unscored: list[str] = field(default_factory=list)
@@ -195,7 +198,9 @@ class AlignmentReport:
             "accuracy_before": self.accuracy_before,
             "accuracy_after": self.accuracy_after,
             "gain": self.gain,
-            "gain_interval": list(self.gain_interval) if self.gain_interval else None,
+            "gain_interval": _listed(self.gain_interval),
+            "kappa_before_interval": _listed(self.kappa_before_interval),
+            "kappa_after_interval": _listed(self.kappa_after_interval),
             "confidence": self.confidence,
             "verdict": self.verdict,
             "unscored": list(self.unscored),
@@ -210,6 +215,10 @@ class AlignmentReport:
         data.pop("aligned_judge")
         data.pop("judge_stats")
         return data
+
+
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return list(interval) if interval is not None else None
 
 
 # ----------------------------------------------------------------------------- items
@@ -466,6 +475,53 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class KappaIntervals:
+    """Paired bootstrap percentile intervals of kappa before, after, and the gain."""
+
+    before: Interval | None
+    after: Interval | None
+    gain: Interval | None
+
+
+def bootstrap_kappas(
+    triples: Sequence[tuple[str, str, str]],
+    names: tuple[str, str],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> KappaIntervals:
+    """Percentile intervals over (human, before, after) triples resampled together
+    (paired): kappa before, after, and after - before. An interval is None when fewer
+    than half the resamples define it (kappa is undefined on a one-label sample)."""
+    rng = random.Random(seed)
+    n = len(triples)
+    if n < 2:
+        return KappaIntervals(None, None, None)
+    befores: list[float] = []
+    afters: list[float] = []
+    gains: list[float] = []
+    for _ in range(resamples):
+        sample = [triples[rng.randrange(n)] for _ in range(n)]
+        before = cohen_kappa(confusion_matrix(((h, b) for h, b, _ in sample), names))
+        after = cohen_kappa(confusion_matrix(((h, a) for h, _, a in sample), names))
+        if before is not None:
+            befores.append(before)
+        if after is not None:
+            afters.append(after)
+        if before is not None and after is not None:
+            gains.append(after - before)
+    return KappaIntervals(
+        _percentiles(befores, resamples, confidence),
+        _percentiles(afters, resamples, confidence),
+        _percentiles(gains, resamples, confidence),
+    )
+
+
 def bootstrap_gain(
     triples: Sequence[tuple[str, str, str]],
     names: tuple[str, str],
@@ -473,27 +529,19 @@ def bootstrap_gain(
     resamples: int,
     seed: int,
     confidence: float = 0.95,
-) -> tuple[float, float] | None:
-    """A percentile interval of kappa(after) - kappa(before) over (human, before, after)
-    triples resampled together (paired); None when too few resamples define both."""
-    rng = random.Random(seed)
-    n = len(triples)
-    if n < 2:
+) -> Interval | None:
+    """The interval of kappa(after) - kappa(before) of `bootstrap_kappas`."""
+    return bootstrap_kappas(
+        triples, names, resamples=resamples, seed=seed, confidence=confidence
+    ).gain
+
+
+def _percentiles(values: list[float], resamples: int, confidence: float) -> Interval | None:
+    if len(values) < resamples // 2:
         return None
-    gains: list[float] = []
-    for _ in range(resamples):
-        sample = [triples[rng.randrange(n)] for _ in range(n)]
-        before = cohen_kappa(confusion_matrix(((h, b) for h, b, _ in sample), names))
-        after = cohen_kappa(confusion_matrix(((h, a) for h, _, a in sample), names))
-        if before is not None and after is not None:
-            gains.append(after - before)
-    if len(gains) < resamples // 2:
-        return None
-    gains.sort()
+    values.sort()
     tail = (1.0 - confidence) / 2
-    low = gains[int(tail * (len(gains) - 1))]
-    high = gains[round((1.0 - tail) * (len(gains) - 1))]
-    return (low, high)
+    return (values[int(tail * (len(values) - 1))], values[round((1.0 - tail) * (len(values) - 1))])
 
 
 # ----------------------------------------------------------------------------- aligning
@@ -645,7 +693,7 @@ async def _align(run: _Run, name: str) -> AlignmentReport:
     ]
     kappa_b, acc_b = _kappa_and_accuracy([(h, b) for h, b, _ in triples], run.names)
     kappa_a, acc_a = _kappa_and_accuracy([(h, a) for h, _, a in triples], run.names)
-    interval = bootstrap_gain(triples, run.names, resamples=opts.bootstrap, seed=opts.seed)
+    intervals = bootstrap_kappas(triples, run.names, resamples=opts.bootstrap, seed=opts.seed)
     unscored = [cid for cid in run.labelled.labels if cid not in scored or not after[cid].scored]
     report = AlignmentReport(
         metric=run.metric,
@@ -659,7 +707,9 @@ async def _align(run: _Run, name: str) -> AlignmentReport:
         accuracy_before=acc_b,
         accuracy_after=acc_a,
         gain=None if kappa_a is None or kappa_b is None else kappa_a - kappa_b,
-        gain_interval=interval,
+        gain_interval=intervals.gain,
+        kappa_before_interval=intervals.before,
+        kappa_after_interval=intervals.after,
         unscored=unscored,
         warnings=run.warnings,
         judge_stats=run.pool.stats.summary(),
