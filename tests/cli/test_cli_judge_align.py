@@ -466,3 +466,25 @@ def test_from_store_aligns_on_the_labels_people_gave(
          "--judge", "openai:x", "--store", store],
     )  # fmt: skip
     assert missing.exit_code == 2 and "nope" in missing.output
+
+
+def test_an_aligned_judge_needs_a_store_and_a_labels_file_is_checked(tmp_path: Path) -> None:
+    labels = write_labels(tmp_path / "labels.jsonl", labelled_rows())
+    result = runner.invoke(
+        app,
+        ["eval", str(labels), "-m", METRIC, "--judge", "aligned:frm", "--no-store"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 2, result.output
+    assert "needs a store" in " ".join(result.output.split())
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(labels.read_text().replace('"label": "valid"', '"label": "maybe"', 1))
+    for bad, where in ((broken, "line 1"), (tmp_path / "missing.jsonl", "missing.jsonl")):
+        result = runner.invoke(
+            app,
+            ["judge", "align", str(bad), "--metric", METRIC, "--judge", "openai:x",
+             "--store", f"sqlite:///{tmp_path / 'assay.db'}"],
+            env={"COLUMNS": "200"},
+        )  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert where in " ".join(result.output.split())
