@@ -3,7 +3,6 @@ routing, and the alignment's own helpers (folds, examples, guidelines, bootstrap
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -18,7 +17,7 @@ from assay.judges.align import (
     augment_messages,
     parse_ref,
 )
-from assay.judges.client import AlignedJudge, JudgePool
+from assay.judges.client import AlignedJudge, Judge, JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
 from assay.model.core import EvalCase, Turn
 from assay.models.cache import MemoryReplyCache, reply_cache_key
@@ -307,16 +306,16 @@ def test_align_options_are_checked() -> None:
         AlignOptions(max_examples=-1)
 
 
-def test_the_sync_pool_call_path() -> None:
-    # AlignedJudge is a Judge: the metric calls it as any judge, in the run's loop.
-    asyncio.run(test_the_pool_gives_the_aligned_metric_an_aligned_judge_and_others_the_base())
+def test_one_options_object_asked_by_two_metrics_is_routed_per_metric() -> None:
+    def factory(model: str, options: object = None, *, timeout_s: float) -> Recorder:
+        return Recorder(model)
 
-
-def test_the_docs_example_holds_the_tests_items() -> None:
-    import json
-
-    from align_helpers import REPO, labelled_rows
-
-    shipped = REPO / "examples" / "judge_calibration" / "overconfident.jsonl"
-    lines = shipped.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == labelled_rows()
+    pool = JudgePool(
+        default_model="aligned:frm", backend_factory=factory, aligned=AlignedJudges([SPEC])
+    )
+    aligned_metric, other_metric = Asker("final_response_match_v2"), Asker("safety_v1")
+    other_metric.judge_options = aligned_metric.judge_options  # one object, two metrics
+    assert isinstance(pool.judge_for(other_metric), Judge)
+    assert not isinstance(pool.judge_for(other_metric), AlignedJudge)
+    assert isinstance(pool.judge_for(aligned_metric), AlignedJudge)
+    assert not isinstance(pool.judge_for(other_metric), AlignedJudge)

@@ -134,9 +134,10 @@ class JudgePool:
         #: the limiter of each (backend, endpoint) the pool's judges call
         self.limiters: dict[tuple[str, str], AdaptiveLimiter] = {}
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
-        # id(options) -> (options, what judge_for found); the options object is kept
-        # alive with its entry, so its id cannot be reused by another object.
-        self._found: dict[int, tuple[JudgeModelOptions, Judge | str | None]] = {}
+        # (id(options), metric name) -> (options, what judge_for found); the options
+        # object is kept alive with its entry, so its id cannot be reused by another
+        # object. The name is part of the key: an aligned judge serves one metric only.
+        self._found: dict[tuple[int, str | None], tuple[JudgeModelOptions, Judge | str | None]] = {}
 
     def _check_model(self, model: str) -> None:
         if not is_aligned_ref(model):
@@ -153,11 +154,13 @@ class JudgePool:
         """
         options = metric.judge_options
         # Metrics ask on every case they score: answer a known options object at once.
-        known = self._found.get(id(options))
+        name = getattr(metric, "name", None)
+        key = (id(options), name if isinstance(name, str) else None)
+        known = self._found.get(key)
         if known is not None and known[0] is options:
             return known[1]
-        found = self._find(options, getattr(metric, "name", None))
-        self._found[id(options)] = (options, found)
+        found = self._find(options, key[1])
+        self._found[key] = (options, found)
         return found
 
     def _find(self, options: JudgeModelOptions, metric: str | None = None) -> Judge | str | None:

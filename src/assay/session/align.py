@@ -54,6 +54,7 @@ from assay.judges.align import (
     check_name,
     render_example,
 )
+from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.context import response_text, user_prompt_text
 from assay.model.core import EvalCase
 from assay.models.types import ModelCallError
@@ -442,7 +443,7 @@ async def distil_guidelines(
     disagreements: Sequence[tuple[ItemVerdict, EvalCase]],
     options: AlignOptions,
     *,
-    judge_options: Any = None,
+    judge_options: JudgeModelOptions | None = None,
 ) -> tuple[str, ...]:
     """Guidelines from the judge model (semantic memory); none without disagreements.
     Raises ModelCallError when the judge model cannot answer."""
