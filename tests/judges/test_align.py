@@ -319,3 +319,13 @@ def test_one_options_object_asked_by_two_metrics_is_routed_per_metric() -> None:
     assert not isinstance(pool.judge_for(other_metric), AlignedJudge)
     assert isinstance(pool.judge_for(aligned_metric), AlignedJudge)
     assert not isinstance(pool.judge_for(other_metric), AlignedJudge)
+
+
+def test_the_docs_example_holds_the_tests_items() -> None:
+    import json
+
+    from align_helpers import REPO, labelled_rows
+
+    shipped = REPO / "examples" / "judge_calibration" / "overconfident.jsonl"
+    lines = shipped.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == labelled_rows()
