@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.engine.calibrate import ItemVerdict
 from assay.errors import ConfigError
@@ -329,3 +331,36 @@ def test_the_docs_example_holds_the_tests_items() -> None:
     shipped = REPO / "examples" / "judge_calibration" / "overconfident.jsonl"
     lines = shipped.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == labelled_rows()
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=60))
+def test_any_reference_text_parses_or_is_a_config_error(text: str) -> None:
+    try:
+        name, version = parse_ref(text)
+    except ConfigError as exc:
+        assert "aligned judge" in str(exc)
+    else:
+        assert 1 <= len(name) <= 128 and (version is None or 1 <= version <= 2**31 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reply=st.text(max_size=400), limit=st.integers(0, 10))
+def test_any_model_reply_gives_at_most_limit_short_guidelines(reply: str, limit: int) -> None:
+    found = parse_guidelines(reply, limit)
+    assert len(found) <= limit and len(set(found)) == len(found)
+    assert all(0 < len(g) <= 400 and "\n" not in g for g in found)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    guidelines=st.lists(st.text(max_size=40), max_size=4),
+    inputs=st.dictionaries(st.text(min_size=1, max_size=10), st.text(max_size=40), max_size=4),
+)
+def test_any_alignment_is_added_after_the_metric_prompt(
+    guidelines: list[str], inputs: dict[str, str]
+) -> None:
+    text = alignment_text(guidelines, [AlignedExample(inputs, "invalid")])
+    messages = [{"role": "system", "content": "Grade."}, {"role": "user", "content": "Q"}]
+    out = augment_messages(messages, text)
+    assert out[0]["content"] == f"Grade.\n\n{text}" and out[1:] == messages[1:]
