@@ -291,12 +291,14 @@ def test_store_labels_take_the_majority_and_leave_out_ties_and_scores() -> None:
         Labelled("r1", "c3", "ann", "pass"),
         Labelled("r1", "c3", "bob", "fail"),
         Labelled("r2", "c1", "ann", "0.75"),
+        Labelled("r2", "c2", "ann", "1"),
     ]
     labelled, left_out = labelled_set_from_items(items)
     assert labelled.labels == {"r1/c1": True, "r1/c2": False}
     assert [c.actual[0].final_response for c in labelled.evalset.cases] == ["a c1", "a c2"]  # type: ignore[index]
     assert any("r1/c3" in x and "split" in x for x in left_out)
     assert any("r2/c1" in x and "score" in x for x in left_out)
+    assert any("r2/c2" in x and "score" in x for x in left_out)
     with pytest.raises(ConfigError, match="no labelled item"):
         labelled_set_from_items(items[-1:])
 

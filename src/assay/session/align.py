@@ -278,8 +278,16 @@ def labelled_set_from_items(items: Sequence[LabelledItemLike]) -> tuple[Labelled
     for item in items:
         key = (item.run_id, item.case_id)
         try:
-            verdict = parse_human_label(item.label, file="store", line=0, case_id=item.case_id)
+            # The store's verdicts are words; a number is a score on the metric's scale
+            # (even 1 or 0, which in a labels file would read as pass or fail).
+            verdict = (
+                None
+                if _is_number(item.label)
+                else parse_human_label(item.label, file="store", line=0, case_id=item.case_id)
+            )
         except InputError:
+            verdict = None
+        if verdict is None:
             left_out.append(f"{item.run_id}/{item.case_id}: label {item.label!r} is a score")
             continue
         votes.setdefault(key, []).append(verdict)
@@ -307,6 +315,14 @@ def labelled_set_from_items(items: Sequence[LabelledItemLike]) -> tuple[Labelled
     ids = [case.id for case in evalset.cases]
     labelled = LabelledSet(evalset, dict(zip(ids, verdicts, strict=True)), {}, fmt)
     return labelled, left_out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _named(left_out: Sequence[str]) -> str:
