@@ -3,6 +3,7 @@ routing, and the alignment's own helpers (folds, examples, guidelines, bootstrap
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -366,3 +367,44 @@ def test_any_alignment_is_added_after_the_metric_prompt(
     messages = [{"role": "system", "content": "Grade."}, {"role": "user", "content": "Q"}]
     out = augment_messages(messages, text)
     assert out[0]["content"] == f"Grade.\n\n{text}" and out[1:] == messages[1:]
+
+
+class Slow(Recorder):
+    """A backend that notes how many calls it has in flight at once."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.now = 0
+        self.peak = 0
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, object]], settings: GenerationSettings
+    ) -> BackendReply:
+        self.prompts.append(messages)
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        await asyncio.sleep(0.01)
+        self.now -= 1
+        return BackendReply(text="ok")
+
+
+async def test_an_aligned_judge_keeps_its_base_judges_parallelism_limit() -> None:
+    from assay.judges.types import JudgeModelOptions
+
+    backends: list[Slow] = []
+
+    def factory(model: str, options: object = None, *, timeout_s: float) -> Slow:
+        backends.append(Slow(model))
+        return backends[-1]
+
+    pool = JudgePool(backend_factory=factory, aligned=AlignedJudges([SPEC]))
+    options = JudgeModelOptions(parallelism_limit=1)
+    aligned = pool.judge("aligned:frm", options)
+    base = pool.judge("openai:base", options)
+    prompts = [[{"role": "user", "content": f"Q{i}"}] for i in range(4)]
+    await asyncio.gather(
+        *(aligned.generate(p, 1) for p in prompts), *(base.generate(p, 1) for p in prompts)
+    )
+    assert len(backends) == 1 and len(backends[0].prompts) == 8
+    assert backends[0].peak == 1
+    await pool.aclose()

@@ -15,7 +15,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.judges.align import (
@@ -301,7 +301,12 @@ class AlignedJudge(Judge):
         )
         self.spec = spec
         self.judge_version = spec.ref
+        self._base = base
         self._addition = alignment_text(spec.guidelines, spec.examples)
+
+    async def _call(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
+        # Through the base judge: its `parallelism_limit` bounds both judges' calls.
+        return await self._base._call(prompt, settings)
 
     def __repr__(self) -> str:
         return f"<AlignedJudge {self.spec.ref} over {self.label}>"
