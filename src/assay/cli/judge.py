@@ -264,3 +264,8 @@ def _items_table(title: str, items: list[ItemVerdict]) -> Table:
             _short(item.explanation),
         )
     return table
+
+
+from assay.cli.judge_align import register as _register_align  # noqa: E402
+
+_register_align(judge_app)  # `assay judge align`, `list`, `show`

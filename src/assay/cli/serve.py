@@ -159,9 +159,12 @@ def serve_command(
         if rate_burst is not None and (rate_limit is None or rate_burst < 1):
             raise ConfigError("--rate-burst needs --rate-limit, and must be at least 1")
         if judge_model is not None:
+            from assay.judges.align import is_aligned_ref, parse_ref
             from assay.models.resolve import parse_model
 
-            parse_model(judge_model)  # a mistyped model is a usage error at start
+            # a mistyped model is a usage error at start (an aligned judge's name is
+            # looked up in the store by each run)
+            parse_ref(judge_model) if is_aligned_ref(judge_model) else parse_model(judge_model)
         allowed_models = tuple(allow_model or ())
         for model in allowed_models:
             from assay.models.resolve import parse_model

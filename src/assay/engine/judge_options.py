@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from assay.judges.align import AlignedJudgeSource
     from assay.judges.client import JudgePool
     from assay.models.registry import ModelRegistry
 
@@ -47,8 +48,29 @@ class JudgeRunOptions:
 
             # A mistyped judge, or one whose SDK is not installed, is a usage error (exit
             # 2 naming the extra), not a run of skipped metrics.
-            spec = parse_model(self.model)
-            check_sdk(spec.backend, label=f"judge {self.model!r}")
+            model = self._base_model(self.model)
+            if model is not None:
+                spec = parse_model(model)
+                check_sdk(spec.backend, label=f"judge {self.model!r}")
+
+    def _base_model(self, model: str) -> str | None:
+        """The model string behind `model`: an aligned judge's base model (None while
+        no store is known to look it up in), else `model` itself."""
+        from assay.judges.align import is_aligned_ref, parse_ref
+
+        if not is_aligned_ref(model):
+            return model
+        ref = parse_ref(model)  # a mistyped name or version is a usage error now
+        aligned = self.aligned_judges
+        return aligned.resolve(*ref).judge_model if aligned is not None else None
+
+    @property
+    def aligned_judges(self) -> AlignedJudgeSource | None:
+        """The store's aligned judges (`assay judge align`), when it keeps them."""
+        from assay.judges.align import AlignedJudgeSource
+
+        found = getattr(self.store, "aligned_judges", None)
+        return found if isinstance(found, AlignedJudgeSource) else None
 
     def make_registry(self, run_concurrency: int = 1) -> ModelRegistry:
         """The run's model registry: its reply cache (the store's when there is one) and
@@ -83,4 +105,5 @@ class JudgeRunOptions:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             stats=self.stats,
+            aligned=self.aligned_judges,
         )

@@ -14,9 +14,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.judges.align import (
+    AlignedJudgeSpec,
+    alignment_text,
+    augment_messages,
+    is_aligned_ref,
+    parse_ref,
+)
 from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
@@ -24,7 +32,10 @@ from assay.models.client import ModelClient, Outcome
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
 from assay.models.registry import ModelRegistry, endpoint_of
 from assay.models.resolve import make_backend, parse_model
-from assay.models.types import ModelBackend
+from assay.models.types import GenerationSettings, ModelBackend
+
+if TYPE_CHECKING:
+    from assay.judges.align import AlignedJudgeSource
 
 BackendFactory = Callable[..., ModelBackend]
 
@@ -56,6 +67,8 @@ class JudgePool:
     callers of that endpoint in the run; a registry of the pool's own when None). The
     cache is `cache`, else the store's judge cache, else the registry's, else memory;
     `use_cache` False makes every sample a call (replies are still written to the cache).
+    `aligned` is where `aligned:NAME[@VERSION]` judges are found (`assay.judges.align`;
+    by default the store's, when the store keeps them).
     """
 
     def __init__(
@@ -75,13 +88,18 @@ class JudgePool:
         rng: random.Random | None = None,
         stats: JudgeStats | None = None,
         registry: ModelRegistry | None = None,
+        aligned: AlignedJudgeSource | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
         if timeout_s <= 0:
             raise ConfigError(f"the judge timeout must be positive, got {timeout_s}")
+        if aligned is None and store is not None:
+            aligned = getattr(store, "aligned_judges", None)
+        #: where aligned judges are found by name (None: none can be used)
+        self.aligned = aligned
         if default_model is not None:
-            parse_model(default_model)  # a mistyped --judge is a usage error, not a skip
+            self._check_model(default_model)  # a mistyped --judge is a usage error
         self.default_model = default_model
         #: the endpoint of the default model (else its SDK's environment variables)
         self.default_base_url = default_base_url
@@ -112,12 +130,21 @@ class JudgePool:
         self._factory = backend_factory
         self._sleep = sleep
         self._judges: dict[tuple[str, str | None, int | None], Judge | str] = {}
+        self._aligned_judges: dict[tuple[str, str | None], Judge] = {}
         #: the limiter of each (backend, endpoint) the pool's judges call
         self.limiters: dict[tuple[str, str], AdaptiveLimiter] = {}
         self._in_flight: dict[str, asyncio.Future[Outcome]] = {}
-        # id(options) -> (options, what judge_for found); the options object is kept
-        # alive with its entry, so its id cannot be reused by another object.
-        self._found: dict[int, tuple[JudgeModelOptions, Judge | str | None]] = {}
+        # (id(options), metric name) -> (options, what judge_for found); the options
+        # object is kept alive with its entry, so its id cannot be reused by another
+        # object. The name is part of the key: an aligned judge serves one metric only.
+        self._found: dict[tuple[int, str | None], tuple[JudgeModelOptions, Judge | str | None]] = {}
+
+    def _check_model(self, model: str) -> None:
+        if not is_aligned_ref(model):
+            parse_model(model)
+            return
+        name, version = parse_ref(model)
+        self._aligned_spec(name, version)
 
     def judge_for(self, metric: JudgeRequest) -> Judge | str | None:
         """The judge `metric` asks for (its judge_model, else the run's default).
@@ -127,17 +154,21 @@ class JudgePool:
         """
         options = metric.judge_options
         # Metrics ask on every case they score: answer a known options object at once.
-        known = self._found.get(id(options))
+        name = getattr(metric, "name", None)
+        key = (id(options), name if isinstance(name, str) else None)
+        known = self._found.get(key)
         if known is not None and known[0] is options:
             return known[1]
-        found = self._find(options)
-        self._found[id(options)] = (options, found)
+        found = self._find(options, key[1])
+        self._found[key] = (options, found)
         return found
 
-    def _find(self, options: JudgeModelOptions) -> Judge | str | None:
+    def _find(self, options: JudgeModelOptions, metric: str | None = None) -> Judge | str | None:
         model = options.judge_model or self.default_model
         if model is None:
             return None
+        if metric is not None:
+            model = self._for_metric(model, metric)
         if options.judge_model is None and options.base_url is None and self.default_base_url:
             options = options.model_copy(update={"base_url": self.default_base_url})
         try:
@@ -146,8 +177,31 @@ class JudgePool:
             reason = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
             return f"judge {model!r} is not available: {reason}"
 
+    def _for_metric(self, model: str, metric: str) -> str:
+        """The model string `metric` is judged by: an aligned judge aligned for another
+        metric stands for its base model (its guidelines are about that other metric)."""
+        if not is_aligned_ref(model):
+            return model
+        try:
+            spec = self._aligned_spec(*parse_ref(model))
+        except ConfigError:
+            return model  # `judge` says why, in the metric's result
+        return model if spec.metric == metric else spec.judge_model
+
+    def _aligned_spec(self, name: str, version: int | None) -> AlignedJudgeSpec:
+        if self.aligned is None:
+            raise ConfigError(
+                f"aligned judge {name!r} needs a store that keeps aligned judges"
+                " (`assay judge align` stores them; run with --store)"
+            )
+        return self.aligned.resolve(name, version)
+
     def judge(self, model: str, options: JudgeModelOptions | None = None) -> Judge:
-        """The pool's judge for `model` (built on first use); raises ConfigError."""
+        """The pool's judge for `model` (built on first use); raises ConfigError.
+
+        `aligned:NAME[@VERSION]` is an `AlignedJudge` over its base model's judge."""
+        if is_aligned_ref(model):
+            return self._aligned_judge(model, options)
         base_url = options.base_url if options is not None else None
         parallelism = options.parallelism_limit if options is not None else None
         key = (model.strip(), base_url, parallelism)
@@ -179,9 +233,25 @@ class JudgePool:
         self._judges[key] = judge
         return judge
 
+    def _aligned_judge(self, model: str, options: JudgeModelOptions | None) -> Judge:
+        spec = self._aligned_spec(*parse_ref(model))
+        base_url = options.base_url if options is not None else None
+        key = (spec.ref, base_url)
+        known = self._aligned_judges.get(key)
+        if known is not None:
+            return known
+        base_options = options
+        if options is not None and options.judge_model is not None:
+            base_options = options.model_copy(update={"judge_model": spec.judge_model})
+        judge = AlignedJudge(
+            self.judge(spec.judge_model, base_options), spec, in_flight=self._in_flight
+        )
+        self._aligned_judges[key] = judge
+        return judge
+
     @property
     def judges(self) -> list[Judge]:
-        """The judges built so far."""
+        """The judges built so far (aligned judges share their base judge's backend)."""
         return [j for j in self._judges.values() if isinstance(j, Judge)]
 
     async def flush(self) -> None:
@@ -202,3 +272,59 @@ class JudgePool:
                     failures.append(exc)
         if failures:
             raise failures[0]
+
+
+class AlignedJudge(Judge):
+    """A base judge's client whose prompts carry an aligned judge's guidelines and
+    examples, and whose cache keys carry its `NAME@VERSION`.
+
+    Built by `JudgePool` from the base model's `Judge` (same backend, limiter, retry
+    policy, cache and stats); it does not own the backend (the base judge closes it).
+    """
+
+    def __init__(
+        self,
+        base: Judge,
+        spec: AlignedJudgeSpec,
+        *,
+        in_flight: dict[str, asyncio.Future[Outcome]] | None = None,
+    ) -> None:
+        super().__init__(
+            base.backend,
+            cache=base.cache,
+            limiter=base.limiter,
+            retry=base.retry,
+            stats=base.stats,
+            timeout_s=base.timeout_s,
+            use_cache=base.use_cache,
+            in_flight=in_flight,
+        )
+        self.spec = spec
+        self.judge_version = spec.ref
+        self._base = base
+        self._addition = alignment_text(spec.guidelines, spec.examples)
+
+    async def _call(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
+        # Through the base judge: its `parallelism_limit` bounds both judges' calls.
+        return await self._base._call(prompt, settings)
+
+    def __repr__(self) -> str:
+        return f"<AlignedJudge {self.spec.ref} over {self.label}>"
+
+    async def generate(
+        self,
+        messages: Sequence[Mapping[str, object]],
+        n: int,
+        settings: Mapping[str, object] | GenerationSettings | None = None,
+        *,
+        accept: Callable[[str], bool] | None = None,
+        prompt_version: str | None = None,
+    ) -> list[str]:
+        """The base model's `n` replies to `messages` with the alignment added."""
+        return await super().generate(
+            augment_messages(messages, self._addition),
+            n,
+            settings,
+            accept=accept,
+            prompt_version=prompt_version,
+        )

@@ -39,11 +39,15 @@ def reply_cache_key(
     settings: Mapping[str, object],
     endpoint: str = "",
     prompt_version: str | None = None,
+    judge_version: str | None = None,
 ) -> str:
     """A hex SHA-256 of the request; `prompt` is the rendered text or message list.
 
     `endpoint` is where the model is served (two servers with a model of the same name
-    are two judges); `prompt_version` the metric's prompt template id (`name.vN`).
+    are two judges); `prompt_version` the metric's prompt template id (`name.vN`);
+    `judge_version` an aligned judge's `NAME@VERSION` (`assay.judges.align`), so a new
+    version of an aligned judge never reads the replies of an older one. Left out of
+    the key when None, so the keys of every other request are unchanged.
     """
     payload = {
         "v": KEY_VERSION,
@@ -55,6 +59,8 @@ def reply_cache_key(
         "sample": sample,
         "settings": dict(settings),
     }
+    if judge_version is not None:
+        payload["judge_version"] = judge_version
     try:
         data = orjson.dumps(payload, option=_CANONICAL)
     except TypeError as exc:

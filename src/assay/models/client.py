@@ -33,6 +33,8 @@ class ModelClient:
     """
 
     role = "model"
+    #: an aligned judge's `NAME@VERSION`, part of every cache key (None: a plain model)
+    judge_version: str | None = None
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class ModelClient:
             prompt_version=prompt_version,
             sample=sample,
             settings=settings.as_key(),
+            judge_version=self.judge_version,
         )
 
     async def generate(

@@ -12,6 +12,7 @@
   generation settings.
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
 - `store_secrets`: random keys the services keep per store (the page-token signing key).
+- `aligned_judges`: judges aligned to people's labels, by name and version.
 
 Changing anything here needs a new migration under `migrations/versions/`;
 tests/store/test_migrations.py fails until the two agree.
@@ -194,5 +195,24 @@ store_secrets = Table(
     Column("name", String(64), primary_key=True),
     # hex of random bytes; created once per store and never changed
     Column("value", String(128), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+aligned_judges = Table(
+    "aligned_judges",
+    metadata,
+    # An aligned judge (`assay judge align`, `assay.judges.align`): a base judge model
+    # with guidelines and labelled examples for one metric; versions count from 1 per
+    # name, and a version is never changed once stored.
+    Column("name", String(128), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("metric", String(256), nullable=False),
+    Column("judge_model", Text, nullable=False),
+    Column("guidelines", JSONValue, nullable=False),
+    Column("examples", JSONValue, nullable=False),
+    Column("kappa_before", Float),
+    Column("kappa_after", Float),
+    # how it was built and measured: folds, intervals, label counts
+    Column("report", JSONValue, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from assay.model.results import CaseResult
 from assay.store._bulk import EncodedCase
+from assay.store.aligned_judges import AlignedJudgeRepository
 from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url, wal_checkpoints
 from assay.store.judge_cache import JudgeCache
@@ -40,6 +41,8 @@ class Store:
         """API keys of the REST service."""
         self.secrets = SecretRepository(engine, url)
         """Per-store secrets of the services (e.g. the page-token signing key)."""
+        self.aligned_judges = AlignedJudgeRepository(engine, url)
+        """Judges aligned to people's labels, by name and version (`assay judge align`)."""
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
