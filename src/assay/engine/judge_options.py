@@ -31,6 +31,8 @@ class JudgeRunOptions:
     base_url: str | None = None
     #: the pool's counters (a `JudgeStats`), when the caller shows them as the run goes
     stats: Any = None
+    #: `--judge-samples N`: judge samples per item for every judged metric of the run
+    num_samples: int | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -40,6 +42,8 @@ class JudgeRunOptions:
             )
         if self.timeout_s <= 0:
             raise ConfigError(f"the judge timeout must be positive, got {self.timeout_s}")
+        if self.num_samples is not None and self.num_samples < 1:
+            raise ConfigError(f"--judge-samples must be at least 1, got {self.num_samples}")
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
         if self.model is not None:
@@ -83,4 +87,5 @@ class JudgeRunOptions:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             stats=self.stats,
+            num_samples=self.num_samples,
         )
