@@ -409,3 +409,35 @@ def test_the_position_probe_needs_two_different_answers(tmp_path: Path) -> None:
         assert server.requests == []
     assert result.exit_code == 2
     assert "needs cases with a recorded response and a different reference" in result.output
+
+
+@pytest.mark.parametrize("command", ["stability", "probe"])
+def test_an_unreachable_judge_measures_nothing_and_says_why(tmp_path: Path, command: str) -> None:
+    few = tmp_path / "few.jsonl"
+    few.write_text(json.dumps({"prompt": "q", "response": "a", "reference": "b"}) + "\n")
+    result = runner.invoke(
+        app,
+        [
+            "judge",
+            command,
+            str(few),
+            "-m",
+            "final_response_match_v2",
+            "--judge",
+            "openai:x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--samples",
+            "1",
+            "--judge-timeout",
+            "2",
+            "--no-store",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    parsed = json.loads(result.output)
+    reports = parsed if isinstance(parsed, list) else [parsed]
+    for report in reports:
+        assert "cannot reach the endpoint" in report["unscored_reason"]
+        assert "nothing to measure" in report["verdict"]

@@ -337,6 +337,8 @@ def render_stability(report: StabilityReport, console: Console) -> None:
                 item.item, " ".join(v or "-" for v in item.verdicts), _num(item.flip_rate)
             )
         console.print(flips)
+    if report.unscored_reason:
+        console.print(Text(f"an item without a verdict: {report.unscored_reason}", style="yellow"))
     style = "green" if report.stable else "bold magenta"
     console.print(Text(report.verdict_line(), style=style))
     if report.judge_stats:
@@ -372,5 +374,7 @@ def render_probe(report: PositionReport | VerbosityReport, console: Console) -> 
             "net share that rose", _num(report.net, "+.0%"), _interval(report.interval, "+.0%")
         )
     console.print(table)
+    if report.unscored_reason:
+        console.print(Text(f"an item without a verdict: {report.unscored_reason}", style="yellow"))
     style = "bold magenta" if report.flagged else "green"
     console.print(Text(report.verdict_line(), style=style))

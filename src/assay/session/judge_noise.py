@@ -90,6 +90,17 @@ async def _score(
         metric.attach_judge(None)
 
 
+def _first_reason(result: EvalResult, metric: str) -> str | None:
+    """Why the first case without a verdict has none (the metric's explanation)."""
+    for case in result.cases:
+        found = case.metrics.get(metric)
+        if found is not None and found.score is None and found.explanation:
+            return found.explanation
+        if found is None and case.error:
+            return case.error
+    return None
+
+
 def _key(eval_set_id: str | None, case_id: str) -> str:
     return case_id if not eval_set_id else f"{eval_set_id}/{case_id}"
 
@@ -159,6 +170,8 @@ class StabilityReport:
     samples: int
     items: list[StabilityItem]
     judge_stats: dict[str, Any] = field(default_factory=dict)
+    #: why the first item without a verdict in some repeat has none
+    unscored_reason: str | None = None
 
     @property
     def rated(self) -> list[StabilityItem]:
@@ -214,6 +227,7 @@ class StabilityReport:
             "flip_rate_ci95": list(interval) if interval is not None else None,
             "fleiss_kappa": self.kappa,
             "verdict": self.verdict_line(),
+            "unscored_reason": self.unscored_reason,
             "results": [i.to_dict() for i in self.items],
             "judge_stats": dict(self.judge_stats),
         }
@@ -229,6 +243,7 @@ async def astability(
     if repeats < 2:
         raise ConfigError(f"--repeats must be at least 2 to compare repeats, got {repeats}")
     per_repeat: list[dict[str, tuple[str | None, float | None]]] = []
+    reason: str | None = None
     stats = JudgeStats()
     for r in range(repeats):
         pool = setup.pool(sample_offset=r * metric.num_samples, stats=stats)
@@ -237,6 +252,7 @@ async def astability(
         finally:
             await pool.aclose()
         per_repeat.append(_verdicts(result, metric.name))
+        reason = reason or _first_reason(result, metric.name)
     keys = list(per_repeat[0])
     items = [
         StabilityItem(key, [repeat.get(key, (None, None))[0] for repeat in per_repeat])
@@ -249,6 +265,7 @@ async def astability(
         samples=metric.num_samples,
         items=items,
         judge_stats=stats.summary(),
+        unscored_reason=reason,
     )
 
 
@@ -297,6 +314,11 @@ class PositionReport:
         return wilson_interval(self.follows_position, len(self.decided))
 
     @property
+    def unscored_reason(self) -> str | None:
+        """Why the first pair not judged in both orders was not (a judge error)."""
+        return next((i.error for i in self.items if i.error), None)
+
+    @property
     def first_shown_share(self) -> float | None:
         """Of every verdict that picked an answer, the share that picked answer A."""
         picks = sum(int(v.forward != "tie") + int(v.backward != "tie") for v in self.decided)
@@ -330,6 +352,7 @@ class PositionReport:
             "first_shown_share": self.first_shown_share,
             "flagged": self.flagged,
             "verdict": self.verdict_line(),
+            "unscored_reason": self.unscored_reason,
             "skipped": list(self.skipped),
             "results": [i.to_dict() for i in self.items],
         }
@@ -417,6 +440,8 @@ class VerbosityReport:
     metric: str
     judge: str
     items: list[VerbosityItem]
+    #: why the first item scored one way only has no score the other way
+    unscored_reason: str | None = None
 
     @property
     def shifts(self) -> list[int]:
@@ -471,6 +496,7 @@ class VerbosityReport:
             "net_ci95": list(interval) if interval is not None else None,
             "flagged": self.flagged,
             "verdict": self.verdict_line(),
+            "unscored_reason": self.unscored_reason,
             "results": [i.to_dict() for i in self.items],
         }
 
@@ -491,14 +517,14 @@ async def aprobe_verbosity(
     """Score the data as recorded and padded; compare each item's two scores."""
     pool = setup.pool()
     try:
-        plain = _verdicts(await _score(evalsets, metric, setup, pool), metric.name)
-        longer = _verdicts(
-            await _score([padded(s) for s in evalsets], metric, setup, pool), metric.name
-        )
+        as_recorded = await _score(evalsets, metric, setup, pool)
+        with_padding = await _score([padded(s) for s in evalsets], metric, setup, pool)
     finally:
         await pool.aclose()
+    longer = _verdicts(with_padding, metric.name)
     items = [
         VerbosityItem(key, score, longer.get(key, (None, None))[1])
-        for key, (_, score) in plain.items()
+        for key, (_, score) in _verdicts(as_recorded, metric.name).items()
     ]
-    return VerbosityReport(metric=metric.name, judge=setup.judge, items=items)
+    reason = _first_reason(as_recorded, metric.name) or _first_reason(with_padding, metric.name)
+    return VerbosityReport(metric.name, setup.judge, items, unscored_reason=reason)
