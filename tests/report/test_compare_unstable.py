@@ -103,3 +103,18 @@ def test_an_unscored_judge_is_not_an_unstable_flip() -> None:
     )
     comparison = compare_results(base, other)
     assert [c.change for c in comparison.cases] == [Change.REGRESSED]
+
+
+def test_the_terminal_lists_unstable_flips_apart() -> None:
+    from rich.console import Console
+
+    from assay.report.console_runs import render_comparison
+
+    base = run("a", case("noisy", judged(True, True)), case("sure", judged(True, False)))
+    other = run("b", case("noisy", judged(False, True)), case("sure", judged(False, False)))
+    console = Console(record=True, width=160)
+    render_comparison(compare_results(base, other), console)
+    text = console.export_text()
+    assert "unstable flip" in text and "1 flip of unstable items" in text
+    assert "Regression: " in text  # "sure" regressed: a stable verdict that flipped
+    assert "Cases: 1 regressed, 1 unstable flip" in text

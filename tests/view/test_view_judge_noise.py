@@ -130,5 +130,6 @@ def test_the_compare_page_counts_flips_of_unstable_items_apart(
     # flips, each side unstable three times in four): 16 cases without one is 1 in 20,000.
     assert comparison.unstable_flips
     verdict = page.inner_text("#verdict")
-    assert f"{len(comparison.unstable_flips)} flips of unstable items" in verdict
+    count = len(comparison.unstable_flips)
+    assert f"{count} flip{'' if count == 1 else 's'} of unstable items" in verdict
     assert w.errors == [] and w.outside() == []

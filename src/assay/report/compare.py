@@ -282,7 +282,7 @@ class Comparison:
         ]
         flips = self.unstable_flips
         if flips:
-            parts.append(f"{len(flips)} flips of unstable items")
+            parts.append(f"{len(flips)} flip{'' if len(flips) == 1 else 's'} of unstable items")
         regressed = self.regressed_metrics
         if regressed:
             parts.append("metrics worse beyond noise: " + ", ".join(m.name for m in regressed))
