@@ -441,3 +441,21 @@ def test_an_unreachable_judge_measures_nothing_and_says_why(tmp_path: Path, comm
     for report in reports:
         assert "cannot reach the endpoint" in report["unscored_reason"]
         assert "nothing to measure" in report["verdict"]
+
+
+def test_the_python_api_takes_judge_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay import evaluate
+    from assay.metrics.judged.noise import split_of
+
+    rows = [{"prompt": f"q{i}", "response": f"a{i}", "reference": f"r{i}"} for i in range(6)]
+    with JudgeServer(seeded_coin(9)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        result = evaluate(
+            rows, ["final_response_match_v2"], judge="openai:standin", judge_samples=2
+        )
+        calls = len(server.requests)
+    assert calls == 6 * 2
+    splits = [split_of(c.metrics["final_response_match_v2"].details) for c in result.cases]
+    assert all(s is not None and sum(s) == 2 for s in splits)
+    unstable = sum(1 for s in splits if s is not None and min(s) > 0)
+    assert result.summary["judge/unstable/final_response_match_v2"] == unstable
