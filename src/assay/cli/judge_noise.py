@@ -32,6 +32,7 @@ from assay.cli.common import FromOption, stdout_console, user_errors
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from assay.metrics.judged.base import JudgedMetric
     from assay.model.core import EvalSet
     from assay.session.judge_noise import (
         JudgeSetup,
@@ -228,7 +229,7 @@ def _bias(bias: str | None, pairwise: bool, metric: str) -> Bias:
 
 def _metric(
     name: str, judge: str, samples: int | None, base_url: str | None, criterion: str | None
-) -> Any:
+) -> JudgedMetric:
     from assay.engine.calibrate import build_judged_metric
 
     return build_judged_metric(
