@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scripted_judge import ScriptedJudge, as_json
 
 from assay.metrics.judged import JudgedMetric, judges_in_context
@@ -174,3 +176,30 @@ def test_a_result_without_threshold_or_score_is_left_alone() -> None:
         "m", None, 0.5, Status.NOT_EVALUATED, per_invocation=[Score(None, "no", dict(sampled))]
     )
     assert mark_result(unscored).details == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=0, max_size=6),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([0.0, 0.25, 0.5, 0.8, 1.0]),
+)
+def test_unstable_exactly_when_some_invocation_straddles_the_threshold(
+    samples: list[list[float]], threshold: float
+) -> None:
+    per = [Score(max(s) if s else None, None, {"sample_scores": list(s)}) for s in samples]
+    result = mark_result(MetricResult("m", 0.5, threshold, Status.PASSED, per_invocation=per))
+    sampled = [
+        s for s, score in zip(samples, per, strict=True) if len(s) > 1 and score.value is not None
+    ]
+    straddles = [min(s) < threshold <= max(s) for s in sampled]
+    if not sampled:
+        assert split_of(result.details) is None and not is_unstable(result.details)
+        return
+    assert is_unstable(result.details) is any(straddles)
+    assert result.details["unstable_invocations"] == sum(straddles)
+    passed = sum(v >= threshold for s in sampled for v in s)
+    assert split_of(result.details) == (passed, sum(len(s) for s in sampled) - passed)
