@@ -101,6 +101,7 @@ async def aevaluate(
     run_name: str | None = None,
     judge: str | None = None,
     judge_concurrency: int = 8,
+    judge_samples: int | None = None,
     use_cache: bool = True,
     tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
     run_method: RunMethod | str | None = None,
@@ -156,7 +157,9 @@ async def aevaluate(
         run_method=run_method,
         simulator=simulator_options(user_model, simulator, personas),
     )
-    judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
+    judge_options = JudgeRunOptions(
+        model=judge, concurrency=judge_concurrency, use_cache=use_cache, num_samples=judge_samples
+    )
     agent_label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
@@ -232,6 +235,9 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
       replies are cached in `store` (in memory without one), `use_cache=False` calls
       the judge anyway. The summary gets `judge/calls`, `judge/cache_hits`, ....
+      `judge_samples` (`--judge-samples`): samples per judged item for every judged
+      metric; items whose samples straddle the threshold are marked unstable
+      (docs/judges.md) and counted in the summary's `judge/unstable/METRIC`.
     - `mlflow`: an MLflow tracking URI (`sqlite:///mlflow.db`, `http://host:5000`) the
       completed run is also logged to, as `assay eval --mlflow` does (experiment
       `mlflow_experiment`, default "assay"; needs `assay[mlflow]`); an unusable URI

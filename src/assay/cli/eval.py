@@ -202,6 +202,14 @@ def eval_command(
     judge_concurrency: Annotated[
         int, typer.Option("--judge-concurrency", help="Judge calls in flight per backend.")
     ] = 8,
+    judge_samples: Annotated[
+        int | None,
+        typer.Option(
+            "--judge-samples",
+            help="Judge samples per item for every judged metric (over each metric's"
+            " num_samples); items whose samples straddle the threshold are marked unstable.",
+        ),
+    ] = None,
     no_cache: Annotated[
         bool,
         typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
@@ -257,6 +265,7 @@ def eval_command(
             concurrency=judge_concurrency,
             use_cache=not no_cache,
             stats=JudgeStats(),  # shown live by the progress lines
+            num_samples=judge_samples,
         )
         cfg = _config_for(config, data[0])
         # A folder stands for the eval files under it (its config was found above).

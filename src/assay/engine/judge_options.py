@@ -32,6 +32,8 @@ class JudgeRunOptions:
     base_url: str | None = None
     #: the pool's counters (a `JudgeStats`), when the caller shows them as the run goes
     stats: Any = None
+    #: `--judge-samples N`: judge samples per item for every judged metric of the run
+    num_samples: int | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -41,6 +43,8 @@ class JudgeRunOptions:
             )
         if self.timeout_s <= 0:
             raise ConfigError(f"the judge timeout must be positive, got {self.timeout_s}")
+        if self.num_samples is not None and self.num_samples < 1:
+            raise ConfigError(f"--judge-samples must be at least 1, got {self.num_samples}")
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
         if self.model is not None:
@@ -106,4 +110,5 @@ class JudgeRunOptions:
             max_retries=self.max_retries,
             stats=self.stats,
             aligned=self.aligned_judges,
+            num_samples=self.num_samples,
         )

@@ -22,6 +22,7 @@ from assay.metrics.judged.base import JudgedMetric, judges_in_context
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
     from assay.judges.stats import JudgeStats
+    from assay.model.results import CaseResult
     from assay.models.registry import ModelRegistry
 
 
@@ -67,7 +68,7 @@ async def run_judges(
         else (judges or JudgeRunOptions()).make_pool(registry)
     )
     try:
-        with judges_in_context(pool):
+        with judges_in_context(pool, num_samples=pool.num_samples):
             yield pool
     finally:
         if owned:
@@ -84,3 +85,22 @@ def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> di
         return {}
     stats = pool.stats.since(since) if since is not None else pool.stats
     return stats.summary()
+
+
+def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, Any]:
+    """`judge/unstable/{metric}`: the case results of each metric whose judge samples
+    straddled its threshold, for every metric with a sample split; `judge/unstable`
+    their total. None of these keys when no judged item had more than one sample."""
+    from assay.metrics.judged.noise import is_unstable, split_of
+
+    counts: dict[str, int] = {}
+    for case in cases:
+        for name, result in case.metrics.items():
+            if split_of(result.details) is None:
+                continue
+            counts[name] = counts.get(name, 0) + int(is_unstable(result.details))
+    if not counts:
+        return {}
+    out: dict[str, Any] = {"judge/unstable": sum(counts.values())}
+    out.update({f"judge/unstable/{name}": n for name, n in sorted(counts.items())})
+    return out

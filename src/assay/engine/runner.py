@@ -33,7 +33,13 @@ from assay.engine.case_run import (
     simulated,
 )
 from assay.engine.executors import Executor, LocalExecutor, StagedWork
-from assay.engine.judging import JudgeRunOptions, judge_summary, run_judges, run_registry
+from assay.engine.judging import (
+    JudgeRunOptions,
+    judge_summary,
+    run_judges,
+    run_registry,
+    unstable_summary,
+)
 from assay.engine.options import RunOptions
 from assay.engine.replay import RunMethod
 from assay.engine.scenario_run import simulates, user_simulator
@@ -207,6 +213,7 @@ async def arun(
         if pool is not None:
             await pool.flush()
             result.summary.update(judge_summary(pool, started))
+            result.summary.update(unstable_summary(result.cases))
     for observer in observers:
         observer.on_finish(result)
     return result

@@ -89,6 +89,8 @@ class JudgePool:
         stats: JudgeStats | None = None,
         registry: ModelRegistry | None = None,
         aligned: AlignedJudgeSource | None = None,
+        num_samples: int | None = None,
+        sample_offset: int = 0,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -100,7 +102,13 @@ class JudgePool:
         self.aligned = aligned
         if default_model is not None:
             self._check_model(default_model)  # a mistyped --judge is a usage error
+        if num_samples is not None and num_samples < 1:
+            raise ConfigError(f"judge samples must be at least 1, got {num_samples}")
         self.default_model = default_model
+        #: the run's samples per judged item for every judged metric (None: each its own)
+        self.num_samples = num_samples
+        #: the judges' first sample index in cache keys (`ModelClient.sample_offset`)
+        self.sample_offset = sample_offset
         #: the endpoint of the default model (else its SDK's environment variables)
         self.default_base_url = default_base_url
         self.concurrency = concurrency
@@ -229,6 +237,7 @@ class JudgePool:
             parallelism=parallelism,
             sleep=self._sleep,
             in_flight=self._in_flight,
+            sample_offset=self.sample_offset,
         )
         self._judges[key] = judge
         return judge
@@ -298,6 +307,7 @@ class AlignedJudge(Judge):
             timeout_s=base.timeout_s,
             use_cache=base.use_cache,
             in_flight=in_flight,
+            sample_offset=base.sample_offset,
         )
         self.spec = spec
         self.judge_version = spec.ref

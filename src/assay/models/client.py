@@ -50,9 +50,13 @@ class ModelClient:
         sleep: Sleep = asyncio.sleep,
         in_flight: dict[str, asyncio.Future[Outcome]] | None = None,
         role: str | None = None,
+        sample_offset: int = 0,
     ) -> None:
         if role is not None:
             self.role = role
+        #: added to each sample's index in the cache key: a client with another offset
+        #: draws other samples of the same prompt (the repeats of `assay judge stability`)
+        self.sample_offset = sample_offset
         self.backend = backend
         self.cache = cache
         self.limiter = limiter
@@ -120,7 +124,8 @@ class ModelClient:
             raise ConfigError(f"a {self.role} needs at least 1 sample, got {n}")
         chosen = GenerationSettings.from_mapping(settings)
         prompt = [dict(m) for m in messages]
-        keys = [self.cache_key(prompt, i, chosen, prompt_version) for i in range(n)]
+        first = self.sample_offset
+        keys = [self.cache_key(prompt, first + i, chosen, prompt_version) for i in range(n)]
         cached = self.cache.get_many(keys) if self.use_cache else {}
         if accept is not None:
             cached = {key: reply for key, reply in cached.items() if accept(reply)}

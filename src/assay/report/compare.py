@@ -9,6 +9,10 @@ never make a case or a run better or worse.
 
 A case *regressed* when it passed in the base run and does not pass now; it *improved*
 the other way round; it is *unchanged* unless its status or a gating metric moved. A
+case that passed in one run and not in the other only through judged metrics that were
+*unstable* in either run (their judge samples straddled the threshold,
+`assay.metrics.judged.noise`) is an *unstable flip*: counted apart
+(`Comparison.unstable_flips`), neither a regression nor an improvement by itself. A
 delta within `EQUAL_WITHIN` (1e-9) is equal, and is reported as 0. A metric's mean
 delta over the cases both runs scored gets a paired bootstrap interval (resampling
 cases, bias-corrected and accelerated as `scipy.stats.bootstrap`'s default): the metric
@@ -31,6 +35,7 @@ from statistics import NormalDist
 from typing import Any
 
 from assay.errors import InputError
+from assay.metrics.judged.noise import is_unstable
 from assay.metrics.registry import MetricTraits, metric_traits
 from assay.model.results import CaseResult, EvalResult, Status, combine_statuses
 from assay.report.analysis import analyze_case
@@ -66,6 +71,10 @@ class Change(StrEnum):
     IMPROVED = "improved"  # did not pass before, passes now
     BETTER = "better"  # same status, gating metrics moved the better way
     CHANGED = "changed"  # status changed between failed and not evaluated
+    #: passed in one run and not the other, but every metric whose verdict flipped was
+    #: unstable (its judge samples straddled the threshold) in one of the runs: judge
+    #: noise, not a regression (or an improvement) by itself
+    UNSTABLE = "unstable flip"
     UNCHANGED = "unchanged"  # same status, no gating metric moved
     SAME = "unchanged"  # the name UNCHANGED had before: an alias
 
@@ -84,6 +93,10 @@ class CaseSide:
     reason: str | None  # the failure analysis' one-line reason when it did not pass
     #: the final responses of the case's first run, one line per turn (None: no response)
     response: str | None = None
+    #: per metric with a threshold, its status over the case's runs (strict)
+    verdicts: dict[str, Status] = field(default_factory=dict)
+    #: metrics whose judge samples straddled the threshold in a run of the case
+    unstable: tuple[str, ...] = ()
 
 
 #: a word-level diff: ("equal" | "delete" | "insert", text), in reading order
@@ -100,6 +113,8 @@ class CaseDelta:
     deltas: dict[str, float]  # metric -> other - base, where both have a score (0 if equal)
     better: tuple[str, ...] = ()  # gating metrics that moved the better way
     worse: tuple[str, ...] = ()  # gating metrics that moved the worse way
+    #: metrics that passed in one run and failed in the other
+    flipped: tuple[str, ...] = ()
 
     @property
     def response_diff(self) -> list[DiffSegment] | None:
@@ -123,6 +138,7 @@ class CaseDelta:
                 "runs": s.runs,
                 "passed_runs": s.passed_runs,
                 "reason": s.reason,
+                "unstable": list(s.unstable),
             }
 
         return {
@@ -134,6 +150,7 @@ class CaseDelta:
             "deltas": self.deltas,
             "better": list(self.better),
             "worse": list(self.worse),
+            "flipped": list(self.flipped),
             "response_diff": None
             if self.response_diff is None
             else [list(s) for s in self.response_diff],
@@ -230,6 +247,12 @@ class Comparison:
         return [c for c in self.cases if c.change is Change.UNCHANGED]
 
     @property
+    def unstable_flips(self) -> list[CaseDelta]:
+        """Cases that passed in one run and not in the other only through metrics whose
+        judge samples straddled the threshold: counted apart, never a regression."""
+        return [c for c in self.cases if c.change is Change.UNSTABLE]
+
+    @property
     def changed(self) -> list[CaseDelta]:
         return [c for c in self.cases if c.change is not Change.UNCHANGED]
 
@@ -257,6 +280,9 @@ class Comparison:
             f"{len(self.newly_failing)} newly failing",
             f"{len(self.newly_passing)} newly passing",
         ]
+        flips = self.unstable_flips
+        if flips:
+            parts.append(f"{len(flips)} flip{'' if len(flips) == 1 else 's'} of unstable items")
         regressed = self.regressed_metrics
         if regressed:
             parts.append("metrics worse beyond noise: " + ", ".join(m.name for m in regressed))
@@ -273,6 +299,7 @@ class Comparison:
             "counts": self.counts(),
             "newly_failing": [f"{c.eval_set_id}/{c.case_id}" for c in self.newly_failing],
             "newly_passing": [f"{c.eval_set_id}/{c.case_id}" for c in self.newly_passing],
+            "unstable_flips": [f"{c.eval_set_id}/{c.case_id}" for c in self.unstable_flips],
             "metrics": [m.to_dict() for m in self.metrics],
             "cases": [c.to_dict() for c in self.cases],
             "only_in_base": [f"{s}/{c}" for s, c in self.only_in_base],
@@ -322,6 +349,22 @@ def _sides(result: EvalResult) -> tuple[dict[CaseId, CaseSide], dict[str, bool]]
             )
             for name in names
         }
+        verdicts = {
+            name: combine_statuses(statuses)
+            for name in names
+            if (
+                statuses := [
+                    m.status
+                    for r in runs
+                    if (m := r.metrics.get(name)) is not None and m.status is not None
+                ]
+            )
+        }
+        unstable = tuple(
+            name
+            for name in names
+            if any(is_unstable(m.details) for r in runs if (m := r.metrics.get(name)) is not None)
+        )
         status = combine_statuses([r.status for r in runs])
         reason = None
         if status is not Status.PASSED:
@@ -335,11 +378,37 @@ def _sides(result: EvalResult) -> tuple[dict[CaseId, CaseSide], dict[str, bool]]
             passed_runs=sum(r.status is Status.PASSED for r in runs),
             reason=reason,
             response=_response(runs[0]),
+            verdicts=verdicts,
+            unstable=unstable,
         )
     return sides, thresholded
 
 
-def _change(base: CaseSide, other: CaseSide, better: bool, worse: bool) -> Change:
+def _flipped(base: CaseSide, other: CaseSide) -> tuple[str, ...]:
+    """Metrics that passed in one side and failed in the other (a metric without a
+    score on one side did not flip: it was not judged)."""
+    verdicts = (Status.PASSED, Status.FAILED)
+    return tuple(
+        name
+        for name, was in base.verdicts.items()
+        if was in verdicts
+        and other.verdicts.get(name) in verdicts
+        and other.verdicts[name] is not was
+    )
+
+
+def _noise_only(base: CaseSide, other: CaseSide, flipped: Sequence[str]) -> bool:
+    """Every metric that flipped was unstable in one of the two runs."""
+    noisy = {*base.unstable, *other.unstable}
+    return bool(flipped) and all(name in noisy for name in flipped)
+
+
+def _change(
+    base: CaseSide, other: CaseSide, better: bool, worse: bool, flipped: Sequence[str] = ()
+) -> Change:
+    passing = (base.status is Status.PASSED, other.status is Status.PASSED)
+    if passing[0] is not passing[1] and _noise_only(base, other, flipped):
+        return Change.UNSTABLE
     if base.status is Status.PASSED and other.status is not Status.PASSED:
         return Change.REGRESSED
     if base.status is not Status.PASSED and other.status is Status.PASSED:
@@ -545,15 +614,17 @@ def _case_delta(
             continue
         up = delta > 0 if traits[name].higher_is_better else delta < 0
         (better if up else worse).append(name)
+    flipped = _flipped(a, b)
     return CaseDelta(
         key[0],
         key[1],
         a,
         b,
-        _change(a, b, bool(better), bool(worse)),
+        _change(a, b, bool(better), bool(worse), flipped),
         deltas,
         better=tuple(better),
         worse=tuple(worse),
+        flipped=flipped,
     )
 
 

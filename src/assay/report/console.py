@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.metrics.efficiency import is_efficiency
+from assay.metrics.judged.noise import is_unstable
 from assay.model.results import CaseResult, EvalResult, MetricResult, Status
 
 #: above this many case runs the table shows a per-metric summary and failing cases only
@@ -27,6 +28,8 @@ STATUS_STYLE = {
     Status.NOT_EVALUATED: "bold yellow",
 }
 NO_AGENT_MARKER = "no agent given"
+#: after a score: the judge's samples of this item straddle the metric's threshold
+UNSTABLE_MARK = "~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,29 @@ def metric_cell(metric: MetricResult | None) -> Text:
     text = _num(metric.score)
     if metric.threshold is not None:
         text += f" / {_num(metric.threshold)}"
-    return Text(text, style=STATUS_STYLE[metric.status].replace("bold ", ""))
+    cell = Text(text, style=STATUS_STYLE[metric.status].replace("bold ", ""))
+    if is_unstable(metric.details):
+        cell.append(f" {UNSTABLE_MARK}", style="bold magenta")
+    return cell
+
+
+def unstable_line(result: EvalResult) -> Text | None:
+    """`~ unstable: 3 judged items ...` when some judged item's samples straddled its
+    metric's threshold (the summary's `judge/unstable/...` keys), else None."""
+    total = result.summary.get("judge/unstable")
+    if not total:
+        return None
+    prefix = "judge/unstable/"
+    per = [
+        f"{key[len(prefix) :]} {n}"
+        for key, n in sorted(result.summary.items())
+        if key.startswith(prefix) and n
+    ]
+    return Text(
+        f"{UNSTABLE_MARK} unstable: {total} judged item{'' if total == 1 else 's'} whose judge"
+        f" samples straddle the threshold ({', '.join(per)}); another draw may flip them",
+        style="magenta",
+    )
 
 
 def case_note(case: CaseResult) -> str:
@@ -318,6 +343,9 @@ def render_results(
         console.print(Text(f"note (every case): {note}", style="dim"))
     if efficiency:
         console.print(efficiency_line(result, efficiency))
+    unstable = unstable_line(result)
+    if unstable is not None:
+        console.print(unstable)
     render_reasons(result.cases, console)
     console.print(summary_text(result))
     if needs_agent_hint(result):

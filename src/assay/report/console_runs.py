@@ -23,6 +23,7 @@ _CHANGE_STYLE = {
     Change.WORSE: "red",
     Change.MIXED: "yellow",
     Change.CHANGED: "yellow",
+    Change.UNSTABLE: "magenta",
     Change.IMPROVED: "bold green",
     Change.BETTER: "green",
     Change.UNCHANGED: "dim",

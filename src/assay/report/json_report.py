@@ -2,8 +2,10 @@
 
 `cases` holds one object per case run, shaped like ADK's `EvalCaseResult` (snake_case,
 integer `EvalStatus` codes, `Invocation`-shaped actual/expected turns) so ADK tooling can
-read it, plus assay's own keys (`status`, `run_index`, `latency_s`, `failure`, `error`, and
-`traceback` when the agent raised) which ADK ignores.
+read it, plus assay's own keys (`status`, `run_index`, `latency_s`, `failure`, `error`,
+`traceback` when the agent raised, and `judge_samples` when judged metrics sampled their
+judge more than once: how the samples split and whether the item is unstable) which ADK
+ignores.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.metrics.judged.noise import UNSTABLE_INVOCATIONS, is_unstable, split_of
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, MetricResult, Score, status_for
 from assay.report.json_stream import JsonReportWriter
@@ -131,6 +134,22 @@ def _invocation_score(case: CaseResult, metric: MetricResult, index: int) -> Sco
     return None
 
 
+def judge_samples_of(case: CaseResult) -> dict[str, Any]:
+    """`{metric: {pass, fail, unstable, unstable_invocations}}` for each judged metric of
+    the case whose judge samples were split (`assay.metrics.judged.noise`)."""
+    out: dict[str, Any] = {}
+    for metric in case.metrics.values():
+        split = split_of(metric.details)
+        if split is not None:
+            out[metric.name] = {
+                "pass": split[0],
+                "fail": split[1],
+                "unstable": is_unstable(metric.details),
+                "unstable_invocations": metric.details.get(UNSTABLE_INVOCATIONS, 0),
+            }
+    return out
+
+
 def case_to_adk(
     case: CaseResult, *, run_id: str | None = None, eval_set_file: str | None = None
 ) -> dict[str, Any]:
@@ -181,6 +200,9 @@ def case_to_adk(
             m.name: m.explanation for m in case.metrics.values() if m.explanation is not None
         },
     }
+    noise = judge_samples_of(case)
+    if noise:
+        doc["judge_samples"] = noise
     if case.traceback is not None:
         doc["traceback"] = case.traceback
     if eval_set_file is not None:

@@ -178,13 +178,16 @@ class RunSession:
                 " the user runs on the workers: drop --cache-user-replies"
             )
         if self.identity is None:
+            extra = dict(self.run_extra or {})
+            if self.judges.num_samples is not None:  # `--judge-samples` changes the scores
+                extra["judge_samples"] = self.judges.num_samples
             self.identity = RunIdentity(
                 eval_set_ids=[e.id for e in self.evalsets],
                 metrics=[m.name for m in self.metrics],
                 config={
                     **self.config,
                     "run_options": run_options_doc(
-                        self.options, self.persona_source, self.selection, self.run_extra
+                        self.options, self.persona_source, self.selection, extra or None
                     ),
                 },
                 agent=self.agent_label,

@@ -81,8 +81,23 @@ async def test_match_v2_majority_vote_agreement_and_prompt() -> None:
     assert result.status is Status.PASSED
     only = result.per_invocation[0]
     assert only.explanation == "a"
-    assert only.details == {"verdict": "valid", "agreement": 0.6, "samples": 5, "unparseable": 0}
-    assert result.details == {"agreement": 0.6, "unparseable_samples": 0}
+    assert only.details == {
+        "verdict": "valid",
+        "agreement": 0.6,
+        "samples": 5,
+        "unparseable": 0,
+        # how the five samples split around the threshold (0.8): they straddle it
+        "sample_scores": [1.0, 0.0, 1.0, 1.0, 0.0],
+        "sample_split": {"pass": 3, "fail": 2},
+        "unstable": True,
+    }
+    assert result.details == {
+        "agreement": 0.6,
+        "unparseable_samples": 0,
+        "sample_split": {"pass": 3, "fail": 2},
+        "unstable_invocations": 1,
+        "unstable": True,
+    }
     [call] = judge.calls
     assert call.n == 5  # ADK's default num_samples
     assert "Weather in Paris?" in call.user

@@ -16,6 +16,7 @@ from typing import Any
 
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.base import JudgeClient
+from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import (
     field,
     labelled_value,
@@ -232,6 +233,7 @@ async def binary_verdict(
     details = vote_details(vote, len(votes))
     if vote.label is None:
         return Score(None, no_parse_reason(replies.texts, schema), details)
+    details.update(sample_scores_detail(None if v is None else float(v) for v in votes))
     details["verdict"] = labels[0] if vote.label else labels[1]
     if extra is not None:
         details.update(extra([o for o, v in zip(objs, votes, strict=True) if v == vote.label]))

@@ -28,6 +28,7 @@ from pydantic import Field
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import InvocationView, views_of
+from assay.metrics.judged.noise import mark_result
 from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Score
 
@@ -74,15 +75,22 @@ class JudgeSource(Protocol):
 # Context-local, not global: asyncio copies it into every task a run starts, so each
 # run's tasks see that run's judges however many runs share the process.
 _RUN_JUDGES: ContextVar[JudgeSource | None] = ContextVar("assay_run_judges", default=None)
+#: the run's `--judge-samples N`: samples per judged item for every judged metric
+_RUN_SAMPLES: ContextVar[int | None] = ContextVar("assay_run_judge_samples", default=None)
 
 
 @contextmanager
-def judges_in_context(source: JudgeSource | None) -> Iterator[None]:
-    """Make `source` the judges of the code run (and the tasks started) inside."""
+def judges_in_context(
+    source: JudgeSource | None, *, num_samples: int | None = None
+) -> Iterator[None]:
+    """Make `source` the judges of the code run (and the tasks started) inside;
+    `num_samples` (the run's `--judge-samples`) overrides every judged metric's."""
     token = _RUN_JUDGES.set(source)
+    samples_token = _RUN_SAMPLES.set(num_samples)
     try:
         yield
     finally:
+        _RUN_SAMPLES.reset(samples_token)
         _RUN_JUDGES.reset(token)
 
 
@@ -117,7 +125,9 @@ class JudgedMetric(Metric):
 
     @property
     def num_samples(self) -> int:
-        return self.judge_options.num_samples or self.default_num_samples
+        """Samples per judged item: the run's `--judge-samples`, else the metric's
+        `judge_model_options.num_samples`, else its family's default."""
+        return _RUN_SAMPLES.get() or self.judge_options.num_samples or self.default_num_samples
 
     def attach_judge(self, judge: JudgeClient | None) -> None:
         """Give the metric a judge client of the caller's own (None removes it).
@@ -174,7 +184,8 @@ class JudgedMetric(Metric):
         judge, reason = self.current_judge()
         if judge is None:
             return self.not_evaluated(actual, reason)
-        return await self.judge_case(judge, case, actual, expected)
+        # How each invocation's samples split around the threshold (`noise`).
+        return mark_result(await self.judge_case(judge, case, actual, expected))
 
     def not_evaluated(self, actual: Sequence[Turn], reason: str | None) -> MetricResult:
         """No score for the case nor any invocation, with `reason`."""

@@ -47,6 +47,7 @@ from assay.metrics.judged.context import (
     render_tool_declarations,
     user_prompt_text,
 )
+from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_int_in, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.voting import Vote, label_vote, ordinal_vote
@@ -207,6 +208,7 @@ class SemanticSimilarity(VotedJudge):
         if vote.label is None:
             return Score(None, unparsed, details)
         passed = self.threshold is None or vote.label >= self.threshold
+        details.update(sample_scores_detail(score for score, _ in parsed))
         details["label"] = SIMILARITY_LABELS[vote.label]
         details["outcome"] = "PASS" if passed else "FAIL"
         return Score(float(vote.label), _explanation_of(parsed, vote.label), details)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.metrics.judged.asking import no_parse_reason
+from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
 from assay.metrics.stats import mean
@@ -212,6 +213,16 @@ def vote_rubrics(
     return outcomes, len(parsed) - len(usable)
 
 
+def _sample_score(reply: str, rubrics: Sequence[Rubric]) -> float | None:
+    """What one sample alone would score: the share of rubrics it says are met (None
+    when it decides no rubric)."""
+    parsed = parse_rubric_reply(reply, rubrics)
+    if parsed is None:
+        return None
+    decided = [1.0 if entries[0][0] else 0.0 for entries in parsed.values() if entries]
+    return mean(decided) if decided else None
+
+
 def rubric_score(replies: Sequence[str], rubrics: Sequence[Rubric]) -> Score:
     """One invocation's score from the judge's samples: the mean of its decided rubrics.
 
@@ -228,6 +239,7 @@ def rubric_score(replies: Sequence[str], rubrics: Sequence[Rubric]) -> Score:
     }
     if not decided:
         return Score(None, no_parse_reason(replies, rubric_schema(rubrics)), details)
+    details.update(sample_scores_detail(_sample_score(text, rubrics) for text in replies))
     lines = [
         f"{o.rubric_id}: {'yes' if o.score else 'no'}"
         + (f" ({o.rationale})" if o.rationale else "")

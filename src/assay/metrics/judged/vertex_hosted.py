@@ -45,6 +45,7 @@ from assay.metrics.judged.multi_turn import (
     trajectory_schema,
     violating_turns,
 )
+from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.rubrics import parse_rubric_reply, render_rubrics, rubric_score
@@ -264,6 +265,7 @@ class ResponseEvaluationScore(JudgedMetric):
         details = vote_details(vote, len(parsed))
         if vote.label is None:
             return Score(None, no_parse_reason(replies.texts, _COHERENCE_SCHEMA), details)
+        details.update(sample_scores_detail(rating for rating, _ in parsed))
         details["label"] = COHERENCE_LABELS[vote.label]
         explanation = next((why for rating, why in parsed if rating == vote.label and why), None)
         return Score(float(vote.label), explanation, details)

@@ -33,6 +33,7 @@ from assay.metrics.judged.asking import (
 )
 from assay.metrics.judged.base import JudgeClient, JudgedMetric
 from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
+from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
@@ -107,6 +108,7 @@ async def ask_yes_no(metric: JudgedMetric, judge: JudgeClient, messages: Message
     details = vote_details(vote, len(replies.texts))
     if vote.label is None:
         return YesNo(None, error=no_parse_reason(replies.texts, YES_NO_SCHEMA), details=details)
+    details.update(sample_scores_detail(None if v is None else float(v) for v in labels))
     rationale = majority_rationale([r for _, r in parsed], labels, vote.label)
     return YesNo(vote.label, rationale, details=details)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from assay._version import __version__
 from assay.metrics.calldiff import align_calls, expected_calls
+from assay.metrics.judged.noise import is_unstable
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, MetricResult, Score, Status
 from assay.report.analysis import FailureAnalysis, analyze, case_run_key
@@ -108,6 +109,7 @@ def _metric_summary(name: str, result: EvalResult) -> dict[str, Any]:
         "failed": failed,
         "not_evaluated": sum(m.status is Status.NOT_EVALUATED for m in results),
         "pass_rate": passed / judged if judged else None,
+        "unstable": sum(is_unstable(m.details) for m in results),
         "histogram": _histogram(scores, low, high),
         "range": [low, high],
     }
@@ -258,6 +260,8 @@ def _case_row(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
         "latency": _finite(case.latency_s),
         "scores": {n: _finite(m.score) for n, m in case.metrics.items()},
         "failed": [n for n, m in case.metrics.items() if m.status is Status.FAILED],
+        # judged metrics whose samples straddle the threshold (`metrics.judged.noise`)
+        "unstable": [n for n, m in case.metrics.items() if is_unstable(m.details)],
         "reason": found.reason() if found else None,
         "causes": [c.value for c in found.causes] if found else [],
         "tools": sorted({f.tool for f in found.findings if f.tool}) if found else [],

@@ -5,7 +5,7 @@
   var D = JSON.parse(document.getElementById("assay-data").textContent);
   var ROW_H = 40;
   var root = document.getElementById("app");
-  var state = { sort: null, desc: false, status: "", metric: "", cause: "", tool: "", q: "" };
+  var state = { sort: null, desc: false, status: "", metric: "", cause: "", tool: "", judge: "", q: "" };
   var byKey = {};
   D.cases.forEach(function (c, i) { c._i = i; byKey[c.key] = c; });
   // A metric no case has a score for (token usage a recorded run did not report) is
@@ -115,6 +115,7 @@
           m.ci95 ? el("p", { title: String(m.ci95) }, "95% interval [" + human(m.ci95[0], m.name) + ", " + human(m.ci95[1], m.name) + "]") : null,
           el("p", { text: m.informational ? "informational: shown, never pass/fail" : "threshold " + num(m.threshold) + " · pass rate " + rate }),
           counts.length ? el("p", { class: "muted", text: counts.map(function (c) { return c[0] + " " + c[1]; }).join(" · ") }) : null,
+          m.unstable ? el("p", { class: "unstable-count", title: UNSTABLE_TITLE, text: "~ " + m.unstable + " unstable (judge samples straddle the threshold)" }) : null,
           histogram(m.histogram, "score distribution of " + m.name + " from " + human(m.range[0], m.name) + " to " + human(m.range[1], m.name), 220, 70),
           el("p", { class: "axis-label", text: human(m.range[0], m.name) + " … " + human(m.range[1], m.name) }));
       })),
@@ -185,6 +186,7 @@
       if (state.metric && c.failed.indexOf(state.metric) < 0) return false;
       if (state.cause && c.causes.indexOf(state.cause) < 0) return false;
       if (state.tool && c.tools.indexOf(state.tool) < 0) return false;
+      if (state.judge && !(c.unstable || []).length) return false;
       if (q && (c.id + " " + c.set + " " + (c.reason || "")).toLowerCase().indexOf(q) < 0) return false;
       return true;
     });
@@ -199,13 +201,22 @@
     return rows;
   }
 
+  var UNSTABLE_TITLE = "unstable: the judge's samples straddle the threshold, another draw may flip the verdict";
+  function unstableMark() { return el("span", { class: "unstable-mark", title: UNSTABLE_TITLE, text: " ~" }); }
+  function splitText(details) {
+    var s = details && details.sample_split;
+    return s ? s.pass + " pass / " + s.fail + " fail" : "";
+  }
   function rowNode(c) {
     var cells = COLS.map(function (col) {
       if (col.key === "id") return el("a", { href: caseHref(c.key), class: "cell case-link", title: c.id, text: c.id });
       if (col.key === "status") return el("span", { class: "cell" }, statusBadge(c.status));
       if (col.metric) {
         var v = c.scores[col.metric];
-        return v === undefined ? el("span", { class: "cell" }) : numEl("span", v, col.metric, "cell num" + (c.failed.indexOf(col.metric) >= 0 ? " fail" : ""));
+        if (v === undefined) return el("span", { class: "cell" });
+        var cell = numEl("span", v, col.metric, "cell num" + (c.failed.indexOf(col.metric) >= 0 ? " fail" : ""));
+        if ((c.unstable || []).indexOf(col.metric) >= 0) append(cell, unstableMark());
+        return cell;
       }
       if (col.key === "latency") return c.latency === null ? el("span", { class: "cell" }) : el("span", { class: "cell num", title: String(c.latency), text: secs(c.latency) });
       if (col.key === "reason") return el("span", { class: "cell reason", title: c.reason || "", text: c.reason || "" });
@@ -238,6 +249,7 @@
       select("metric-filter", "failed metric", metricNames, "metric"),
       select("cause-filter", "cause", Object.keys(D.analysis.by_cause), "cause"),
       select("tool-filter", "tool", Object.keys(D.analysis.by_tool), "tool"),
+      D.cases.some(function (c) { return (c.unstable || []).length; }) ? select("judge-filter", "judge verdicts", ["unstable"], "judge") : null,
       el("span", { id: "row-count", class: "muted" }));
     var scroller = el("div", { class: "scroller", id: "case-scroller", role: "table" }, head, el("div", { class: "body" }));
     scroller.addEventListener("scroll", function () { requestAnimationFrame(paintRows); });
@@ -417,7 +429,9 @@
     var metrics = shown.map(function (n) {
       var m = d.metrics[n];
       return el("tr", { class: m.status || "" }, el("td", { text: n }), numEl("td", m.score, n, "num"), el("td", { class: "num", text: m.threshold === null ? "" : num(m.threshold) }),
-        el("td", null, m.status ? statusBadge(m.status) : "informational"), el("td", { class: "explanation" }, m.explanation || "", m.details ? details(m.details) : null));
+        el("td", null, m.status ? statusBadge(m.status) : "informational",
+          m.details && m.details.unstable ? el("span", { class: "badge unstable", title: UNSTABLE_TITLE, text: "unstable " + splitText(m.details) }) : null),
+        el("td", { class: "explanation" }, m.explanation || "", m.details ? details(m.details) : null));
     });
     var prev = D.cases[c._i - 1], next = D.cases[c._i + 1];
     var label = function (o) { return o.id + (multiRun ? " · run " + o.run : ""); };
