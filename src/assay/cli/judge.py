@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
+from assay.cli.judge_align import register as register_align_commands
 from assay.cli.judge_noise import register as register_noise_commands
 from assay.errors import ConfigError
 
@@ -267,7 +268,5 @@ def _items_table(title: str, items: list[ItemVerdict]) -> Table:
     return table
 
 
-from assay.cli.judge_align import register as _register_align  # noqa: E402
-
-_register_align(judge_app)  # `assay judge align`, `list`, `show`
+register_align_commands(judge_app)  # `assay judge align`, `list`, `show`
 register_noise_commands(judge_app)  # `assay judge stability` and `assay judge probe`
