@@ -31,6 +31,8 @@ FLOORS: list[set[str]] = [
     {"store", "report"},
     # Above the engine and the store: a run's life (its sinks' protocol included) ...
     {"session"},
+    # Authoring eval sets from stored runs, traces and conversations (`assay.cases`).
+    {"cases"},
     # ... then the viewer and the sinks to other tools, which implement that protocol.
     {"view", "interop"},
     # `assay.adk` (and later `assay.mlflow`): public faces of interop for other tools' users.

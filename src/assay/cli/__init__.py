@@ -1,7 +1,7 @@
 """The `assay` command line: thin wrappers over formats, engine, store and reports.
 
 One module per command group (`eval`, `convert`, `runs`, `report` (compare, report,
-view), `catalog`, `judge`, `cache`, `serve`),
+view), `catalog`, `judge`, `cache`, `serve`, `cases`),
 all importing only `assay.cli.common`; this package mounts them on one Typer app.
 
 Exit codes: 0 every case passed; 1 a case failed or was not evaluated; 2 a usage or
@@ -16,6 +16,7 @@ import typer
 
 from assay._version import __version__
 from assay.cli.cache import cache_app
+from assay.cli.cases import cases_app
 from assay.cli.catalog import formats_command, metrics_command
 from assay.cli.common import (
     EXIT_INTERRUPTED,
@@ -75,6 +76,7 @@ app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
 app.command("serve")(serve_command)
 app.add_typer(keys_app, name="keys")
+app.add_typer(cases_app, name="cases")
 
 
 def main() -> None:
