@@ -210,9 +210,9 @@ def plan_remove(path: Path, case_ids: Sequence[str]) -> Edit:
     edit = Edit(path, target.fmt, text, text)
     for case_id in case_ids:
         current = Target(target.path, target.fmt, text, _reparse(text, target), target.array_path)
-        ids = [current.case_id(raw) for raw in current.raw_cases()]
+        ids = [c.id for c in loaded_cases(current)]
         if case_id not in ids:
-            known = ", ".join(i for i in ids if i) or "none"
+            known = ", ".join(ids) or "none"
             raise InputError(f"has no case {case_id!r} (its cases: {known})", file=str(path))
         text = current.elements().remove(ids.index(case_id))
         edit.removed.append(case_id)

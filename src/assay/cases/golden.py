@@ -4,9 +4,10 @@ A played turn becomes a golden turn: the same user input, the tool calls with th
 arguments, the transfers and the final response, and each tool result twice: as the
 turn's `tool_response` step and as a `mock_tool_response` expectation, which answers
 the call when the case replays with FAKE tools. What was measured while it played
-(latencies, token usage, model calls, timestamps, the error) is no expectation and is
-left out. Each format keeps what it can hold: CES expectations carry the results as
-mocks only; a Vertex row keeps them in its trajectory's `tool_output` (it has no mocks).
+(latencies, token usage, model calls, timestamps, the error) and the played run's
+tool call ids are no expectation and are left out. Each format keeps what it can
+hold: CES expectations carry the results as mocks only; a Vertex row keeps them in
+its trajectory's `tool_output` (it has no mocks).
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ def golden_turn(turn: Turn) -> Turn:
     steps: list[Step] = []
     mocks: list[Expectation] = []
     for step in turn.steps:
+        if step.tool_call is not None:  # a call id is the played run's, not an expectation
+            step = step.model_copy(
+                update={"tool_call": step.tool_call.model_copy(update={"id": None})}
+            )
         response = step.tool_response
         if response is not None:
-            response = response.model_copy(update={"latency_s": None})
+            response = response.model_copy(update={"latency_s": None, "id": None})
             step = step.model_copy(update={"tool_response": response})
             mock = ToolResponse(name=response.name, response=response.response)
             mocks.append(Expectation(mock_tool_response=mock))

@@ -118,6 +118,7 @@ def from_traces(path: str | Path, *, sessions: Sequence[str] | None = None) -> l
 def from_ces_conversation(path: str | Path, *, case_id: str | None = None) -> Played:
     """The conversation of a CES `Conversation` JSON file, one turn per user message."""
     from google.cloud import ces_v1beta
+    from google.protobuf.json_format import ParseError
 
     file = str(path)
     try:
@@ -126,8 +127,9 @@ def from_ces_conversation(path: str | Path, *, case_id: str | None = None) -> Pl
         data = json.loads(text)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", file=file) from None
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"is not a CES Conversation: {exc}", file=file) from None
+    except (ParseError, ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise InputError(f"is not a CES Conversation: {reason}", file=file) from None
     root = Loc(file)
     messages: list[tuple[Loc, Mapping[str, object]]] = []
     if data.get("turns"):

@@ -1,6 +1,7 @@
 """An eval set file being edited: which format, where its cases are, how one is written.
 
-- ADK `*.evalset.json`: the `eval_cases` array (ids: `eval_id`).
+- ADK `*.evalset.json`: the `eval_cases` (or camelCase `evalCases`) array; a new case
+  is written in snake_case, which google-adk reads in either file.
 - CES JSON: the `evaluations` array of a `{evaluations: [...]}` file (ids: `name`, else
   `displayName`); a file holding one bare Evaluation is wrapped the first time a case
   is added to it (a CES list holds several).
@@ -25,7 +26,6 @@ from assay.model.core import EvalCase, EvalSet
 
 FORMATS = ("adk", "ces", "vertex")
 _LINES = (".jsonl", ".ndjson")
-_ID_KEYS = {"adk": ("eval_id",), "ces": ("name", "displayName")}
 _VERTEX_IDS = ("id", "eval_case_id", "eval_id")
 
 
@@ -105,33 +105,29 @@ class Target:
             return [self.data]
         node = self.data
         for key in self.array_path:
-            node = node[key]
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, list):
+            where = ".".join(self.array_path) or "the document"
+            raise InputError(f"{where} is not a list of cases", file=self.file)
         return list(node)
 
     def id_key(self) -> str:
         """The key that names a case in this file (for Vertex rows: the column in use)."""
-        if self.fmt != "vertex":
-            return _ID_KEYS[self.fmt][0]
+        if self.fmt == "adk":
+            return "eval_id"
+        if self.fmt == "ces":
+            return "name"
         for key in _VERTEX_IDS:
             if any(isinstance(r, dict) and key in r for r in self.raw_cases()):
                 return key
         return "eval_case_id" if self.array_path else "id"
 
-    def case_id(self, raw: object) -> str | None:
-        if not isinstance(raw, dict):
-            return None
-        keys = _ID_KEYS.get(self.fmt, _VERTEX_IDS)
-        for key in keys:
-            value = raw.get(key)
-            if isinstance(value, str):
-                return value
-        return None
-
     def set_id(self) -> str:
         if isinstance(self.data, dict):
-            value = self.data.get("eval_set_id")
-            if isinstance(value, str):
-                return value
+            for key in ("eval_set_id", "evalSetId"):
+                value = self.data.get(key)
+                if isinstance(value, str):
+                    return value
         return self.path.name.split(".")[0]
 
 
@@ -190,7 +186,8 @@ def _array_path(fmt: str, data: object, path: Path) -> tuple[str, ...]:
                 file=str(path),
                 expected="an ADK eval set {eval_set_id, eval_cases[]}",
             )
-        return ("eval_cases",)
+        # google-adk writes and reads camelCase too (`evalCases`)
+        return ("evalCases",) if isinstance(data, dict) and "evalCases" in data else ("eval_cases",)
     if fmt == "ces":
         if isinstance(data, dict) and "evaluations" in data:
             return ("evaluations",)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import InputError
@@ -33,30 +34,50 @@ def validate_text(target: Target, text: str) -> list[str]:
             f"the edited file would not read back: {exc.detail}", file=target.file
         ) from None
     readers = [f"assay's {target.fmt} reader"]
-    if target.fmt == "adk" and importlib.util.find_spec("google.adk") is not None:
-        readers.append(_adk(text, target.file))
-    elif target.fmt == "ces" and importlib.util.find_spec("google.cloud.ces_v1beta") is not None:
-        readers.append(_ces(data, target.file))
-    return readers
+    own = _own_reader(target.fmt)
+    if own is None:
+        return readers
+    name, check = own
+    try:
+        check(text, target.file)
+    except InputError:
+        try:
+            check(target.text, target.file)
+        except InputError:
+            # The file as it was is refused too (google-adk reads no camelCase eval set,
+            # say): the edit is not what that reader objects to.
+            return [*readers, f"not {name}: it refuses the file as it was"]
+        raise
+    return [*readers, name]
 
 
-def _adk(text: str, file: str) -> str:
+def _own_reader(fmt: str) -> tuple[str, Callable[[str, str], None]] | None:
+    if fmt == "adk" and importlib.util.find_spec("google.adk") is not None:
+        return "google-adk EvalSet", _adk
+    if fmt == "ces" and importlib.util.find_spec("google.cloud.ces_v1beta") is not None:
+        return "google-cloud-ces Evaluation", _ces
+    return None
+
+
+def _adk(text: str, file: str) -> None:
     from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
     from pydantic import ValidationError
 
     try:
         AdkEvalSet.model_validate_json(text)
     except ValidationError as exc:
+        reason = " ".join(str(exc).split())
         raise InputError(
-            f"google-adk's EvalSet refuses the edited file: {exc}", file=file
+            f"google-adk's EvalSet refuses the edited file: {reason}", file=file
         ) from None
-    return "google-adk EvalSet"
 
 
-def _ces(data: Any, file: str) -> str:
+def _ces(text: str, file: str) -> None:
     from google.cloud import ces_v1beta
+    from google.protobuf.json_format import ParseError
 
-    body = dict(data)
+    data = json.loads(text)
+    body = dict(data) if isinstance(data, dict) else {}
     try:
         if "evaluations" in body:
             for item in body.pop("evaluationExpectations", []):
@@ -68,6 +89,6 @@ def _ces(data: Any, file: str) -> str:
             )
         else:
             ces_v1beta.Evaluation.from_json(json.dumps(body), ignore_unknown_fields=False)
-    except (ValueError, TypeError) as exc:  # json_format.ParseError is a ValueError
-        raise InputError(f"the CES protos refuse the edited file: {exc}", file=file) from None
-    return "google-cloud-ces Evaluation"
+    except (ParseError, ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise InputError(f"the CES protos refuse the edited file: {reason}", file=file) from None

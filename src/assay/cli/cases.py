@@ -60,12 +60,14 @@ def list_command(file: FileArgument) -> None:
 
     with user_errors():
         fmt, listed = list_cases(file)
-    table = Table(title=f"{file} ({fmt}, {len(listed)} cases)", title_justify="left")
+    console = stdout_console()
+    console.print(f"{file}: {fmt}, {len(listed)} case(s)", soft_wrap=True, highlight=False)
+    table = Table()
     for name in ("case", "kind", "turns", "tool calls"):
         table.add_column(name, justify="right" if name in ("turns", "tool calls") else "left")
     for item in listed:
         table.add_row(item.id, item.kind, str(item.turns), str(item.tool_calls))
-    stdout_console().print(table)
+    console.print(table)
 
 
 @cases_app.command("rm")
