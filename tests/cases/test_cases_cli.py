@@ -163,3 +163,23 @@ def test_cases_from_traces_are_what_assay_eval_reads(tmp_path: Path, traces: str
         assert [
             [s.tool_response.response for s in t.steps if s.tool_response] for t in expected
         ] == [[s.tool_response.response for s in t.steps if s.tool_response] for t in played]
+
+
+def test_blessing_every_case_including_multi_turn_ones_keeps_them_passing(
+    home_copy: Path, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    evaluate(home_copy, store)
+    code, out = cli(
+        "cases", "add", str(home_copy), "--from-run", "latest", "--update", "--store", store
+    )
+    assert code == 0, out
+    cases = {c.id: c for c in load(home_copy).cases}
+    assert len(cases["tv_follow_up"].reference or []) == 2
+    # tool mocks are no CES expectations: the run is still one session (NAIVE), with
+    # the config's criteria, and every case passes
+    assert set(evaluate(home_copy, store).values()) == {"PASSED"}
+    # and without a config, ADK's default criteria apply (not CES's golden checks)
+    code, out = cli("eval", str(home_copy), "--agent", AGENT, "--no-store")
+    assert code == 0, out
+    assert "tool_trajectory_avg_score" in out and "hallucination" not in out
