@@ -183,3 +183,29 @@ def test_blessing_every_case_including_multi_turn_ones_keeps_them_passing(
     code, out = cli("eval", str(home_copy), "--agent", AGENT, "--no-store")
     assert code == 0, out
     assert "tool_trajectory_avg_score" in out and "hallucination" not in out
+
+
+def test_add_from_run_reads_runs_from_either_store(store_url: str, tmp_path: Path) -> None:
+    from assay.cases import add_from_run
+
+    evalset = tmp_path / "home.evalset.json"
+    shutil.copy(HOME / "home.evalset.json", evalset)
+    evaluate(evalset, store_url)
+    target = tmp_path / "failing.evalset.json"
+    assert cli("cases", "new", str(target))[0] == 0
+    written = add_from_run(target, "latest", failed=True, store=store_url)
+    assert written.added == [
+        "set_temperature_fahrenheit", "energy_today", "two_devices_off", "conditional_switch_off"
+    ]  # fmt: skip
+    fahrenheit = {c.id: c for c in load(target).cases}["set_temperature_fahrenheit"]
+    (turn,) = fahrenheit.reference or []
+    assert [(c.name, c.args) for c in turn.tool_calls()] == [
+        ("set_temperature", {"location": "Living Room", "temperature": 72})
+    ]
+    # a --case that names no case of the run is refused, naming it
+    code, out = cli(
+        "cases", "add", str(target), "--from-run", "latest", "--case", "nope*", "--store", store_url
+    )  # fmt: skip
+    assert code == 2 and "no case of run" in out and "'nope*'" in out
+    code, out = cli("cases", "add", str(target), "--from-run", "0000", "--store", store_url)
+    assert code == 2 and "Traceback" not in out

@@ -43,7 +43,7 @@ def new_file(path: str | Path, fmt: str = "adk", *, set_id: str | None = None) -
         raise InputError("already exists (assay cases new never overwrites)", file=str(p))
     text = new_text(fmt, set_id or p.name.split(".")[0], p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with p.open("x", encoding="utf-8") as out:
+    with p.open("x", encoding="utf-8", newline="") as out:
         out.write(text)
     return p
 

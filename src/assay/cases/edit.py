@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.cases.golden import for_format
-from assay.cases.target import Target, case_set, read_target
+from assay.cases.target import (
+    Target,
+    case_set,
+    parse_lines,
+    read_exact,
+    read_target,
+    write_exact,
+)
 from assay.cases.validate import validate_text
 from assay.errors import InputError
 from assay.formats import format_module
@@ -223,7 +230,7 @@ def plan_remove(path: Path, case_ids: Sequence[str]) -> Edit:
 
 def _reparse(text: str, target: Target) -> Any:
     if target.is_lines:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return parse_lines(text, target.file)
     return json.loads(text)
 
 
@@ -232,10 +239,10 @@ def save(edit: Edit, *, expect_before: str | None = None) -> None:
     refuse when the file no longer holds that text (someone else saved it since)."""
     if not edit.changed:
         return
-    current = edit.path.read_text(encoding="utf-8") if edit.path.exists() else None
+    current = read_exact(edit.path) if edit.path.exists() else None
     if current != (edit.before if expect_before is None else expect_before):
         raise InputError(
             "changed on disk since the edit was planned; plan it again", file=str(edit.path)
         )
     with replaced_whole(edit.path, "eval set") as tmp:
-        tmp.write_text(edit.after, encoding="utf-8")
+        write_exact(tmp, edit.after)

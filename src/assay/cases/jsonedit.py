@@ -10,6 +10,7 @@ span of each element; its edits return the new document text.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from assay.errors import InputError
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
+# An escaped character past ASCII (a control character's escape says nothing).
+_HIGH_ESCAPE = re.compile(r"\\u(?!00[0-7][0-9a-fA-F])[0-9a-fA-F]{4}")
 
 
 def _skip(text: str, i: int) -> int:
@@ -98,12 +101,22 @@ class ArrayText:
 
     def indent_unit(self) -> str | None:
         """The file's indentation step (None: the document is on one line)."""
-        lines = self.text.splitlines()
+        lines = self.text.split("\n")
         for line in lines[1:]:
             stripped = line.lstrip(" \t")
             if stripped and len(stripped) < len(line):
                 return line[: len(line) - len(stripped)]
         return None
+
+    @property
+    def ascii_only(self) -> bool:
+        """Whether the file escapes non-ASCII text (`\\u00e9`) rather than writing it."""
+        return not any(ord(ch) > 127 for ch in self.text) and bool(_HIGH_ESCAPE.search(self.text))
+
+    @property
+    def newline(self) -> str:
+        """The file's line ending (a new element's lines end as the others' do)."""
+        return "\r\n" if "\r\n" in self.text else "\n"
 
     def element_indent(self) -> str:
         if self.spans:
@@ -113,12 +126,12 @@ class ArrayText:
     def render(self, value: object) -> str:
         """`value` as JSON laid out as this file's elements are."""
         unit = self.indent_unit()
-        ascii_only = not any(ord(ch) > 127 for ch in self.text) and "\\u" in self.text
+        ascii_only = self.ascii_only
         if unit is None:
             return json.dumps(value, ensure_ascii=ascii_only)
         indent: int | str = len(unit) if set(unit) == {" "} else unit
         dumped = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
-        return dumped.replace("\n", "\n" + self.element_indent())
+        return dumped.replace("\n", self.newline + self.element_indent())
 
     # -- edits -------------------------------------------------------------------------
 
@@ -128,7 +141,7 @@ class ArrayText:
             return self.text[self.spans[0][1] : self.spans[1][0]]
         if self.indent_unit() is None:
             return ", "
-        return ",\n" + self.element_indent()
+        return "," + self.newline + self.element_indent()
 
     def append(self, element: str) -> str:
         if self.spans:
@@ -137,8 +150,8 @@ class ArrayText:
         if self.indent_unit() is None:
             inner = element
         else:
-            closing = "\n" + _line_indent(self.text, self.open_at)
-            inner = "\n" + self.element_indent() + element + closing
+            closing = self.newline + _line_indent(self.text, self.open_at)
+            inner = self.newline + self.element_indent() + element + closing
         return self.text[: self.open_at + 1] + inner + self.text[self.close_at :]
 
     def replace(self, index: int, element: str) -> str:

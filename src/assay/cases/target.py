@@ -29,6 +29,25 @@ _LINES = (".jsonl", ".ndjson")
 _VERTEX_IDS = ("id", "eval_case_id", "eval_id")
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text, each with its ending: split at "\n" only (a JSON
+    string may hold U+2028 and other characters `str.splitlines` splits at)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
+
+
+def parse_lines(text: str, file: str) -> list[Any]:
+    rows = []
+    for number, line in enumerate(json_lines(text), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"line {number}: not valid JSON: {exc}", file=file) from None
+    return rows
+
+
 class LinesText:
     """JSON lines: one element per non-blank line (the same edits as `ArrayText`)."""
 
@@ -37,7 +56,7 @@ class LinesText:
         self.file = file
         spans: list[tuple[int, int]] = []
         at = 0
-        for line in text.splitlines(keepends=True):
+        for line in json_lines(text):
             body = line.rstrip("\r\n")
             if body.strip():
                 spans.append((at, at + len(line)))
@@ -53,9 +72,10 @@ class LinesText:
 
     def append(self, element: str) -> str:
         text = self.text
+        newline = "\r\n" if "\r\n" in text else "\n"
         if text and not text.endswith("\n"):
-            text += "\n"
-        return text + element + "\n"
+            text += newline
+        return text + element + newline
 
     def replace(self, index: int, element: str) -> str:
         start, end = self.spans[index]
@@ -131,9 +151,22 @@ class Target:
         return self.path.name.split(".")[0]
 
 
+def read_exact(path: Path) -> str:
+    """The file's text with its line endings as they are (no newline translation)."""
+    with path.open(encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def write_exact(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
 def read_target(path: Path) -> Target:
     """The eval set file at `path`, ready to edit (refused: formats it cannot edit)."""
     file = str(path)
+    if path.is_dir():
+        raise InputError("is a folder, not an eval set file", file=file)
     if not path.is_file():
         raise InputError("no such file (create it with `assay cases new FILE`)", file=file)
     suffix = path.suffix.lower()
@@ -144,7 +177,7 @@ def read_target(path: Path) -> Target:
             expected="a JSON or JSON-lines eval set (convert it with assay convert)",
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_exact(path)
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {exc.reason}", file=file) from None
     data = _parse(text, path)
@@ -160,16 +193,7 @@ def read_target(path: Path) -> Target:
 
 def _parse(text: str, path: Path) -> Any:
     if path.suffix.lower() in _LINES:
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"line {number}: not valid JSON: {exc}", file=str(path)
-                    ) from None
-        return rows
+        return parse_lines(text, str(path))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

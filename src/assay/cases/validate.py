@@ -12,19 +12,17 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from assay.cases.target import Target, parse_lines
 from assay.errors import InputError
 from assay.formats import format_module
-
-if TYPE_CHECKING:
-    from assay.cases.target import Target
 
 
 def validate_text(target: Target, text: str) -> list[str]:
     """The readers that accepted `text` as `target`'s format (raises InputError)."""
     if target.is_lines:
-        data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        data: Any = parse_lines(text, target.file)
     else:
         data = json.loads(text)
     try:
