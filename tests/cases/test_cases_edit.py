@@ -302,3 +302,22 @@ def test_a_case_from_a_ces_conversation(tmp_path: Path) -> None:
         (None, None, ToolResponse(name="get_weather", response={"temperature_c": 21})),
     ]
     assert turn.expectations[0].tool_call == ToolCall(name="get_weather", args={"city": "Paris"})
+
+
+@pytest.mark.parametrize("fmt", ["adk", "ces"])
+def test_write_cases_writes_scenarios_too(tmp_path: Path, fmt: str) -> None:
+    from assay.cases import write_cases
+    from assay.model.core import EvalCase, Scenario
+
+    target = tmp_path / f"scenarios.{fmt}.json"
+    new_file(target, fmt)
+    plan = "Insist on 12 people; stop when told to call the events team."
+    if fmt == "adk":  # ADK's conversation_scenario: an opening message and a plan
+        scenario = Scenario(starting_prompt="A table for 12, please.", conversation_plan=plan)
+    else:  # a CES scenario: the user's task
+        scenario = Scenario(task=plan, max_turns=5)
+    written = write_cases(target, [EvalCase(id="large_party", scenario=scenario)])
+    assert written.added == ["large_party"] and len(written.validated_with) == 2
+    (case,) = load(target).cases
+    assert case.scenario is not None
+    assert plan in (case.scenario.conversation_plan, case.scenario.task)

@@ -18,6 +18,7 @@ _EXPORTS = {
     "new_file": "assay.cases.api",
     "list_cases": "assay.cases.api",
     "remove_case": "assay.cases.api",
+    "write_cases": "assay.cases.api",
     "WriteResult": "assay.cases.api",
 }
 

@@ -73,6 +73,22 @@ def remove_case(path: str | Path, case_ids: Sequence[str], *, dry_run: bool = Fa
     return edit
 
 
+def write_cases(
+    path: str | Path,
+    cases: Sequence[EvalCase],
+    *,
+    update: bool = False,
+    dry_run: bool = False,
+) -> WriteResult:
+    """Write `cases` (any `EvalCase`: goldens, scenarios) into the eval set at `path`,
+    in its format, checked and kept as `add_cases` keeps it; with `update`, a case the
+    file has is replaced (fields assay does not know are kept)."""
+    edit = plan_add(Path(path), cases, update=update)
+    if not dry_run:
+        save(edit)
+    return edit
+
+
 def add_cases(
     path: str | Path,
     played: Sequence[Played],
