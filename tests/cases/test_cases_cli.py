@@ -209,3 +209,30 @@ def test_add_from_run_reads_runs_from_either_store(store_url: str, tmp_path: Pat
     assert code == 2 and "no case of run" in out and "'nope*'" in out
     code, out = cli("cases", "add", str(target), "--from-run", "0000", "--store", store_url)
     assert code == 2 and "Traceback" not in out
+
+
+def test_a_case_from_a_conversation_the_store_recorded(home_copy: Path, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    evaluate(home_copy, store)
+    from assay.store.reading import open_existing
+
+    db = open_existing(store)
+    try:
+        run_id = db.find_run("latest").id
+    finally:
+        db.close()
+    target = tmp_path / "evaluations.json"
+    assert cli("cases", "new", str(target), "--format", "ces")[0] == 0
+    # the name the service's GenerateEvaluation takes for this case run's conversation
+    name = f"projects/default/locations/global/apps/default/conversations/tv_follow_up-{run_id}-0"
+    code, out = cli("cases", "add", str(target), "--from-ces", name, "--store", store)
+    assert code == 0, out
+    assert "added tv_follow_up" in out and "google-cloud-ces Evaluation" in out
+    (case,) = load(target).cases
+    assert [t.user_input.text for t in case.reference or []] == [
+        "Is the living room TV on?",
+        "Turn it off.",
+    ]
+    missing = name.replace(f"-{run_id}-0", f"-{run_id}-7")
+    code, out = cli("cases", "add", str(target), "--from-ces", missing, "--store", store)
+    assert code == 2 and "no conversation" in out

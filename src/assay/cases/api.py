@@ -18,7 +18,14 @@ from pathlib import Path
 
 from assay.cases.edit import Edit, loaded_cases, plan_add, plan_remove, save
 from assay.cases.golden import golden_case
-from assay.cases.sources import Played, from_ces_conversation, from_run, from_traces
+from assay.cases.sources import (
+    Played,
+    from_ces_conversation,
+    from_run,
+    from_stored_conversation,
+    from_traces,
+    is_conversation_name,
+)
 from assay.cases.target import new_text, read_target
 from assay.errors import InputError
 from assay.model.core import EvalCase, SessionInput
@@ -146,8 +153,14 @@ def add_from_ces(
     *,
     case_id: str | None = None,
     update: bool = False,
+    store: str | None = None,
     dry_run: bool = False,
 ) -> WriteResult:
-    """A case from a CES `Conversation` JSON file."""
-    played = [from_ces_conversation(conversation, case_id=case_id)]
+    """A case from a CES `Conversation` JSON file, or from a conversation `assay serve`
+    recorded, by its name (`apps/A/conversations/{evaluation}-{run id}-{index}`)."""
+    name = str(conversation)
+    if is_conversation_name(name) and not Path(name).exists():
+        played = [from_stored_conversation(name, store=store, case_id=case_id)]
+    else:
+        played = [from_ces_conversation(conversation, case_id=case_id)]
     return add_cases(file, played, update=update, dry_run=dry_run)

@@ -6,13 +6,17 @@ Each source gives `Played` items: a case id and the turns the agent played, in o
 - traces (`from_traces`): the conversations assay reads from OpenTelemetry,
   OpenInference or MLflow trace files, exactly the cases `assay eval TRACES` scores;
 - a CES conversation (`from_ces_conversation`): a `Conversation` resource's JSON (as
-  CES's `GetConversation` answers it), parsed by google-cloud-ces's proto.
+  CES's `GetConversation` answers it), parsed by google-cloud-ces's proto;
+- a conversation `assay serve` recorded (`from_stored_conversation`): its name,
+  `[projects/P/locations/L/]apps/A/conversations/{evaluation}-{run id}-{index}` (what
+  the service's GenerateEvaluation takes), read from the store.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +147,53 @@ def from_ces_conversation(path: str | Path, *, case_id: str | None = None) -> Pl
     if not cid:
         raise InputError("the conversation has no name: give the case an id with --case", file=file)
     return Played(cid, turns, f"CES conversation {path}")
+
+
+_CONVERSATION = re.compile(
+    r"^(?:projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/)?"
+    r"apps/(?P<app>[^/]+)/conversations/(?P<id>[^/]+)$"
+)
+
+
+def is_conversation_name(text: str) -> bool:
+    return _CONVERSATION.match(text) is not None
+
+
+def from_stored_conversation(
+    name: str, *, store: str | None = None, case_id: str | None = None
+) -> Played:
+    """The conversation a stored result recorded, by its CES conversation name."""
+    from assay.store.eval_results import EvaluationResults
+    from assay.store.namespace import DEFAULT_NAMESPACE, Namespace, namespace_scope
+    from assay.store.reading import open_existing
+
+    found = _CONVERSATION.match(name)
+    pieces = found["id"].rsplit("-", 2) if found else []
+    if found is None or len(pieces) != 3 or not all(pieces) or not pieces[2].isdigit():
+        raise InputError(
+            f"{name!r} is not a conversation name of assay: "
+            "[projects/P/locations/L/]apps/A/conversations/{evaluation}-{run id}-{index}"
+        )
+    evaluation, run_id, index = pieces
+    space = (
+        Namespace(found["project"], found["location"]) if found["project"] else DEFAULT_NAMESPACE
+    )
+    db = open_existing(store)
+    try:
+        with namespace_scope(space):
+            row = EvaluationResults(db.engine, db.url).result(
+                found["app"], evaluation, run_id, int(index)
+            )
+    finally:
+        db.close()
+    if row is None:
+        raise InputError(f"no conversation {name} in the store")
+    turns = [
+        Turn.model_validate(inv["actual"])
+        for inv in row.document.get("invocations") or []
+        if inv.get("actual") is not None
+    ]
+    return Played(case_id or evaluation, turns, f"conversation {name}")
 
 
 def _ces_turns(messages: Sequence[tuple[Loc, Mapping[str, object]]]) -> list[Turn]:

@@ -96,9 +96,11 @@ def add_command(
         typer.Option("--from-trace", help="A trace file (OpenTelemetry, OpenInference, MLflow)."),
     ] = None,
     from_ces: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
-            "--from-ces", help="A CES Conversation JSON file (as GetConversation answers)."
+            "--from-ces",
+            help="A CES Conversation JSON file (as GetConversation answers), or the name "
+            "of one assay serve recorded (apps/A/conversations/EVAL-RUN-INDEX, in --store).",
         ),
     ] = None,
     case: Annotated[
@@ -153,7 +155,7 @@ def add_command(
                 raise ConfigError("--from-ces makes one case: give one --case ID")
             edit = api.add_from_ces(
                 file, from_ces, case_id=case[0] if case else None, update=update,
-                dry_run=dry_run,
+                store=store, dry_run=dry_run,
             )  # fmt: skip
     _report(edit, dry_run=dry_run)
 
