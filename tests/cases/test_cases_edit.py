@@ -321,3 +321,24 @@ def test_write_cases_writes_scenarios_too(tmp_path: Path, fmt: str) -> None:
     (case,) = load(target).cases
     assert case.scenario is not None
     assert plan in (case.scenario.conversation_plan, case.scenario.task)
+
+
+def test_blessing_the_one_evaluation_of_a_ces_file_keeps_it_one_evaluation(tmp_path: Path) -> None:
+    copy = tmp_path / "off_rails.json"
+    shutil.copy(REAL / "ces/bella_notte/evaluations/Off-the-Rails_-_Repeated_Off-Topic.json", copy)
+    original = json.loads(copy.read_text(encoding="utf-8"))
+    (case,) = load(copy).cases
+    turn = Turn(user_input=UserInput(text="Hi there"), final_response="Welcome to Bella Notte!")
+    edit = add_cases(copy, [Played(case.id, [turn], "test")], update=True)
+    assert edit.updated == [case.id]
+    written = json.loads(copy.read_text(encoding="utf-8"))
+    assert "evaluations" not in written and written["name"] == original["name"]
+    # what the evaluation says beside its turns is kept: names, tags, datasets, rubric refs
+    for key in ("displayName", "description", "tags", "evaluationDatasets"):
+        assert written[key] == original[key]
+    assert (
+        written["golden"]["evaluationExpectations"] == original["golden"]["evaluationExpectations"]
+    )
+    assert list(written) == list(original)
+    (blessed,) = load(copy).cases
+    assert [t.user_input.text for t in blessed.reference or []] == ["Hi there"]

@@ -141,11 +141,8 @@ def _merged(old: dict[str, Any], was: dict[str, Any], new: dict[str, Any]) -> di
 
 def loaded_cases(target: Target) -> list[EvalCase]:
     """The file's cases as assay reads them, one per element of its array."""
-    if target.bare_evaluation:
-        data: object = target.data
-    else:
-        data = target.data
-    cases = format_module(target.fmt).load_data(data, file=target.file, mapping=None).cases
+    reader = format_module(target.fmt)
+    cases = reader.load_data(target.data, file=target.file, mapping=None).cases
     if len(cases) != len(target.raw_cases()):
         raise InputError(
             f"holds {len(target.raw_cases())} elements but reads as {len(cases)} cases",
@@ -165,10 +162,12 @@ def _wrapped(target: Target) -> Target:
 def plan_add(path: Path, cases: Sequence[EvalCase], *, update: bool = False) -> Edit:
     """The edit adding `cases` to the file at `path` (with `update`, replacing the
     expectations of those it has already; without, such a case is refused)."""
-    target = _wrapped(read_target(path))
-    before = read_target(path).text
+    target = read_target(path)
+    before = target.text
     existing = loaded_cases(target)
     index = {c.id: i for i, c in enumerate(existing)}
+    if any(c.id not in index for c in cases):
+        target = _wrapped(target)  # a second case: a bare Evaluation becomes a list
     ids = [c.id for c in cases]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:

@@ -87,7 +87,44 @@ class LinesText:
         return self.text[:start] + self.text[end:]
 
 
-Elements = ArrayText | LinesText
+class WholeText:
+    """A document that is its one case (a CES file of one bare Evaluation): the case is
+    replaced in place; adding a second one makes the file a list first."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text = text
+        self.file = file
+        start = len(text) - len(text.lstrip())
+        self.spans = ((start, len(text.rstrip())),)
+        self._layout = ArrayText(text, file, 0, 0, ())
+
+    def element(self, index: int) -> str:
+        start, end = self.spans[index]
+        return self.text[start:end]
+
+    def render(self, value: object) -> str:
+        unit = self._layout.indent_unit()
+        ascii_only = self._layout.ascii_only
+        if unit is None:
+            return json.dumps(value, ensure_ascii=ascii_only)
+        indent: int | str = len(unit) if set(unit) == {" "} else unit
+        dumped = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+        return dumped.replace("\n", self._layout.newline)
+
+    def replace(self, index: int, element: str) -> str:
+        start, end = self.spans[index]
+        return self.text[:start] + element + self.text[end:]
+
+    def append(self, element: str) -> str:
+        raise InputError("holds one CES Evaluation: make it a list first", file=self.file)
+
+    def remove(self, index: int) -> str:
+        raise InputError(
+            "holds one CES Evaluation, not a list: delete the file to remove it", file=self.file
+        )
+
+
+Elements = ArrayText | LinesText | WholeText
 
 
 @dataclass
@@ -107,6 +144,8 @@ class Target:
     def elements(self) -> Elements:
         if self.is_lines:
             return LinesText(self.text, self.file)
+        if self.bare_evaluation:
+            return WholeText(self.text, self.file)
         return ArrayText.find(self.text, self.array_path, self.file)
 
     @property
