@@ -342,3 +342,26 @@ def test_blessing_the_one_evaluation_of_a_ces_file_keeps_it_one_evaluation(tmp_p
     assert list(written) == list(original)
     (blessed,) = load(copy).cases
     assert [t.user_input.text for t in blessed.reference or []] == ["Hi there"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_one_write_updates_some_cases_and_adds_others(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"rows{suffix}"
+    new_file(target, "vertex")
+    add_cases(target, [played("a"), played("b"), played("c")])
+    untouched = read_target(target).elements().element(1)
+    changed_a, changed_c = played("a"), played("c")
+    changed_a.turns[0].final_response = "A changed."
+    changed_c.turns[0].final_response = "C changed."
+    edit = add_cases(target, [changed_c, played("d"), changed_a, played("e")], update=True)
+    assert edit.updated == ["c", "a"] and edit.added == ["d", "e"]
+    cases = load(target).cases
+    assert [c.id for c in cases] == ["a", "b", "c", "d", "e"]
+    finals = [(c.reference or [])[-1].final_response for c in cases]
+    assert finals == [
+        "A changed.",
+        *["Flight PR-1 goes to Rome."] * 1,
+        "C changed.",
+        *["Flight PR-1 goes to Rome."] * 2,
+    ]
+    assert read_target(target).elements().element(1) == untouched

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from assay.cases import list_cases, remove_case
 from assay.cases.api import add_cases
-from assay.cases.jsonedit import ArrayText
+from assay.cases.jsonedit import ArrayText, replaced
 from assay.cases.sources import Played
 from assay.cases.target import LinesText
 from assay.formats import load
@@ -75,6 +75,10 @@ def test_json_lines_keep_their_lines(
     added = LinesText(lines.append(lines.render(new)), "f")
     assert [json.loads(added.element(i)) for i in range(len(added.spans))] == [*rows, new]
     assert added.remove(len(rows)) == text
+    if rows:
+        swapped = replaced(text, lines.spans, {0: lines.render(new)})
+        assert [json.loads(line) for line in swapped.split(newline) if line] == [new, *rows[1:]]
+        assert swapped.endswith(newline)
 
 
 def _played(text: str = "Hello\u2028there") -> Played:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.cases.golden import for_format
+from assay.cases.jsonedit import replaced
 from assay.cases.target import (
     Target,
     case_set,
@@ -180,25 +181,29 @@ def plan_add(path: Path, cases: Sequence[EvalCase], *, update: bool = False) -> 
             expected="other case ids, or --update to replace their expectations",
         )
     edit = Edit(path, target.fmt, before, target.text)
-    text = target.text
+    elements = target.elements()
+    replacements: dict[int, str] = {}
+    appended: list[str] = []
     for case in cases:
-        current = Target(target.path, target.fmt, text, _reparse(text, target), target.array_path)
-        elements = current.elements()
         if case.id in index:
             i = index[case.id]
             old = json.loads(elements.element(i))
-            was = render_case(current, existing[i])
-            new = render_case(current, case.model_copy(update={"metadata": existing[i].metadata}))
+            was = render_case(target, existing[i])
+            new = render_case(target, case.model_copy(update={"metadata": existing[i].metadata}))
             merged = _merged(old, was, new)
             if merged == old:
                 edit.unchanged.append(case.id)
                 continue
-            text = elements.replace(i, elements.render(merged))
+            replacements[i] = elements.render(merged)
             edit.updated.append(case.id)
         else:
-            text = elements.append(elements.render(render_case(current, case)))
+            appended.append(elements.render(render_case(target, case)))
             edit.added.append(case.id)
-    edit.after = text if edit.added or edit.updated else before
+    if edit.added or edit.updated:
+        # Appending first leaves every element's span where it was: then the replacements.
+        edit.after = replaced(elements.append_all(appended), elements.spans, replacements)
+    else:
+        edit.after = before
     if edit.changed:
         edit.validated_with = validate_text(target, edit.after)
     return edit

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from assay.errors import InputError
@@ -58,6 +58,17 @@ def _line_indent(text: str, i: int) -> str:
     while j < i and text[j] in " \t":
         j += 1
     return text[line_start:j]
+
+
+def replaced(text: str, spans: Sequence[tuple[int, int]], new: Mapping[int, str]) -> str:
+    """`text` with the elements at `spans` whose index `new` names replaced by its text."""
+    out, at = [], 0
+    for index, (start, end) in enumerate(spans):
+        if index in new:
+            out += [text[at:start], new[index]]
+            at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,10 @@ class ArrayText:
             closing = self.newline + _line_indent(self.text, self.open_at)
             inner = self.newline + self.element_indent() + element + closing
         return self.text[: self.open_at + 1] + inner + self.text[self.close_at :]
+
+    def append_all(self, elements: Sequence[str]) -> str:
+        """The text with `elements` after the last element, each separated as the file's."""
+        return self.append(self._separator().join(elements)) if elements else self.text
 
     def replace(self, index: int, element: str) -> str:
         start, end = self.spans[index]

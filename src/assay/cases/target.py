@@ -49,7 +49,8 @@ def parse_lines(text: str, file: str) -> list[Any]:
 
 
 class LinesText:
-    """JSON lines: one element per non-blank line (the same edits as `ArrayText`)."""
+    """JSON lines: one element per non-blank line (the same edits as `ArrayText`). A
+    span is the line without its ending; removing an element removes its ending too."""
 
     def __init__(self, text: str, file: str) -> None:
         self.text = text
@@ -59,13 +60,13 @@ class LinesText:
         for line in json_lines(text):
             body = line.rstrip("\r\n")
             if body.strip():
-                spans.append((at, at + len(line)))
+                spans.append((at, at + len(body)))
             at += len(line)
         self.spans = tuple(spans)
 
     def element(self, index: int) -> str:
         start, end = self.spans[index]
-        return self.text[start:end].rstrip("\r\n")
+        return self.text[start:end]
 
     def render(self, value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
@@ -77,14 +78,20 @@ class LinesText:
             text += newline
         return text + element + newline
 
+    def append_all(self, elements: Sequence[str]) -> str:
+        text = self.text
+        for element in elements:
+            text = LinesText(text, self.file).append(element)
+        return text
+
     def replace(self, index: int, element: str) -> str:
         start, end = self.spans[index]
-        ending = self.text[start:end][len(self.element(index)) :]
-        return self.text[:start] + element + ending + self.text[end:]
+        return self.text[:start] + element + self.text[end:]
 
     def remove(self, index: int) -> str:
         start, end = self.spans[index]
-        return self.text[:start] + self.text[end:]
+        line_end = self.text.find("\n", end)
+        return self.text[:start] + ("" if line_end < 0 else self.text[line_end + 1 :])
 
 
 class WholeText:
@@ -117,6 +124,11 @@ class WholeText:
 
     def append(self, element: str) -> str:
         raise InputError("holds one CES Evaluation: make it a list first", file=self.file)
+
+    def append_all(self, elements: Sequence[str]) -> str:
+        if elements:
+            return self.append(elements[0])
+        return self.text
 
     def remove(self, index: int) -> str:
         raise InputError(
