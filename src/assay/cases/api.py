@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.cases.edit import Edit, loaded_cases, plan_add, plan_remove, save
-from assay.cases.golden import golden_case
+from assay.cases.edit import Edit, loaded_cases, plan_add, plan_played, plan_remove, save
 from assay.cases.sources import (
     Played,
     from_ces_conversation,
@@ -105,15 +104,9 @@ def add_cases(
     dry_run: bool = False,
 ) -> WriteResult:
     """Write each played conversation as a case expecting what the agent did."""
-    p = Path(path)
     if not played:
         raise InputError("no case to add: the source holds no chosen conversation")
-    existing = {c.id: c for c in loaded_cases(read_target(p))}
-    cases: list[EvalCase] = []
-    for item in played:
-        like = existing.get(item.case_id) if update else None
-        cases.append(golden_case(item.case_id, item.turns, session_input=session_input, like=like))
-    edit = plan_add(p, cases, update=update)
+    edit = plan_played(Path(path), played, update=update, session_input=session_input)
     if not dry_run:
         save(edit)
     return edit

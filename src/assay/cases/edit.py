@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.cases.golden import for_format
+from assay.cases.golden import for_format, golden_case
 from assay.cases.jsonedit import replaced
+from assay.cases.sources import Played
 from assay.cases.target import (
     Target,
     case_set,
@@ -31,7 +32,7 @@ from assay.errors import InputError
 from assay.formats import format_module
 from assay.formats.adk import EXT as ADK_EXT
 from assay.formats.convert import fit
-from assay.model.core import EvalCase
+from assay.model.core import EvalCase, SessionInput
 from assay.report.atomic import replaced_whole
 
 
@@ -164,8 +165,36 @@ def plan_add(path: Path, cases: Sequence[EvalCase], *, update: bool = False) -> 
     """The edit adding `cases` to the file at `path` (with `update`, replacing the
     expectations of those it has already; without, such a case is refused)."""
     target = read_target(path)
-    before = target.text
+    return _plan(target, loaded_cases(target), cases, update=update)
+
+
+def plan_played(
+    path: Path,
+    played: Sequence[Played],
+    *,
+    update: bool = False,
+    session_input: SessionInput | None = None,
+) -> Edit:
+    """The edit writing each played conversation as a case expecting what the agent
+    did; with `update`, a case the file has keeps its other fields (`golden_case`)."""
+    target = read_target(path)
     existing = loaded_cases(target)
+    by_id = {c.id: c for c in existing}
+    cases = [
+        golden_case(
+            item.case_id, item.turns, session_input=session_input,
+            like=by_id.get(item.case_id) if update else None,
+        )
+        for item in played
+    ]  # fmt: skip
+    return _plan(target, existing, cases, update=update)
+
+
+def _plan(
+    target: Target, existing: Sequence[EvalCase], cases: Sequence[EvalCase], *, update: bool
+) -> Edit:
+    path = target.path
+    before = target.text
     index = {c.id: i for i, c in enumerate(existing)}
     if any(c.id not in index for c in cases):
         target = _wrapped(target)  # a second case: a bare Evaluation becomes a list

@@ -9,6 +9,7 @@ span of each element; its edits return the new document text.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -110,6 +111,10 @@ class ArrayText:
 
     # -- the file's layout --------------------------------------------------------------
 
+    @functools.cached_property
+    def _indent_unit(self) -> str | None:
+        return self.indent_unit()
+
     def indent_unit(self) -> str | None:
         """The file's indentation step (None: the document is on one line)."""
         lines = self.text.split("\n")
@@ -119,12 +124,12 @@ class ArrayText:
                 return line[: len(line) - len(stripped)]
         return None
 
-    @property
+    @functools.cached_property
     def ascii_only(self) -> bool:
         """Whether the file escapes non-ASCII text (`\\u00e9`) rather than writing it."""
-        return not any(ord(ch) > 127 for ch in self.text) and bool(_HIGH_ESCAPE.search(self.text))
+        return self.text.isascii() and bool(_HIGH_ESCAPE.search(self.text))
 
-    @property
+    @functools.cached_property
     def newline(self) -> str:
         """The file's line ending (a new element's lines end as the others' do)."""
         return "\r\n" if "\r\n" in self.text else "\n"
@@ -132,11 +137,11 @@ class ArrayText:
     def element_indent(self) -> str:
         if self.spans:
             return _line_indent(self.text, self.spans[0][0])
-        return _line_indent(self.text, self.open_at) + (self.indent_unit() or "")
+        return _line_indent(self.text, self.open_at) + (self._indent_unit or "")
 
     def render(self, value: object) -> str:
         """`value` as JSON laid out as this file's elements are."""
-        unit = self.indent_unit()
+        unit = self._indent_unit
         ascii_only = self.ascii_only
         if unit is None:
             return json.dumps(value, ensure_ascii=ascii_only)
@@ -150,7 +155,7 @@ class ArrayText:
         """What separates two elements (the file's own, or from its layout)."""
         if len(self.spans) >= 2:
             return self.text[self.spans[0][1] : self.spans[1][0]]
-        if self.indent_unit() is None:
+        if self._indent_unit is None:
             return ", "
         return "," + self.newline + self.element_indent()
 
@@ -158,7 +163,7 @@ class ArrayText:
         if self.spans:
             at = self.spans[-1][1]
             return self.text[:at] + self._separator() + element + self.text[at:]
-        if self.indent_unit() is None:
+        if self._indent_unit is None:
             inner = element
         else:
             closing = self.newline + _line_indent(self.text, self.open_at)
