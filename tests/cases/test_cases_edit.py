@@ -365,3 +365,27 @@ def test_one_write_updates_some_cases_and_adds_others(tmp_path: Path, suffix: st
         *["Flight PR-1 goes to Rome."] * 2,
     ]
     assert read_target(target).elements().element(1) == untouched
+
+
+def test_blessing_a_ces_case_that_refers_to_rubrics_of_its_file(tmp_path: Path) -> None:
+    from assay.cases.golden import for_format
+    from assay.formats import dump
+    from assay.model.core import EvalCase, EvalSet, Rubric
+
+    golden = (for_format(golden_case("x", played().turns), "ces").reference or [])[0]
+    rubric = Rubric(id="Polite", text="The agent is polite.")
+    evalset = EvalSet(id="set", cases=[
+        EvalCase(id="polite_case", reference=[golden], rubrics=[rubric]),
+        EvalCase(id="other", reference=[golden]),
+    ])  # fmt: skip
+    target = tmp_path / "evaluations.json"
+    target.write_text(json.dumps(dump(evalset, "ces"), indent=2) + "\n", encoding="utf-8")
+    assert json.loads(target.read_text())["evaluationExpectations"]  # the rubric resource
+    changed = played("polite_case")
+    changed.turns[0].final_response = "Certainly! Flight PR-1 goes to Rome."
+    edit = add_cases(target, [changed], update=True)
+    assert edit.updated == ["polite_case"]
+    cases = {c.id: c for c in load(target).cases}
+    assert [r.id for r in cases["polite_case"].rubrics] == ["Polite"]
+    said = [e.agent_response for e in (cases["polite_case"].reference or [])[0].expectations]
+    assert "Certainly! Flight PR-1 goes to Rome." in said

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,15 +114,27 @@ def _render(target: Target, case: EvalCase) -> dict[str, Any]:
     if target.fmt == "adk":
         return dict(dumped["eval_cases"][0])
     if "evaluations" in dumped:
-        if dumped.get("evaluationExpectations"):
+        missing = _new_resources(target, dumped.get("evaluationExpectations") or [])
+        if missing:
             raise InputError(
-                "has rubrics, which a CES file keeps as expectation resources: add them "
-                "in CES, not with assay cases",
+                f"refers to rubrics the file has no expectation resource for ({missing}): "
+                "add them in CES, not with assay cases",
                 case_id=case.id,
                 file=target.file,
             )
         return dict(dumped["evaluations"][0])
     return dict(dumped)
+
+
+def _new_resources(target: Target, resources: Sequence[Mapping[str, Any]]) -> str:
+    """The display names of CES expectation resources the file does not hold yet."""
+    held = target.data.get("evaluationExpectations") if isinstance(target.data, dict) else None
+    names = {r.get("displayName") or r.get("name") for r in held or [] if isinstance(r, Mapping)}
+    return ", ".join(
+        str(r.get("displayName") or r.get("name"))
+        for r in resources
+        if (r.get("displayName") or r.get("name")) not in names
+    )
 
 
 def _merged(old: dict[str, Any], was: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
