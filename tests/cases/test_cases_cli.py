@@ -149,7 +149,22 @@ def test_cases_from_traces_are_what_assay_eval_reads(tmp_path: Path, traces: str
     assert cli("cases", "new", str(target))[0] == 0
     code, out = cli("cases", "add", str(target), "--from-trace", str(source))
     assert code == 0, out
-    read = {c.id: c.actual for c in load(source).cases}
+    # what `assay eval TRACES` reads and stores as each case's played turns
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    code, out = cli("eval", str(source), "--store", store)
+    assert code in (0, 1), out
+    from assay.store.reading import load_run, open_existing
+
+    db = open_existing(store)
+    try:
+        _info, result = load_run(db, "latest")
+    finally:
+        db.close()
+    read = {
+        c.case_id: [inv.actual for inv in c.invocations if inv.actual is not None]
+        for c in result.cases
+    }
+    assert read == {c.id: c.actual for c in load(source).cases}
     written = {c.id: c.reference for c in load(target).cases}
     assert list(written) == list(read)
     for case_id, played in read.items():
