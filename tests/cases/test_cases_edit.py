@@ -389,3 +389,17 @@ def test_blessing_a_ces_case_that_refers_to_rubrics_of_its_file(tmp_path: Path) 
     assert [r.id for r in cases["polite_case"].rubrics] == ["Polite"]
     said = [e.agent_response for e in (cases["polite_case"].reference or [])[0].expectations]
     assert "Certainly! Flight PR-1 goes to Rome." in said
+
+
+def test_blessing_a_scenario_run_makes_the_case_a_golden_conversation(tmp_path: Path) -> None:
+    copy = tmp_path / "scenario.test.json"
+    shutil.copy(REAL / "adk/conversation_scenario/conversation_scenario.test.json", copy)
+    (case,) = load(copy).cases
+    assert case.scenario is not None and case.reference is None
+    edit = add_cases(copy, [played(case.id, turns=2)], update=True)
+    assert edit.updated == [case.id]
+    (blessed,) = load(copy).cases
+    assert blessed.scenario is None and len(blessed.reference or []) == 2
+    written = json.loads(copy.read_text(encoding="utf-8"))["eval_cases"][0]
+    assert "conversation_scenario" not in written and len(written["conversation"]) == 2
+    assert blessed.session_input == case.session_input
