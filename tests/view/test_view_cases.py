@@ -141,6 +141,9 @@ def test_posts_without_the_token_or_outside_the_folder_are_refused(
         action, data={**form, "csrf": token}, headers={"Origin": "http://evil.example"}
     )
     assert other_origin.status_code == 403 and "another origin" in other_origin.text
+    for host in ("localhost.evil.example", "127.0.0.1.evil.example", "evil.example"):
+        rebound = httpx.post(action, data={**form, "csrf": token}, headers={"Host": host})
+        assert rebound.status_code == 403 and "loopback address only" in rebound.text
     outside = httpx.post(action, data={**form, "csrf": token, "file": "../elsewhere.json"})
     assert outside.status_code == 400 and "outside the folder" in outside.text
     stale = httpx.post(action, data={**form, "csrf": token, "before": "0" * 64})
@@ -150,3 +153,22 @@ def test_posts_without_the_token_or_outside_the_folder_are_refused(
     with Store.open(runs[0]) as db, serving(create_view_app(db)) as plain:
         assert httpx.get(f"{plain}/runs/{home}/author/x").status_code == 404
         assert '"case_actions"' not in httpx.get(f"{plain}/runs/{home}").text
+
+
+@pytest.mark.parametrize(
+    "header,loopback",
+    [
+        ("127.0.0.1:8765", True),
+        ("127.0.0.2", True),
+        ("localhost:8765", True),
+        ("[::1]:8765", True),
+        ("localhost.evil.example:8765", False),
+        ("127.0.0.1.nip.example", False),
+        ("[::2]:8765", False),
+        ("", False),
+    ],
+)
+def test_only_loopback_hosts_may_post(header: str, loopback: bool) -> None:
+    from assay.view._writes import _host_name, _loopback
+
+    assert _loopback(_host_name(header)) is loopback

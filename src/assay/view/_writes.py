@@ -11,6 +11,7 @@ are small: a body over `MAX_FORM_BYTES` is refused.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,7 +21,23 @@ from assay.view.pages import esc
 
 #: the viewer's forms hold a file path and a few words
 MAX_FORM_BYTES = 16_384
-_LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+
+
+def _host_name(header: str) -> str:
+    """The host of a `Host` header, without its port (`[::1]:8765` -> `::1`)."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0].lower()
+    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
+
+
+def _loopback(host: str) -> bool:
+    """`localhost` or a loopback address literal (never a name that merely starts so)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class WriteRefused(Exception):
@@ -39,8 +56,8 @@ class WriteGuard:
 
     async def form(self, request: Request) -> dict[str, str]:
         """The posted form's fields (one value each), once the post is checked."""
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0].lower()
-        if not host.startswith(_LOOPBACK):
+        host = _host_name(request.headers.get("host") or "")
+        if not _loopback(host):
             raise WriteRefused(f"writes are served on a loopback address only, not {host!r}")
         origin = request.headers.get("origin")
         if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
