@@ -403,3 +403,17 @@ def test_blessing_a_scenario_run_makes_the_case_a_golden_conversation(tmp_path: 
     written = json.loads(copy.read_text(encoding="utf-8"))["eval_cases"][0]
     assert "conversation_scenario" not in written and len(written["conversation"]) == 2
     assert blessed.session_input == case.session_input
+
+
+def test_a_ces_conversation_without_the_ces_extra_says_which_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "google.cloud.ces_v1beta", None)
+    source = tmp_path / "conversation.json"
+    source.write_text('{"name": "c"}')
+    target = tmp_path / "set.evalset.json"
+    new_file(target)
+    code, out = cli("cases", "add", str(target), "--from-ces", str(source))
+    assert code == 2 and "pip install -e '.[ces]'" in out

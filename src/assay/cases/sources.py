@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.errors import InputError
+from assay.errors import ConfigError, InputError
 from assay.formats import load
 from assay.formats._ces_parts import read_call, read_response
 from assay.formats._common import Loc
@@ -121,8 +121,13 @@ def from_traces(path: str | Path, *, sessions: Sequence[str] | None = None) -> l
 
 def from_ces_conversation(path: str | Path, *, case_id: str | None = None) -> Played:
     """The conversation of a CES `Conversation` JSON file, one turn per user message."""
-    from google.cloud import ces_v1beta
-    from google.protobuf.json_format import ParseError
+    try:
+        from google.cloud import ces_v1beta
+        from google.protobuf.json_format import ParseError
+    except ImportError:
+        raise ConfigError(
+            "reading a CES Conversation needs the ces extra: pip install -e '.[ces]'"
+        ) from None
 
     file = str(path)
     try:
