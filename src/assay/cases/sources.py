@@ -66,11 +66,7 @@ def played_of_results(
         if cases and not hits:
             continue
         matched.update(hits)
-        if (
-            failed
-            and result.status is not Status.FAILED
-            and result.execution_state.value != "ERROR"
-        ):
+        if failed and result.status is not Status.FAILED:
             continue
         if result.case_id not in chosen:
             chosen[result.case_id] = result
