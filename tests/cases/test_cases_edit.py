@@ -410,7 +410,10 @@ def test_a_ces_conversation_without_the_ces_extra_says_which_extra(
 ) -> None:
     import sys
 
+    import google.cloud
+
     monkeypatch.setitem(sys.modules, "google.cloud.ces_v1beta", None)
+    monkeypatch.delattr(google.cloud, "ces_v1beta", raising=False)
     source = tmp_path / "conversation.json"
     source.write_text('{"name": "c"}')
     target = tmp_path / "set.evalset.json"
