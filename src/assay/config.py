@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from assay.errors import ConfigError, did_you_mean, warn
 
 if TYPE_CHECKING:
-    from assay.model.core import EvalCase, EvalSet
+    from assay.model.core import EvalCase, EvalSet, Turn
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 
@@ -61,15 +61,21 @@ EXPECTATION_CHECKS = frozenset(_CHECKS_BY_EXPECTATION)
 """The golden checks that only score what some turn expectation asks for."""
 
 
+def expects_checks(turn: Turn) -> bool:
+    """Whether a golden turn carries expectations to check, not only tool mocks (an ADK
+    case blessed from a run keeps its tool results as mocks beside its native turns)."""
+    return any(e.mock_tool_response is None for e in turn.expectations)
+
+
 def is_ces_golden(evalsets: Sequence[EvalSet]) -> bool:
     """True when every case is a golden conversation carrying CES turn expectations.
 
-    Only CES goldens (Evaluation resources, SCRAPI turn evals) put expectations on
-    turns; ADK eval sets and row formats never do.
+    Only CES goldens (Evaluation resources, SCRAPI turn evals) put expectations to
+    check on turns; ADK eval sets and row formats never do (tool mocks are no check).
     """
     cases = [c for e in evalsets for c in e.cases]
     return bool(cases) and all(
-        c.reference is not None and c.actual is None and any(t.expectations for t in c.reference)
+        c.reference is not None and c.actual is None and any(expects_checks(t) for t in c.reference)
         for c in cases
     )
 

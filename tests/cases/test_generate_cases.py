@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.cases import generate, read_definition, write_cases
+from assay.cases import generate, read_definition, write_generated
 from assay.cases.generate_cases import plan
 from assay.cases.generate_check import (
     INVALID_ARGUMENTS,
@@ -273,7 +273,7 @@ def test_written_set_loads_in_google_adk_and_passes_in_assay(
             HOME, model="openai:stand-in", count=5, base_url=server.openai_base_url, api_key="k"
         )
     out = tmp_path / "generated.evalset.json"
-    readers = write_cases(result.cases, out, "adk")
+    readers = write_generated(result.cases, out, "adk")
     assert readers == ["assay's adk reader", "google-adk EvalSet"]
     adk = AdkEvalSet.model_validate_json(out.read_text("utf-8"))
     assert [c.eval_id for c in adk.eval_cases] == [c.id for c in result.cases]
@@ -329,14 +329,14 @@ def test_scenarios_with_a_persona_file(standin: JudgeServer, tmp_path: Path) -> 
     (request,) = standin.requests
     assert "conversation scenarios" in request.user and '"id": "busy"' in request.user
     out = tmp_path / "scenarios.evalset.json"
-    write_cases(result.cases, out, "adk")
+    write_generated(result.cases, out, "adk")
     adk = AdkEvalSet.model_validate_json(out.read_text("utf-8"))
     scenario = adk.eval_cases[0].conversation_scenario
     assert scenario is not None and scenario.user_persona is not None
     assert scenario.user_persona.id == "busy"
     assert "Stop when:" in scenario.conversation_plan
     ces = tmp_path / "scenarios.ces.json"
-    assert write_cases(result.cases_as("ces"), ces, "ces")[-1] == "google-cloud-ces Evaluation"
+    assert write_generated(result.cases_as("ces"), ces, "ces")[-1] == "google-cloud-ces Evaluation"
     first = json.loads(ces.read_text("utf-8"))["evaluations"][0]["scenario"]
     assert "Open with: Could you list devices" in first["task"]
 
@@ -721,15 +721,15 @@ WITHOUT_ADK = """
 import sys
 for name in ("google.adk", "google.cloud.ces_v1beta"):
     sys.modules[name] = None
-from assay.cases import generate, write_cases
+from assay.cases import generate, write_generated
 from assay.testing.judge_server import JudgeServer
 from assay.testing.standin_generator import script
 
 with JudgeServer(script) as server:
     result = generate(sys.argv[1], model="openai:s", count=6,
                       base_url=server.openai_base_url, api_key="k")
-print(write_cases(result.cases, sys.argv[2], "adk"))
-print(write_cases(result.cases_as("ces"), sys.argv[3], "ces"))
+print(write_generated(result.cases, sys.argv[2], "adk"))
+print(write_generated(result.cases_as("ces"), sys.argv[3], "ces"))
 """
 
 

@@ -145,12 +145,28 @@ async def _await(value: Awaitable[object]) -> Any:
 
 
 def _turn_mocks(turn: Turn) -> Iterable[ToolMock]:
-    expected_calls = {e.tool_call.name: e.tool_call for e in turn.expectations if e.tool_call}
+    """Each mock with the expected call it answers: when a tool has as many mocks as
+    expected calls, the k-th mock answers the k-th call (a played turn calling one tool
+    twice with other arguments); otherwise the tool's last expected call."""
+    calls: dict[str, list[ToolCall]] = {}
+    mocked: dict[str, int] = {}
+    for e in turn.expectations:
+        if e.tool_call is not None:
+            calls.setdefault(e.tool_call.name, []).append(e.tool_call)
+        if e.mock_tool_response is not None:
+            mocked[e.mock_tool_response.name] = mocked.get(e.mock_tool_response.name, 0) + 1
+    used: dict[str, int] = {}
     for e in turn.expectations:
         if e.mock_tool_response is None:
             continue
         name = e.mock_tool_response.name
-        call = expected_calls.get(name) or ToolCall(name=name)
+        named = calls.get(name, [])
+        k = used.get(name, 0)
+        used[name] = k + 1
+        if named and len(named) == mocked[name]:
+            call = named[k]
+        else:
+            call = named[-1] if named else ToolCall(name=name)
         yield ToolMock(call=call, response=e.mock_tool_response, note=e.note)
 
 

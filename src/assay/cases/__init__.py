@@ -18,12 +18,13 @@ _EXPORTS = {
     "new_file": "assay.cases.api",
     "list_cases": "assay.cases.api",
     "remove_case": "assay.cases.api",
+    "write_cases": "assay.cases.api",
     "WriteResult": "assay.cases.api",
     "generate": "assay.cases.generate_cases",
     "agenerate": "assay.cases.generate_cases",
     "GenerationResult": "assay.cases.generate_cases",
     "read_definition": "assay.cases.generate_definition",
-    "write_cases": "assay.cases.generate_write",
+    "write_generated": "assay.cases.generate_write",
 }
 
 __all__ = list(_EXPORTS)

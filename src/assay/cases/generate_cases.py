@@ -19,7 +19,7 @@ error is listed with the refusals); before any, it is raised.
 How a proposal becomes a case in each format is `assay.cases.generate_shape`.
 
 `plan(...)` builds the first request and the cost estimate without calling anything
-(`--dry-run`); `write_cases(result.cases_as(fmt), path, fmt)`
+(`--dry-run`); `write_generated(result.cases_as(fmt), path, fmt)`
 (`assay.cases.generate_write`) writes an ADK, CES or Vertex file, checked with the
 format's own reader before it replaces anything.
 """

@@ -32,7 +32,7 @@ def set_id(path: Path) -> str:
     return _SET_ID.sub("_", stem).strip("_") or "generated"
 
 
-def write_cases(
+def write_generated(
     cases: Sequence[EvalCase],
     path: str | Path,
     fmt: str = "adk",

@@ -95,7 +95,7 @@ def generate_command(
     """
     with user_errors():
         from assay.cases.generate_cases import generate, plan
-        from assay.cases.generate_write import FORMATS, write_cases
+        from assay.cases.generate_write import FORMATS, write_generated
         from assay.errors import ConfigError
 
         if fmt not in FORMATS:
@@ -118,7 +118,7 @@ def generate_command(
             embedding_model=embedding_model,
         )
         _show_result(out, result, model)
-        readers = write_cases(
+        readers = write_generated(
             result.cases_as(fmt),
             file,
             fmt,

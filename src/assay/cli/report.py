@@ -8,6 +8,7 @@ metric's mean fell beyond noise (its paired bootstrap interval lies below zero).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -131,6 +132,8 @@ def view_command(
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     try:
-        uvicorn.run(create_view_app(db), host=host, port=port, log_level="warning")
+        # The local viewer may write eval set files under the folder it was started in.
+        app = create_view_app(db, cases_root=Path.cwd())
+        uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         db.close()

@@ -22,6 +22,7 @@ from enum import StrEnum
 
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook, golden_mocks
+from assay.config import expects_checks
 from assay.engine.infer import Inference, guarded, send_turn, with_tools_not_run
 from assay.errors import parse_choice
 from assay.model.core import AgentTransfer, EvalCase, Step, ToolResponse, Turn
@@ -40,13 +41,13 @@ class RunMethod(StrEnum):
 def default_method(case: EvalCase) -> RunMethod:
     """The run method when none is asked for: each source format's own.
 
-    CES goldens (turns carrying CES expectations) replay STABLE, as CES does by
+    CES goldens (turns carrying CES expectations, not only tool mocks) replay STABLE, as CES does by
     default; other conversations (ADK eval cases, recorded turns) run NAIVE, in one
     session, as `adk eval` runs them, so agents that keep memory in their session
     state behave as they do there.
     """
     reference = case.reference or []
-    return RunMethod.STABLE if any(t.expectations for t in reference) else RunMethod.NAIVE
+    return RunMethod.STABLE if any(expects_checks(t) for t in reference) else RunMethod.NAIVE
 
 
 def expected_turn(turn: Turn) -> Turn:

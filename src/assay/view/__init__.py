@@ -8,16 +8,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from fastapi import FastAPI
 
     from assay.store import Store
 
 
-def create_view_app(store: Store) -> FastAPI:
-    """The viewer's FastAPI app over `store`."""
+def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
+    """The viewer's FastAPI app over `store` (with `cases_root`: its authoring pages)."""
     from assay.view.app import create_view_app as create
 
-    return create(store)
+    return create(store, cases_root=cases_root)
 
 
 __all__ = ["create_view_app"]

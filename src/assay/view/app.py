@@ -9,12 +9,15 @@ Routes (each page has its own URL, so every view can be linked to):
 - `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first.
 
 `{run}` is an id, a unique prefix, `latest` or `latest~N`. Pages of a run still in
-progress reload themselves every few seconds. The app only reads the store.
+progress reload themselves every few seconds. The app only reads the store; the local
+`assay view` also writes case runs into eval set files on request
+(`/runs/{run}/author/{key}`, `assay.view.cases`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
@@ -73,9 +76,15 @@ def previous_run(store: Store, info: RunInfo) -> RunInfo | None:
     return None
 
 
-def create_view_app(store: Store) -> FastAPI:
-    """The viewer over `store` (which the caller opens and closes)."""
+def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
+    """The viewer over `store` (which the caller opens and closes). With `cases_root`
+    (the local `assay view`), case pages offer to write the case run into an eval set
+    file under that folder (`assay.view.cases`)."""
     app = FastAPI(title="assay view", docs_url=None, redoc_url=None, openapi_url=None)
+    if cases_root is not None:
+        from assay.view.cases import add_case_routes
+
+        add_case_routes(app, store, root=cases_root)
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> Response:
@@ -129,6 +138,13 @@ def create_view_app(store: Store) -> FastAPI:
             "label": before.name or before.id,
             "href": f"{_base(request)}/compare?{compare_query([before.id, info.id])}",
         }
+        if cases_root is not None:
+            from assay.view.cases import author_href
+
+            data["header"]["case_actions"] = {
+                "href": author_href(_base(request), info.id),
+                "recorded": info.agent is None,
+            }
         head = ICON + (
             f'<meta http-equiv="refresh" content="{REFRESH_S}">'
             if info.status in _UNFINISHED

@@ -419,6 +419,16 @@
       facts.length ? el("p", { class: "muted", text: facts.join(" · ") }) : null,
       conv.stop_message ? el("p", null, el("span", { class: "who", text: "the user's last message" }), " " + conv.stop_message) : null);
   }
+  // Only pages of the local `assay view` carry case_actions (the authoring pages).
+  function caseActions(key) {
+    var a = D.header.case_actions;
+    if (!a) return null;
+    var href = function (mode) { return a.href + encodeURIComponent(key) + "?mode=" + mode; };
+    return el("p", { class: "case-actions" },
+      el("a", { id: "bless", href: href("update"), text: "make this the expected behaviour" }), " · ",
+      el("a", { id: "add-to-set", href: href("add"), text: a.recorded ? "new case from this conversation" : "add to eval set" }));
+  }
+
   function casePage(key) {
     var c = byKey[key], d = D.details[key];
     root.textContent = "";
@@ -447,6 +457,7 @@
       })) : null,
       d.error ? el("p", { class: "error", text: (d.error_type ? d.error_type + ": " : "") + d.error }) : null,
       d.traceback ? el("pre", { class: "traceback", id: "traceback", text: d.traceback }) : null,
+      caseActions(key),
       conversationNode(d.conversation),
       siblings.length ? el("p", null, "Other runs of this case: ", siblings.map(function (s) {
         return el("a", { href: caseHref(s.key), class: "chip " + s.status, text: "run " + s.run + " " + s.status });

@@ -1,0 +1,75 @@
+"""The local viewer's protection of the routes that write: a per-process token.
+
+`assay view` has no login (it listens on loopback only), so a page it serves carries a
+random token of the process in each form that posts; a post is accepted only with
+that token (compared in constant time), only on a loopback `Host` (a page of another
+site that rebinds its name to 127.0.0.1 cannot post as this one) and, when the browser
+says where the post comes from (`Origin`), only from the viewer's own origin. Forms
+are small: a body over `MAX_FORM_BYTES` is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from urllib.parse import parse_qs, urlsplit
+
+from fastapi import Request
+
+from assay.view.pages import esc
+
+#: the viewer's forms hold a file path and a few words
+MAX_FORM_BYTES = 16_384
+
+
+def _host_name(header: str) -> str:
+    """The host of a `Host` header, without its port (`[::1]:8765` -> `::1`)."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0].lower()
+    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
+
+
+def _loopback(host: str) -> bool:
+    """`localhost` or a loopback address literal (never a name that merely starts so)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class WriteRefused(Exception):
+    """A post without the process's token, from another origin or host (403)."""
+
+
+class WriteGuard:
+    """The token of one viewer process, and the check of a post against it."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_urlsafe(32)
+
+    def field(self) -> str:
+        """The hidden form field carrying the token."""
+        return f'<input type="hidden" name="csrf" value="{esc(self.token)}">'
+
+    async def form(self, request: Request) -> dict[str, str]:
+        """The posted form's fields (one value each), once the post is checked."""
+        host = _host_name(request.headers.get("host") or "")
+        if not _loopback(host):
+            raise WriteRefused(f"writes are served on a loopback address only, not {host!r}")
+        origin = request.headers.get("origin")
+        if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
+            raise WriteRefused(f"a post from another origin ({origin}) is refused")
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            raise WriteRefused("the form is larger than any the viewer sends")
+        try:
+            fields = parse_qs(body.decode("utf-8"), keep_blank_values=True)
+        except UnicodeDecodeError:
+            raise WriteRefused("the form is not UTF-8") from None
+        form = {k: v[0] for k, v in fields.items()}
+        if not hmac.compare_digest(form.get("csrf", ""), self.token):
+            raise WriteRefused("the form has no valid token of this viewer: reload the page")
+        return form
