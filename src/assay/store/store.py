@@ -14,6 +14,7 @@ from assay.store._bulk import EncodedCase
 from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url, wal_checkpoints
 from assay.store.judge_cache import JudgeCache
+from assay.store.labels import LabelRepository
 from assay.store.resources import ResourceRepository
 from assay.store.runs import CaseKey, RunInfo, RunRepository
 from assay.store.schema import DEFAULT_APP, RunStatus
@@ -40,6 +41,8 @@ class Store:
         """API keys of the REST service."""
         self.secrets = SecretRepository(engine, url)
         """Per-store secrets of the services (e.g. the page-token signing key)."""
+        self.labels = LabelRepository(engine, url)
+        """People's labels on judged results (`store/labels.py`)."""
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:
