@@ -24,11 +24,11 @@ import difflib
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeVar
 
 from assay.errors import InputError
 from assay.metrics.registry import MetricTraits, metric_traits
@@ -432,26 +432,69 @@ def paired_interval(
     count = max(MIN_RESAMPLES, min(resamples, RESAMPLE_DRAWS // n))
     means = sorted(math.fsum(rng.choices(differences, k=n)) / n for _ in range(count))
     alpha = (1 - confidence) / 2
-    low_q, high_q = _bca_levels(differences, means, mean, alpha)
+    total = math.fsum(differences)
+    left_out = [(total - d) / (n - 1) for d in differences]
+    low_q, high_q = _bca_levels(left_out, means, mean, alpha)
     return settle(_percentile(means, low_q)), settle(_percentile(means, high_q))
 
 
+T = TypeVar("T")
+#: above this many units `bootstrap_interval` gives the percentile interval, not BCa
+JACKKNIFE_MAX_UNITS = 1000
+
+
+def bootstrap_interval(
+    units: Sequence[T],
+    statistic: Callable[[Sequence[T]], float | None],
+    *,
+    seed: int = 0,
+    resamples: int = MIN_RESAMPLES,
+    confidence: float = 0.95,
+) -> tuple[float, float] | None:
+    """The `confidence` interval of `statistic` over `units` (cases, labelled items), by
+    the same BCa bootstrap as `paired_interval`, for a statistic that is not a mean
+    (Cohen's kappa, Krippendorff's alpha). Resamples where the statistic is undefined
+    (None) are left out; None when the statistic of `units` itself is."""
+    observed = statistic(units)
+    n = len(units)
+    if observed is None or n < 2:
+        return None if observed is None else (settle(observed), settle(observed))
+    rng = random.Random(seed)
+    drawn = (statistic(rng.choices(units, k=n)) for _ in range(resamples))
+    values = sorted(v for v in drawn if v is not None)
+    if not values:
+        return None
+    if values[-1] - values[0] <= EQUAL_WITHIN:
+        return settle(values[0]), settle(values[-1])
+    alpha = (1 - confidence) / 2
+    if n > JACKKNIFE_MAX_UNITS:
+        # The jackknife computes the statistic n times over n units; past this many
+        # units the percentile interval is used (BCa's corrections shrink with n).
+        low_q, high_q = alpha, 1 - alpha
+    else:
+        left_out = [statistic([u for j, u in enumerate(units) if j != i]) for i in range(n)]
+        jackknife = [v for v in left_out if v is not None]
+        low_q, high_q = _bca_levels(jackknife, values, observed, alpha)
+    return settle(_percentile(values, low_q)), settle(_percentile(values, high_q))
+
+
 def _bca_levels(
-    differences: Sequence[float], means: Sequence[float], mean: float, alpha: float
+    left_out: Sequence[float], means: Sequence[float], mean: float, alpha: float
 ) -> tuple[float, float]:
-    """The quantiles of the bootstrap means that bound a BCa interval; the percentile
-    interval's (`alpha`, 1 - `alpha`) where the bias correction is infinite (every
-    resampled mean on one side of the observed one)."""
+    """The quantiles of the bootstrap statistics (`means`) that bound a BCa interval,
+    from the jackknife values `left_out` (the statistic with each unit left out once);
+    the percentile interval's (`alpha`, 1 - `alpha`) where the bias correction is
+    infinite (every resampled value on one side of the observed one)."""
     # The share of resampled means below the observed one, ties counted half.
     below = (bisect.bisect_left(means, mean) + bisect.bisect_right(means, mean)) / (2 * len(means))
     if below <= 0 or below >= 1:
         return alpha, 1 - alpha
     normal = NormalDist()
     z0 = normal.inv_cdf(below)
-    # The acceleration, from the jackknife means (each case left out once).
-    n = len(differences)
-    total = math.fsum(differences)
-    left_out = [(total - d) / (n - 1) for d in differences]
+    # The acceleration, from the jackknife values (each case left out once).
+    n = len(left_out)
+    if n == 0:
+        return alpha, 1 - alpha
     centre = math.fsum(left_out) / n
     spread = math.fsum((centre - t) ** 2 for t in left_out)
     accel = math.fsum((centre - t) ** 3 for t in left_out) / (6 * spread**1.5) if spread else 0.0

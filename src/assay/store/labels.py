@@ -93,6 +93,17 @@ class CaseTarget:
     def ref(self) -> str:
         return case_ref(self.eval_set_id, self.case_id, self.run_index)
 
+    def check_label(self, metric: str, label: object) -> tuple[str, float | None, str]:
+        """`parse_label` of `label` for `metric` of this case, on the metric's scale;
+        LabelTargetNotFoundError when the case has no such metric."""
+        result = self.metric(metric)
+        threshold = result.get("threshold")
+        return parse_label(
+            label,
+            threshold=float(threshold) if isinstance(threshold, int | float) else None,
+            scale_max=_scale_max(result),
+        )
+
     def metric(self, name: str) -> dict[str, Any]:
         """The stored result of metric `name`; LabelTargetNotFoundError if it has none."""
         metrics = self.document.get("metrics") or {}
@@ -426,13 +437,7 @@ class LabelRepository(Repository):
         """Store `author`'s label on `metric` of the case (replacing their own earlier
         one on that item, no one else's) and return it as stored."""
         target = case if isinstance(case, CaseTarget) else self.find_case(run_id, case)
-        result = target.metric(metric)
-        threshold = result.get("threshold")
-        text, score, verdict = parse_label(
-            label,
-            threshold=float(threshold) if isinstance(threshold, int | float) else None,
-            scale_max=_scale_max(result),
-        )
+        text, score, verdict = target.check_label(metric, label)
         who, note = _clean_author(author), _clean_note(note)
         now = utcnow()
         values = {
