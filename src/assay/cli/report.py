@@ -131,6 +131,8 @@ def view_command(
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     try:
-        uvicorn.run(create_view_app(db), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_view_app(db, local_writes=True), host=host, port=port, log_level="warning"
+        )
     finally:
         db.close()

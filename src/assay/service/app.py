@@ -122,7 +122,8 @@ def create_app(
     # Google's own wire shapes (CES v1beta REST) over the same context.
     wire.install(app)
     # The viewer's pages (`assay view`) at /ui, behind the same API-key middleware.
-    app.mount("/ui", create_view_app(store))
+    # Without API keys (loopback only), its review queue writes labels as `assay view` does.
+    app.mount("/ui", create_view_app(store, local_writes=not auth))
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     if rate_limit is not None:
         # After the key check (it names the client), before the body is read.

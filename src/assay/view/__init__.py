@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from assay.store import Store
 
 
-def create_view_app(store: Store) -> FastAPI:
-    """The viewer's FastAPI app over `store`."""
+def create_view_app(store: Store, *, local_writes: bool = False) -> FastAPI:
+    """The viewer's FastAPI app over `store` (`local_writes`: see `view.app`)."""
     from assay.view.app import create_view_app as create
 
-    return create(store)
+    return create(store, local_writes=local_writes)
 
 
 __all__ = ["create_view_app"]
