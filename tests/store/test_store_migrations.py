@@ -47,6 +47,7 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         "judge_cache",
         "api_keys",
         "store_secrets",
+        "labels",
     }
 
 
