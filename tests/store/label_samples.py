@@ -56,7 +56,7 @@ def _result(k: int) -> CaseResult:
                 details={"agreement": details["agreement"], "unparseable_samples": 0},
             ),
             "response_match_score": MetricResult("response_match_score", 0.5, None, None),
-        },  # fmt: skip
+        },
         invocations=[
             InvocationResult(
                 index=0,

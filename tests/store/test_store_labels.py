@@ -63,8 +63,8 @@ def test_unknown_run_case_and_metric_are_named(store: Store) -> None:
         store.labels.set_label("nope", "sum-01", metric=METRIC, label="pass", author="a")
     with pytest.raises(LabelTargetNotFoundError, match="no case 'sum-99' in run"):
         store.labels.set_label(run, "sum-99", metric=METRIC, label="pass", author="a")
-    with pytest.raises(LabelTargetNotFoundError, match="metric 'coherence' was not scored.*"
-                       "final_response_match_v2"):  # fmt: skip
+    with pytest.raises(LabelTargetNotFoundError, match=r"metric 'coherence' was not scored.*"
+                       r"final_response_match_v2"):  # fmt: skip
         store.labels.set_label(run, "sum-01", metric="coherence", label="pass", author="a")
     assert store.labels.list_labels([run]) == []
 
@@ -76,12 +76,12 @@ def test_unknown_run_case_and_metric_are_named(store: Store) -> None:
 )  # fmt: skip
 def test_bad_labels_name_the_field(store: Store, label: str, field: str) -> None:
     run = judged_run(store, items=2)
-    with pytest.raises(LabelValueError, match=f"^label: .*{field}"):
+    with pytest.raises(LabelValueError, match=rf"^label: .*{field}"):
         store.labels.set_label(run, "sum-01", metric=METRIC, label=label, author="a")
-    with pytest.raises(LabelValueError, match="^note: "):
+    with pytest.raises(LabelValueError, match=r"^note: "):
         store.labels.set_label(run, "sum-01", metric=METRIC, label="pass", author="a",
                                note="x" * 10_001)  # fmt: skip
-    with pytest.raises(LabelValueError, match="^author: "):
+    with pytest.raises(LabelValueError, match=r"^author: "):
         store.labels.set_label(run, "sum-01", metric=METRIC, label="pass", author=" ")
     assert store.labels.list_labels([run]) == []
 
