@@ -9,7 +9,7 @@ import random
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from assay.report.compare import bootstrap_interval
+from assay.report.compare import totals_intervals
 from assay.report.label_agreement import RatedItem, agreement_report, krippendorff_alpha
 
 
@@ -79,13 +79,28 @@ def test_alpha_is_reported_only_when_several_people_labelled() -> None:
     assert report.to_dict()["krippendorff_alpha_people"] is None
 
 
-def test_bootstrap_interval_of_a_statistic() -> None:
-    values = [float(v) for v in range(1, 41)]
-    low, high = bootstrap_interval(values, lambda xs: sum(xs) / len(xs), resamples=2000) or (0, 0)
+def test_alpha_from_the_item_counts_is_the_general_formulas() -> None:
+    items = _items(9, 80, several=True)
+    report = agreement_report(items, metric="m", judge="j", resamples=100)
+    people = [[v for _, v in i.people] for i in items]
+    with_judge = [[v for _, v in i.people] + [str(i.judge)] for i in items]
+    assert report.alpha_people is not None and report.alpha_with_judge is not None
+    assert report.alpha_people.value == pytest.approx(krippendorff_alpha(people))
+    assert report.alpha_with_judge.value == pytest.approx(krippendorff_alpha(with_judge))
+
+
+def test_totals_intervals() -> None:
+    # The mean of 1..40 as a statistic of totals (sum, count).
+    units = [[float(v), 1.0] for v in range(1, 41)]
+
+    def mean(t: list[float] | tuple[float, ...]) -> float | None:
+        return t[0] / t[1] if t[1] else None
+
+    [(low, high)] = [i for i in totals_intervals(units, [mean], resamples=2000) if i]
     assert low < 20.5 < high and high - low < 12
-    # A statistic undefined on the data itself has no interval; a constant one, a point.
-    assert bootstrap_interval([1.0, 2.0], lambda xs: None) is None
-    assert bootstrap_interval([3.0, 3.0, 3.0], lambda xs: xs[0]) == (3.0, 3.0)
+    # A statistic undefined on the data has no interval; a constant one, a point.
+    assert totals_intervals(units, [lambda t: None]) == [None]
+    assert totals_intervals([[3.0], [3.0]], [lambda t: 3.0]) == [(3.0, 3.0)]
+    assert totals_intervals([], [mean]) == [None]
     # The same seed gives the same interval.
-    first = bootstrap_interval(values, lambda xs: max(xs) - min(xs), seed=7)
-    assert first == bootstrap_interval(values, lambda xs: max(xs) - min(xs), seed=7)
+    assert totals_intervals(units, [mean], seed=7) == totals_intervals(units, [mean], seed=7)

@@ -20,7 +20,9 @@ terminal and `--json`), the viewer's compare page and CI gating (`--fail-on-regr
 from __future__ import annotations
 
 import bisect
+import collections
 import difflib
+import itertools
 import math
 import random
 import re
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import NormalDist
-from typing import Any, TypeVar
+from typing import Any
 
 from assay.errors import InputError
 from assay.metrics.registry import MetricTraits, metric_traits
@@ -438,44 +440,68 @@ def paired_interval(
     return settle(_percentile(means, low_q)), settle(_percentile(means, high_q))
 
 
-T = TypeVar("T")
-#: above this many units `bootstrap_interval` gives the percentile interval, not BCa
-JACKKNIFE_MAX_UNITS = 1000
+Statistic = Callable[[Sequence[float]], float | None]
 
 
-def bootstrap_interval(
-    units: Sequence[T],
-    statistic: Callable[[Sequence[T]], float | None],
+def totals_intervals(
+    units: Sequence[Sequence[float]],
+    statistics: Sequence[Statistic],
     *,
     seed: int = 0,
-    resamples: int = MIN_RESAMPLES,
+    resamples: int = RESAMPLES,
     confidence: float = 0.95,
-) -> tuple[float, float] | None:
-    """The `confidence` interval of `statistic` over `units` (cases, labelled items), by
-    the same BCa bootstrap as `paired_interval`, for a statistic that is not a mean
-    (Cohen's kappa, Krippendorff's alpha). Resamples where the statistic is undefined
-    (None) are left out; None when the statistic of `units` itself is."""
-    observed = statistic(units)
+) -> list[tuple[float, float] | None]:
+    """The `confidence` interval of each statistic of the units' column totals, by the
+    BCa bootstrap of `paired_interval`, for statistics that are not a mean (Cohen's
+    kappa, Krippendorff's alpha: functions of summed counts).
+
+    Each unit (a labelled item) is a vector of counts; a statistic maps the totals of
+    the vectors to a value, or None where it is undefined. Every resample draws the
+    units once for all the statistics; the jackknife leaves each unit out by
+    subtracting it from the totals. Resamples where a statistic is undefined are left
+    out of its interval; None when the statistic of all units is undefined.
+    """
     n = len(units)
-    if observed is None or n < 2:
-        return None if observed is None else (settle(observed), settle(observed))
+    if n == 0:
+        return [None for _ in statistics]
+    # Units with the same counts are one kind drawn with its weight: a resample's totals
+    # are then the kinds' counts times their vectors (labelled items have few kinds).
+    kinds: dict[tuple[float, ...], int] = {}
+    for unit in units:
+        key = tuple(unit)
+        kinds[key] = kinds.get(key, 0) + 1
+    vectors = list(kinds)
+    weights = list(itertools.accumulate(kinds.values()))
+    totals = [math.fsum(column) for column in zip(*units, strict=True)]
+    observed = [statistic(totals) for statistic in statistics]
     rng = random.Random(seed)
-    drawn = (statistic(rng.choices(units, k=n)) for _ in range(resamples))
-    values = sorted(v for v in drawn if v is not None)
-    if not values:
-        return None
-    if values[-1] - values[0] <= EQUAL_WITHIN:
-        return settle(values[0]), settle(values[-1])
-    alpha = (1 - confidence) / 2
-    if n > JACKKNIFE_MAX_UNITS:
-        # The jackknife computes the statistic n times over n units; past this many
-        # units the percentile interval is used (BCa's corrections shrink with n).
-        low_q, high_q = alpha, 1 - alpha
-    else:
-        left_out = [statistic([u for j, u in enumerate(units) if j != i]) for i in range(n)]
-        jackknife = [v for v in left_out if v is not None]
-        low_q, high_q = _bca_levels(jackknife, values, observed, alpha)
-    return settle(_percentile(values, low_q)), settle(_percentile(values, high_q))
+    count = min(resamples, max(MIN_RESAMPLES, RESAMPLE_DRAWS // n))
+    drawn: list[list[float]] = [[] for _ in statistics]
+    for _ in range(count):
+        picked = collections.Counter(rng.choices(range(len(vectors)), cum_weights=weights, k=n))
+        sample = [math.fsum(picked[i] * v[d] for i, v in enumerate(vectors))
+                  for d in range(len(totals))]  # fmt: skip
+        for values, statistic in zip(drawn, statistics, strict=True):
+            value = statistic(sample)
+            if value is not None:
+                values.append(value)
+    intervals: list[tuple[float, float] | None] = []
+    for value, values, statistic in zip(observed, drawn, statistics, strict=True):
+        if value is None or not values:
+            intervals.append(None)
+            continue
+        values.sort()
+        if values[-1] - values[0] <= EQUAL_WITHIN:
+            intervals.append((settle(values[0]), settle(values[-1])))
+            continue
+        jackknife: list[float] = []
+        for vector, times in kinds.items():
+            left = statistic([t - u for t, u in zip(totals, vector, strict=True)])
+            if left is not None:
+                jackknife.extend([left] * times)
+        low_q, high_q = _bca_levels(jackknife, values, value, (1 - confidence) / 2)
+        intervals.append((settle(_percentile(values, low_q)), settle(_percentile(values, high_q))))
+    return intervals
 
 
 def _bca_levels(

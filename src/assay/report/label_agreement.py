@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from itertools import permutations
 from typing import Any
 
-from assay.judges.agreement import ConfusionMatrix, accuracy, cohen_kappa, confusion_matrix
-from assay.report.compare import bootstrap_interval
+from assay.judges.agreement import ConfusionMatrix, accuracy, cohen_kappa
+from assay.report.compare import Statistic, totals_intervals
 
 OUTCOMES = ("pass", "fail")
 
@@ -87,41 +87,71 @@ def krippendorff_alpha(units: Sequence[Sequence[str]]) -> float | None:
     return 1 - (n - 1) * observed / expected
 
 
-def _pairs(items: Sequence[RatedItem]) -> list[tuple[str, str]]:
-    return [(v, item.judge) for item in items if item.judge is not None for _, v in item.people]
+# An item as counts whose totals give every statistic (`totals_intervals`): its labels
+# by (person's verdict, judge's verdict) when the judge scored it, the people's pass
+# labels and labels, and its nominal coincidences (Krippendorff: pass-pass, pass-fail,
+# fail-fail) among the people and among the people and the judge.
+_PP, _PF, _FP, _FF, _PASS, _LABELS, _A_PP, _A_PF, _A_FF, _J_PP, _J_PF, _J_FF = range(12)
 
 
-def _matrix(items: Sequence[RatedItem]) -> ConfusionMatrix:
-    return confusion_matrix(_pairs(items), OUTCOMES)
+def _coincidences(values: Sequence[str]) -> tuple[float, float, float]:
+    m = len(values)
+    if m < 2:
+        return 0.0, 0.0, 0.0
+    p = values.count("pass")
+    f = m - p
+    return p * (p - 1) / (m - 1), p * f / (m - 1), f * (f - 1) / (m - 1)
 
 
-def _accuracy(items: Sequence[RatedItem]) -> float | None:
-    return accuracy(_matrix(items))
+def _vector(item: RatedItem) -> list[float]:
+    people = [v for _, v in item.people]
+    cells = [0.0, 0.0, 0.0, 0.0]
+    if item.judge is not None:
+        for v in people:
+            cells[(0 if v == "pass" else 2) + (0 if item.judge == "pass" else 1)] += 1
+    with_judge = _coincidences([*people, item.judge]) if item.judge is not None else (0, 0, 0)
+    return [*cells, float(people.count("pass")), float(len(people)),
+            *_coincidences(people), *with_judge]  # fmt: skip
 
 
-def _kappa(items: Sequence[RatedItem]) -> float | None:
-    return cohen_kappa(_matrix(items))
+def _matrix_of(t: Sequence[float]) -> ConfusionMatrix:
+    counts = ((int(t[_PP]), int(t[_PF])), (int(t[_FP]), int(t[_FF])))
+    return ConfusionMatrix(OUTCOMES, counts)
 
 
-def _base_rate(items: Sequence[RatedItem]) -> float | None:
-    labels = [v for item in items for _, v in item.people]
-    return labels.count("pass") / len(labels) if labels else None
+def _accuracy(t: Sequence[float]) -> float | None:
+    return accuracy(_matrix_of(t))
 
 
-def _alpha_people(items: Sequence[RatedItem]) -> float | None:
-    return krippendorff_alpha([[v for _, v in item.people] for item in items])
+def _kappa(t: Sequence[float]) -> float | None:
+    return cohen_kappa(_matrix_of(t))
 
 
-def _alpha_with_judge(items: Sequence[RatedItem]) -> float | None:
-    return krippendorff_alpha(
-        [[v for _, v in item.people] + [item.judge] for item in items if item.judge is not None]
-    )
+def _base_rate(t: Sequence[float]) -> float | None:
+    return t[_PASS] / t[_LABELS] if t[_LABELS] else None
 
 
-def _cell(human: str, judge: str) -> Any:
-    def share(items: Sequence[RatedItem]) -> float | None:
-        matrix = _matrix(items)
-        return matrix.count(human, judge) / matrix.total if matrix.total else None
+def _alpha_of(pp: float, pf: float, ff: float) -> float | None:
+    """Nominal alpha of two values from the coincidence totals (see `krippendorff_alpha`)."""
+    n_pass, n_fail = pp + pf, ff + pf
+    n = n_pass + n_fail
+    if n <= 1 or n_pass * n_fail == 0:
+        return None
+    return 1 - (n - 1) * pf / (n_pass * n_fail)
+
+
+def _alpha_people(t: Sequence[float]) -> float | None:
+    return _alpha_of(t[_A_PP], t[_A_PF], t[_A_FF])
+
+
+def _alpha_with_judge(t: Sequence[float]) -> float | None:
+    return _alpha_of(t[_J_PP], t[_J_PF], t[_J_FF])
+
+
+def _cell(index: int) -> Statistic:
+    def share(t: Sequence[float]) -> float | None:
+        total = t[_PP] + t[_PF] + t[_FP] + t[_FF]
+        return t[index] / total if total else None
 
     return share
 
@@ -170,16 +200,6 @@ class AgreementReport:
         }
 
 
-def estimate(items: Sequence[RatedItem], statistic: Any, *, seed: int, resamples: int) -> Estimate:
-    """`statistic` of `items` with its bootstrap interval over items."""
-    value = statistic(items)
-    if value is None:
-        return Estimate(None)
-    interval = bootstrap_interval(items, statistic, seed=seed, resamples=resamples)
-    low, high = interval if interval is not None else (None, None)
-    return Estimate(value, low, high)
-
-
 def agreement_report(
     items: Sequence[RatedItem],
     *,
@@ -189,25 +209,34 @@ def agreement_report(
     resamples: int = 1000,
 ) -> AgreementReport:
     """The agreement of `judge` with the people's labels on `items` (see the module)."""
+    several = any(len(item.people) > 1 for item in items)
+    cells = {
+        (h, j): _cell(i) for i, (h, j) in enumerate((a, b) for a in OUTCOMES for b in OUTCOMES)
+    }
+    statistics: list[Statistic] = [_accuracy, _kappa, _base_rate, *cells.values()]
+    if several:
+        statistics += [_alpha_people, _alpha_with_judge]
+    vectors = [_vector(item) for item in items]
+    intervals = totals_intervals(vectors, statistics, seed=seed, resamples=resamples)
+    totals = [math.fsum(column) for column in zip(*vectors, strict=True)] if vectors else [0.0] * 12
+    estimates = [
+        Estimate(statistic(totals), *(interval or (None, None)))
+        for statistic, interval in zip(statistics, intervals, strict=True)
+    ]
     scored = [item for item in items if item.judge is not None]
-    several = [item for item in items if len(item.people) > 1]
-
-    def est(statistic: Any, units: Sequence[RatedItem] = scored) -> Estimate:
-        return estimate(units, statistic, seed=seed, resamples=resamples)
-
     return AgreementReport(
         metric=metric,
         judge=judge,
         items=len(items),
         labels=sum(len(item.people) for item in items),
-        compared=len(_pairs(scored)),
+        compared=sum(len(item.people) for item in scored),
         unscored=len(items) - len(scored),
-        several_people=len(several),
-        accuracy=est(_accuracy),
-        kappa=est(_kappa),
-        base_rate=est(_base_rate, items),
-        matrix=_matrix(scored),
-        cells={(h, j): est(_cell(h, j)) for h in OUTCOMES for j in OUTCOMES},
-        alpha_people=est(_alpha_people, items) if several else None,
-        alpha_with_judge=est(_alpha_with_judge) if several else None,
+        several_people=sum(1 for item in items if len(item.people) > 1),
+        accuracy=estimates[0],
+        kappa=estimates[1],
+        base_rate=estimates[2],
+        matrix=_matrix_of(totals),
+        cells=dict(zip(cells, estimates[3:7], strict=True)),
+        alpha_people=estimates[7] if several else None,
+        alpha_with_judge=estimates[8] if several else None,
     )

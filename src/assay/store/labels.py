@@ -79,6 +79,19 @@ def _ref_forms(eval_set_id: str, case_id: str, run_index: int) -> set[str]:
     return forms
 
 
+def _candidate_ids(ref: str) -> list[str]:
+    """The case ids `ref` may name (ids may hold `/` and `#` themselves): the whole of
+    it, and what follows each `/` with or without a `#N` suffix."""
+    bases = [ref]
+    head, sep, tail = ref.rpartition("#")
+    if sep and tail.isdigit():
+        bases.append(head)
+    found = set(bases)
+    for base in bases:
+        found.update(base[i + 1 :] for i, ch in enumerate(base) if ch == "/")
+    return sorted(found)
+
+
 @dataclass(frozen=True, slots=True)
 class CaseTarget:
     """A case run of a run, with its stored `CaseResult` document."""
@@ -408,7 +421,9 @@ class LabelRepository(Repository):
             ):
                 raise RunNotFoundError(f"no run with id {run_id!r} in the store")
             keys = conn.execute(
-                select(c.id, c.eval_set_id, c.case_id, c.run_index).where(c.run_id == run_id)
+                select(c.id, c.eval_set_id, c.case_id, c.run_index).where(
+                    c.run_id == run_id, c.case_id.in_(_candidate_ids(ref))
+                )
             ).all()
             matches = [k for k in keys if ref in _ref_forms(k.eval_set_id, k.case_id, k.run_index)]
             if not matches:
