@@ -224,6 +224,9 @@ def test_import_checks_every_line_first(
     assert gone.exit_code == 0, gone.output
     again = _labels(url, "delete", run, "sum-10", "-m", METRIC, "--author", "carol")
     assert again.exit_code == 2 and "carol has no label" in again.output
+    history = _labels(url, "list", run, "--history")
+    carol = [json.loads(x) for x in history.output.splitlines() if '"carol"' in x]
+    assert [(e["action"], e["label"]) for e in carol] == [("set", "fail"), ("delete", None)]
 
 
 def test_calibrate_usage_errors(judged: tuple[str, str, JudgeServer], tmp_path: Path) -> None:

@@ -55,6 +55,13 @@ def test_a_second_person_does_not_overwrite_the_first(store: Store) -> None:
     assert store.labels.delete_label(run, "sum-02", metric=METRIC, author="ann") is True
     assert store.labels.delete_label(run, "sum-02", metric=METRIC, author="ann") is False
     assert [lab.author for lab in store.labels.list_labels([run])] == ["bob"]
+    # The history keeps what was replaced and deleted, in order.
+    events = [(e.author, e.action, e.label, e.note) for e in store.labels.history([run])]
+    assert events == [
+        ("ann", "set", "pass", None), ("bob", "set", "fail", "no"),
+        ("ann", "set", "0.3", None), ("ann", "delete", None, None),
+    ]  # fmt: skip
+    assert store.labels.history(["other"]) == []
 
 
 def test_unknown_run_case_and_metric_are_named(store: Store) -> None:
@@ -189,4 +196,4 @@ def test_deleting_a_run_deletes_its_labels(store: Store) -> None:
     run = judged_run(store, items=2)
     store.labels.set_label(run, case_id(1), metric=METRIC, label="pass", author="ann")
     store.delete_run(run)
-    assert store.labels.list_labels() == []
+    assert store.labels.list_labels() == [] and store.labels.history() == []

@@ -48,6 +48,7 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         "api_keys",
         "store_secrets",
         "labels",
+        "label_history",
     }
 
 

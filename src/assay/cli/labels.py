@@ -3,7 +3,8 @@
 - `assay labels set RUN CASE --metric M --label pass|fail|SCORE [--note TEXT]` stores
   the OS user's label (or `--author NAME`'s) on metric M of one case of a run,
   replacing their own earlier label on it, never anyone else's;
-- `assay labels list RUN` shows a run's labels (`--json` for scripts);
+- `assay labels list RUN` shows a run's labels (`--json` for scripts; `--history` every
+  label set or deleted, replaced ones included);
 - `assay labels delete RUN CASE --metric M` removes one's own label;
 - `assay labels export [RUN...] --out labels.jsonl` writes the labels as the labels file
   `assay judge calibrate` reads (one line per person and item);
@@ -121,6 +122,9 @@ def list_command(
     run: RunArgument,
     metric: Annotated[str | None, typer.Option("--metric", "-m", help="Only this metric.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per label.")] = False,
+    history: Annotated[
+        bool, typer.Option("--history", help="Every label set or deleted, as JSON lines.")
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """The labels people gave in a run, oldest first."""
@@ -131,8 +135,14 @@ def list_command(
         try:
             info = find_run(db, run)
             found = db.labels.list_labels([info.id], metric=metric)
+            events = db.labels.history([info.id]) if history else []
         finally:
             db.close()
+    if history:
+        for event in events:
+            if metric is None or event.metric == metric:
+                typer.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+        return
     if as_json:
         for item in found:
             typer.echo(json.dumps(item.to_dict(), ensure_ascii=False))

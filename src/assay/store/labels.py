@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeAlias
 
-from sqlalchemy import Row, and_, delete, select
+from sqlalchemy import Row, and_, delete, insert, select
 
 from assay.errors import InputError, StoreError
 from assay.store._document import expand_document
 from assay.store._repository import Repository, database_errors, upsert_insert
 from assay.store.exceptions import RunNotFoundError
-from assay.store.schema import case_results, labels
+from assay.store.schema import case_results, label_history, labels
 from assay.store.schema import runs as runs_table
 from assay.store.types import utcnow
 
@@ -169,6 +169,38 @@ class Label:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEvent:
+    """One label set (as it was then) or deleted (`label`, `verdict`, `note` None)."""
+
+    run_id: str
+    case: str
+    metric: str
+    author: str
+    action: str
+    label: str | None
+    verdict: str | None
+    note: str | None
+    at: datetime
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "run": self.run_id, "case": self.case, "metric": self.metric,
+            "author": self.author, "action": self.action, "label": self.label,
+            "verdict": self.verdict, "note": self.note, "at": self.at.isoformat(),
+        }  # fmt: skip
+
+
+def _history(
+    target: CaseTarget, metric: str, author: str, action: str, at: datetime
+) -> dict[str, object]:
+    return {
+        "run_id": target.run_id, "eval_set_id": target.eval_set_id, "case_id": target.case_id,
+        "run_index": target.run_index, "metric": metric, "author": author, "action": action,
+        "at": at,
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -486,6 +518,9 @@ class LabelRepository(Repository):
             )
             conn.execute(stmt)
             row = conn.execute(select(labels).where(self._item(target, metric, who))).one()
+            event = _history(target, metric, who, "set", now)
+            event.update(label=text, verdict=verdict, note=note)
+            conn.execute(insert(label_history), event)
         return _label(row)
 
     @database_errors
@@ -497,7 +532,32 @@ class LabelRepository(Repository):
         target.metric(metric)
         with self._writer.begin() as conn:
             done = conn.execute(delete(labels).where(self._item(target, metric, author)))
+            if done.rowcount:
+                conn.execute(insert(label_history),
+                             _history(target, metric, author, "delete", utcnow()))  # fmt: skip
         return bool(done.rowcount)
+
+    @database_errors
+    def history(self, runs: Sequence[str] | None = None) -> list[LabelEvent]:
+        """Every label set or deleted in `runs` (None: every run), oldest first."""
+        query = select(label_history).order_by(label_history.c.id)
+        if runs is not None:
+            query = query.where(label_history.c.run_id.in_(list(runs)))
+        with self._engine.connect() as conn:
+            return [
+                LabelEvent(
+                    row.run_id,
+                    case_ref(row.eval_set_id, row.case_id, row.run_index),
+                    row.metric,
+                    row.author,
+                    row.action,
+                    row.label,
+                    row.verdict,
+                    row.note,
+                    row.at,
+                )
+                for row in conn.execute(query)
+            ]
 
     @database_errors
     def list_labels(

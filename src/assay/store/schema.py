@@ -13,7 +13,7 @@
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
 - `store_secrets`: random keys the services keep per store (the page-token signing key).
 - `labels`: people's verdicts on one metric of one case run of a run (`store/labels.py`),
-  one per person and item.
+  one per person and item; `label_history` every label set or deleted, in order.
 
 Changing anything here needs a new migration under `migrations/versions/`;
 tests/store/test_migrations.py fails until the two agree.
@@ -221,4 +221,23 @@ labels = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # One label per person and item: labelling again replaces that person's own.
     UniqueConstraint("run_id", "eval_set_id", "case_id", "run_index", "metric", "author"),
+)
+
+label_history = Table(
+    "label_history",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("eval_set_id", String, nullable=False),
+    Column("case_id", String, nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("metric", String(256), nullable=False),
+    Column("author", String(256), nullable=False),
+    # "set" (the label as it was then) or "delete" (label, verdict and note NULL)
+    Column("action", String(8), nullable=False),
+    Column("label", String(64)),
+    Column("verdict", String(8)),
+    Column("note", Text),
+    Column("at", UTCDateTime, nullable=False),
+    Index(None, "run_id", "case_id"),
 )
