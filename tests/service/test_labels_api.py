@@ -141,3 +141,44 @@ def test_labels_survive_a_server_restart(store: Store, start_server: Any) -> Non
     assert [(x["author"], x["case"], x["label"]) for x in labels] == [
         ("ann", f"sums/{case_id(1)}", "pass")
     ]
+
+
+def test_hostile_label_bodies_are_refused_by_field(store: Store) -> None:
+    from fastapi.testclient import TestClient
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from assay.service.app import create_app
+
+    run = judged_run(store, items=2)
+    scalars = st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
+        st.text(max_size=40), st.sampled_from(["pass", "FAIL", "0.5", "nan", "-0", "1e999"]),
+    )  # fmt: skip
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                          max_leaves=6)  # fmt: skip
+    bodies = st.one_of(
+        values,
+        st.fixed_dictionaries({"metric": st.sampled_from([METRIC, "x"]), "label": values},
+                              optional={"note": values, "extra": values}),
+    )  # fmt: skip
+
+    with TestClient(create_app(store, auth=False), raise_server_exceptions=False) as http:
+
+        @settings(max_examples=150, deadline=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+        @given(body=bodies, case=st.sampled_from([case_id(1), "nope", "sums/sum-00#0", "%23"]))
+        def check(body: Any, case: str) -> None:
+            got = http.post(_path(run, case), content=json.dumps(body),
+                            headers={"Content-Type": "application/json"})  # fmt: skip
+            assert got.status_code in (200, 400, 404), (body, got.text)
+            if got.status_code == 200:
+                stored = got.json()
+                assert stored["verdict"] in ("pass", "fail")
+                score = stored["score"]
+                assert score is None or 0 <= score <= 1
+            else:
+                assert got.json()["error"]["message"]
+
+        check()
