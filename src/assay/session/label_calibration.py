@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assay.engine.calibrate import ROW_FORMATS, CalibrationReport, LabelledSet
+from assay.engine.calibrate import ROW_FORMATS, CalibrationReport, ItemVerdict, LabelledSet
 from assay.errors import InputError
 from assay.formats import format_module
 from assay.metrics.judged.base import JudgedMetric
@@ -63,7 +63,7 @@ def labelled_set(groups: Sequence[list[LabelledItem]], name: str) -> LabelledSet
     return LabelledSet(evalset=evalset, labels=dict(zip(ids, verdicts, strict=True)))
 
 
-def _pass_fail(report: CalibrationReport, case_id: str) -> tuple[str | None, Any]:
+def _pass_fail(report: CalibrationReport, case_id: str) -> tuple[str | None, ItemVerdict | None]:
     positive = report.outcomes[0]
     for verdict in report.items:
         if verdict.case_id == case_id:
@@ -80,7 +80,9 @@ def rated(groups: Sequence[list[LabelledItem]], judges: Sequence[str | None]) ->
     ]
 
 
-def _item_row(group: list[LabelledItem], judge: str | None, verdict: Any) -> dict[str, Any]:
+def _item_row(
+    group: list[LabelledItem], judge: str | None, verdict: ItemVerdict | None
+) -> dict[str, Any]:
     return {
         "run": group[0].run_id,
         "case": group[0].case,
@@ -89,8 +91,8 @@ def _item_row(group: list[LabelledItem], judge: str | None, verdict: Any) -> dic
             for i in group
         ],
         "judge": judge,
-        "score": getattr(verdict, "score", None),
-        "explanation": getattr(verdict, "explanation", None),
+        "score": verdict.score if verdict is not None else None,
+        "explanation": verdict.explanation if verdict is not None else None,
         "disagreements": [i.author for i in group if judge is not None and i.verdict != judge],
     }
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from sqlalchemy import Row, and_, delete, insert, select
 
@@ -36,6 +36,9 @@ from assay.store.exceptions import RunNotFoundError
 from assay.store.schema import case_results, label_history, labels
 from assay.store.schema import runs as runs_table
 from assay.store.types import utcnow
+
+if TYPE_CHECKING:
+    from assay.store.store import Store
 
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 """A JSON document's value."""
@@ -648,20 +651,19 @@ def _item(row: Row[Any]) -> LabelledItem:
 
 
 def label_pairs(
-    store: Any, *, metric: str, runs: Sequence[str] | None = None
+    store: Store, *, metric: str, runs: Sequence[str] | None = None
 ) -> list[LabelledItem]:
     """Every person's label on `metric` in `runs` (None: every run of the store), each
     with the labelled case's inputs and the run's own judge verdict on it.
 
-    `store` is a `Store`. One `LabelledItem` per label: an item two people labelled
+    One `LabelledItem` per label: an item two people labelled
     appears twice, once per author (`item_key` groups them). Ordered by run, then the
     order the cases were stored in, then author. `LabelledItem.calibration_row()` is
     the item as a line of the labels file `assay judge calibrate` reads (what
     `assay labels export` writes). Unknown runs give no items; call `store.find_run`
     first to name them to the user.
     """
-    repository: LabelRepository = store.labels
-    return repository.pairs(metric=metric, runs=runs)
+    return store.labels.pairs(metric=metric, runs=runs)
 
 
 def group_by_item(

@@ -213,7 +213,7 @@ def read_form(body: bytes) -> dict[str, str] | None:
 
 def label_value(form: Mapping[str, str], judge: str | None) -> str:
     """What the form's button asks to store: the judge's verdict (agree), its opposite
-    (disagree), pass, fail, or the score typed; WriteRefused-free InputError otherwise."""
+    (disagree), pass, fail, or the score typed; InputError naming the field otherwise."""
     from assay.errors import InputError
 
     action = form.get("action", "")
