@@ -108,7 +108,7 @@ def test_repetitions_and_eval_sets_are_told_apart(store: Store) -> None:
         score = Score(1.0, "fine", {"samples": 1, "agreement": 1.0})
         return CaseResult(
             case_id="greet", status=Status.PASSED, eval_set_id="chat", run_index=run_index,
-            metrics={METRIC: MetricResult(METRIC, 1.0, 0.8, Status.PASSED, [score])},
+            metrics={METRIC: MetricResult(METRIC, 1.0, 0.8, Status.PASSED, per_invocation=[score])},
             invocations=[InvocationResult(0, None, turn, None, {METRIC: score})],
         )  # fmt: skip
 

@@ -190,3 +190,53 @@ def test_ui_of_assay_serve_labels_as_the_keys_name(tmp_path: Path, browser: Any)
             assert done.status_code == 303
         found = [(x.author, x.case_id) for x in db.labels.list_labels([run])]
     assert found == [("reviewer-rita", case_id(0)), ("bob", case_id(2))]
+
+
+def _two_metric_run(db: Store) -> str:
+    from assay.model import Turn, UserInput
+    from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
+
+    second = "rubric_based_final_response_quality_v1"
+    results = []
+    for k in range(2):
+        turn = Turn(user_input=UserInput(text=f"question {k}"), final_response=f"answer {k}")
+        one = Score(1.0, "valid", {"samples": 3, "agreement": 1.0})
+        two = Score(0.2, "misses the rubric", {"samples": 3, "agreement": 2 / 3})
+        results.append(CaseResult(
+            case_id=f"c{k}", status=Status.FAILED, eval_set_id="two",
+            metrics={METRIC: MetricResult(METRIC, 1.0, 0.8, Status.PASSED, per_invocation=[one]),
+                     second: MetricResult(second, 0.2, 0.8, Status.FAILED, per_invocation=[two])},
+            invocations=[InvocationResult(0, None, turn, None, {METRIC: one, second: two})],
+        ))  # fmt: skip
+    run = db.start_run(eval_set_ids=["two"], metrics=[METRIC, second], config={}, agent=None,
+                       runs=1)  # fmt: skip
+    db.add_case_results(run, results)
+    return run
+
+
+def test_number_keys_pick_the_metric_of_a_case(tmp_path: Path, browser: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    with Store.open(url) as db:
+        run = _two_metric_run(db)
+        with serving(create_view_app(db, local_writes=True)) as base:
+            w = open_page(browser, f"{base}/runs/{run}/review")
+            page = w.page
+            assert page.locator("section.item").count() == 2
+            assert page.locator("section.item.selected").get_attribute("data-number") == "1"
+            # The second metric's samples split: it is marked unstable.
+            assert page.locator("section.item[data-number='2'] .unstable").count() == 1
+            page.keyboard.press("2")
+            page.keyboard.press("d")  # disagree with the judge's fail on the second metric
+            page.wait_for_load_state()
+            # Still case c0 (its first metric is not labelled), that metric selected.
+            assert _case(page) == "two/c0"
+            assert page.locator("section.item.selected").get_attribute("data-number") == "1"
+            page.keyboard.press("a")
+            page.wait_for_selector("#case[data-case='two/c1']")
+            assert w.errors == []
+            page.context.close()
+        found = {(x.case_id, x.metric): x.verdict for x in db.labels.list_labels([run])}
+    assert found == {
+        ("c0", "rubric_based_final_response_quality_v1"): "pass",
+        ("c0", METRIC): "pass",
+    }

@@ -5,8 +5,8 @@ Each page shows one case: its conversation, and for each judged metric the judge
 verdict, score, rationale and samples (an item whose samples straddle the threshold is
 marked unstable), the labels people gave it, and a form to agree, disagree, label it
 pass or fail or give a score, with a note. Keys: `a` agree, `d` disagree, `y` pass,
-`x` fail, `1`-`9` pick the metric the keys act on, `n` / `p` next / previous case, `e`
-the note. Filters narrow the queue to items not yet labelled by you, items where the
+`x` fail, `1`-`9` pick the metric the keys act on (at first the first one you have not
+labelled), `n` / `p` next / previous case, `e` the note. Filters narrow the queue to items not yet labelled by you, items where the
 judge and people disagree, or unstable verdicts (and to one metric); the header shows
 progress and, where several people labelled one item, how far they agree.
 
@@ -328,7 +328,8 @@ def _item_html(
     )
     note = esc(mine.note) if mine is not None and mine.note else ""
     return (
-        f'<section class="item" data-metric="{esc(item.metric)}" data-number="{number}">'
+        f'<section class="item" data-metric="{esc(item.metric)}" data-number="{number}" '
+        f'data-mine="{"1" if mine is not None else ""}">'
         f"<h3>{number}. {esc(item.metric)}{unstable if item.unstable else ''}</h3>"
         f'<p>judge: <b class="verdict {esc(item.judge or "none")}">{esc(judge)}</b>, '
         f'score {shown}</p><p class="rationale">{esc(rationale(result) or "")}</p>'
@@ -362,7 +363,8 @@ _KEYS_JS = """
   var at = 0;
   function pick(i){ if(!items.length) return; at = i;
     items.forEach(function(s, j){ s.classList.toggle('selected', j === at); }); }
-  pick(0);
+  var first = items.findIndex(function(s){ return !s.dataset.mine; });
+  pick(first < 0 ? 0 : first);
   function click(cls){ var b = items[at] && items[at].querySelector('button.' + cls);
     if (b) b.click(); }
   document.addEventListener('keydown', function(e){
