@@ -240,3 +240,19 @@ def test_number_keys_pick_the_metric_of_a_case(tmp_path: Path, browser: Any) -> 
         ("c0", "rubric_based_final_response_quality_v1"): "pass",
         ("c0", METRIC): "pass",
     }
+
+
+def test_serve_without_keys_writes_as_assay_view_does(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'open.db'}"
+    with Store.open(url) as db:
+        run = judged_run(db, items=2)
+        with serving(create_app(db, auth=False)) as base:
+            target = f"{base}/ui/runs/{run}/review"
+            form = {"case": case_id(1), "metric": METRIC, "action": "pass"}
+            assert httpx.post(target, data=form).status_code == 403
+            page = httpx.get(target).text
+            token = page.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+            done = httpx.post(target, data={**form, "csrf_token": token})
+            assert done.status_code == 303
+        [label] = db.labels.list_labels([run])
+    assert (label.author, label.case_id, label.verdict) == (local_author(), case_id(1), "pass")
