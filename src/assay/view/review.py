@@ -6,9 +6,10 @@ verdict, score, rationale and samples (an item whose samples straddle the thresh
 marked unstable), the labels people gave it, and a form to agree, disagree, label it
 pass or fail or give a score, with a note. Keys: `a` agree, `d` disagree, `y` pass,
 `x` fail, `1`-`9` pick the metric the keys act on (at first the first one you have not
-labelled), `n` / `p` next / previous case, `e` the note. Filters narrow the queue to items not yet labelled by you, items where the
-judge and people disagree, or unstable verdicts (and to one metric); the header shows
-progress and, where several people labelled one item, how far they agree.
+labelled), `n` / `p` next / previous case, `e` the note. Filters narrow the queue to
+items not yet labelled by you, items where the judge and people disagree, or unstable
+verdicts (and to one metric); the header shows progress and, where several people
+labelled one item, how far they agree.
 
 Writing needs proof the form came from this page (`check_writer`):
 
