@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from sqlalchemy import Row, and_, delete, insert, select
 
@@ -36,9 +36,6 @@ from assay.store.exceptions import RunNotFoundError
 from assay.store.schema import case_results, label_history, labels
 from assay.store.schema import runs as runs_table
 from assay.store.types import utcnow
-
-if TYPE_CHECKING:
-    from assay.store.store import Store
 
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 """A JSON document's value."""
@@ -650,13 +647,20 @@ def _item(row: Row[Any]) -> LabelledItem:
     )
 
 
+class HasLabels(Protocol):
+    """A `Store` (anything with its `labels` repository)."""
+
+    @property
+    def labels(self) -> LabelRepository: ...
+
+
 def label_pairs(
-    store: Store, *, metric: str, runs: Sequence[str] | None = None
+    store: HasLabels, *, metric: str, runs: Sequence[str] | None = None
 ) -> list[LabelledItem]:
     """Every person's label on `metric` in `runs` (None: every run of the store), each
     with the labelled case's inputs and the run's own judge verdict on it.
 
-    One `LabelledItem` per label: an item two people labelled
+    `store` is a `Store`. One `LabelledItem` per label: an item two people labelled
     appears twice, once per author (`item_key` groups them). Ordered by run, then the
     order the cases were stored in, then author. `LabelledItem.calibration_row()` is
     the item as a line of the labels file `assay judge calibrate` reads (what
