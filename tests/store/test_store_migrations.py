@@ -48,6 +48,8 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         "api_keys",
         "store_secrets",
         "aligned_judges",
+        "labels",
+        "label_history",
     }
 
 

@@ -3,6 +3,10 @@
 `assay judge calibrate LABELS.jsonl --judge MODEL --metric NAME` scores human-labelled
 items with a judged metric and reports how well the judge agrees with the humans:
 accuracy, Cohen's kappa, a confusion matrix and the items they disagree on.
+`assay judge calibrate --from-store [--run RUN...] --metric NAME --judge MODEL` does so
+for the labels people stored (`assay labels`, the viewer's review queue), with a
+bootstrap interval on each number and Krippendorff's alpha when several people labelled
+one item (`assay.session.label_calibration`); `--json` prints the report as JSON.
 
 Exit codes: 0 the calibration ran; 1 no item could be scored, or kappa is below
 `--min-kappa`; 2 a usage or input error.
@@ -27,6 +31,8 @@ from assay.errors import ConfigError
 if TYPE_CHECKING:
     # Imported where used: it loads every judged metric, which `assay eval` need not.
     from assay.engine.calibrate import CalibrationReport, ItemVerdict
+    from assay.report.label_agreement import AgreementReport
+    from assay.session.label_calibration import StoreCalibration
 
 judge_app = command_app("judge", "LLM judges: measure a judge's agreement with human labels.")
 
@@ -58,9 +64,6 @@ def _criterion(text: str | None) -> dict[str, Any] | None:
 
 @judge_app.command("calibrate")
 def calibrate_command(
-    labels: Annotated[
-        Path, typer.Argument(help="Labelled items: JSONL, each line the inputs plus 'label'.")
-    ],
     judge: Annotated[
         str,
         typer.Option(
@@ -72,6 +75,10 @@ def calibrate_command(
     metric: Annotated[
         str, typer.Option("--metric", "-m", help="The judged metric, e.g. final_response_match_v2.")
     ],
+    labels: Annotated[
+        Path | None,
+        typer.Argument(help="Labelled items: JSONL, each line the inputs plus 'label'."),
+    ] = None,
     samples: Annotated[
         int | None, typer.Option("--samples", help="Judge samples per item (metric default).")
     ] = None,
@@ -107,9 +114,30 @@ def calibrate_command(
         float | None,
         typer.Option("--min-kappa", help="Exit 1 when Cohen's kappa is below this value."),
     ] = None,
+    from_store: Annotated[
+        bool,
+        typer.Option("--from-store", help="The labels people stored (assay labels, the viewer)."),
+    ] = False,
+    runs: Annotated[
+        list[str] | None,
+        typer.Option("--run", help="With --from-store: only this run's labels (repeatable)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as JSON instead of tables.")
+    ] = False,
 ) -> None:
     """Measure a judge against human labels: accuracy, Cohen's kappa, confusion matrix."""
+    if from_store or labels is None:
+        _from_store_command(
+            labels, from_store, runs, judge=judge, metric=metric, samples=samples,
+            base_url=base_url, criterion=criterion, store=store, no_store=no_store,
+            use_cache=not no_cache, concurrency=judge_concurrency, timeout_s=judge_timeout,
+            out=out, min_kappa=min_kappa, as_json=as_json,
+        )  # fmt: skip
+        return
     with user_errors():
+        if runs:
+            raise ConfigError("--run picks stored labels: use it with --from-store")
         report = _calibrate(
             labels,
             judge=judge,
@@ -123,12 +151,138 @@ def calibrate_command(
             concurrency=judge_concurrency,
             timeout_s=judge_timeout,
         )
-        render_report(report, stdout_console())
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-            stderr_console().print(Text(f"wrote {out}", style="dim"))
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            render_report(report, stdout_console())
+        _write_json(out, report.to_dict())
     raise typer.Exit(exit_code(report, min_kappa))
+
+
+def _write_json(out: Path | None, data: dict[str, Any]) -> None:
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        stderr_console().print(Text(f"wrote {out}", style="dim"))
+
+
+def _from_store_command(
+    labels: Path | None,
+    from_store: bool,
+    runs: list[str] | None,
+    *,
+    judge: str,
+    metric: str,
+    samples: int | None,
+    base_url: str | None,
+    criterion: str | None,
+    store: str | None,
+    no_store: bool,
+    use_cache: bool,
+    concurrency: int,
+    timeout_s: float,
+    out: Path | None,
+    min_kappa: float | None,
+    as_json: bool,
+) -> None:
+    """`assay judge calibrate --from-store`: the stored labels (see the module)."""
+    import asyncio
+
+    from assay.engine.calibrate import build_judged_metric
+    from assay.session.label_calibration import acalibrate_from_store
+    from assay.store.reading import find_run, open_existing
+
+    with user_errors():
+        if labels is not None:
+            raise ConfigError("give a labels file or --from-store, not both")
+        if not from_store:
+            raise ConfigError("give a labels file (JSONL), or --from-store for stored labels")
+        if no_store:
+            raise ConfigError("--from-store reads the store: it cannot go with --no-store")
+        if concurrency < 1:
+            raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
+        if timeout_s <= 0:
+            raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+        scorer = build_judged_metric(metric, judge=judge, samples=samples, base_url=base_url,
+                                     criterion=_criterion(criterion))  # fmt: skip
+        db = open_existing(store)
+        try:
+            ids = [find_run(db, r).id for r in runs] if runs else None
+            result = asyncio.run(
+                acalibrate_from_store(
+                    db,
+                    metric=scorer,
+                    judge=judge,
+                    runs=ids,
+                    use_cache=use_cache,
+                    concurrency=concurrency,
+                    timeout_s=timeout_s,
+                )
+            )
+        finally:
+            db.close()
+        if as_json:
+            typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            render_agreement(result, stdout_console())
+        _write_json(out, result.to_dict())
+    agreement = result.agreement
+    kappa = agreement.kappa.value
+    low = min_kappa is not None and (kappa is None or kappa < min_kappa)
+    failed = agreement.compared == 0 or low
+    raise typer.Exit(1 if failed else 0)
+
+
+def agreement_table(agreement: AgreementReport) -> Table:
+    """The statistics of an agreement report with their intervals."""
+    table = Table(title="Agreement with people's labels (95% bootstrap interval)",
+                  title_justify="left")  # fmt: skip
+    table.add_column("statistic")
+    table.add_column("value [interval]", justify="right")
+    table.add_row("accuracy", agreement.accuracy.show())
+    table.add_row("Cohen's kappa", agreement.kappa.show())
+    table.add_row("base rate (people: pass)", agreement.base_rate.show())
+    if agreement.alpha_people is not None:
+        table.add_row("Krippendorff's alpha, people", agreement.alpha_people.show())
+    if agreement.alpha_with_judge is not None:
+        table.add_row("Krippendorff's alpha, people + judge", agreement.alpha_with_judge.show())
+    table.add_row("labels compared", str(agreement.compared))
+    return table
+
+
+def render_agreement(result: StoreCalibration, console: Console) -> None:
+    """`--from-store`'s report as rich tables."""
+    agreement = result.agreement
+    console.print(
+        Text.assemble(
+            (agreement.metric, "bold"),
+            f" judged by {agreement.judge}: {agreement.items} labelled items, "
+            f"{agreement.labels} labels, {agreement.unscored} items not scored, "
+            f"{agreement.several_people} labelled by several people",
+        )
+    )
+    console.print(agreement_table(agreement))
+    grid = Table(title="Confusion matrix (rows: people, columns: judge)", title_justify="left")
+    grid.add_column("people \\ judge")
+    for label in agreement.matrix.labels:
+        grid.add_column(label, justify="right")
+    for i, label in enumerate(agreement.matrix.labels):
+        grid.add_row(label, *(str(n) for n in agreement.matrix.counts[i]))
+    console.print(grid)
+    disagreements = [i for i in result.items if i["disagreements"]]
+    if disagreements:
+        table = Table(title="Disagreements", title_justify="left")
+        for column in ("run", "case", "people", "judge", "judge's explanation"):
+            table.add_column(column, overflow="fold")
+        for item in disagreements:
+            people = ", ".join(f"{lab['author']}: {lab['verdict']}" for lab in item["labels"])
+            table.add_row(item["run"], item["case"], people, item["judge"] or "",
+                          _short(item["explanation"]))  # fmt: skip
+        console.print(table)
+    if result.judge_stats:
+        from assay.judges.stats import JudgeStats
+
+        console.print(Text(JudgeStats.from_summary(result.judge_stats).describe(), style="dim"))
 
 
 def _calibrate(

@@ -132,8 +132,9 @@ def view_command(
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     try:
-        # The local viewer may write eval set files under the folder it was started in.
-        app = create_view_app(db, cases_root=Path.cwd())
+        # The local viewer writes labels, and eval set files under the folder it was
+        # started in.
+        app = create_view_app(db, local_writes=True, cases_root=Path.cwd())
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         db.close()

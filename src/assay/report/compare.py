@@ -24,11 +24,13 @@ terminal and `--json`), the viewer's compare page and CI gating (`--fail-on-regr
 from __future__ import annotations
 
 import bisect
+import collections
 import difflib
+import itertools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import NormalDist
@@ -501,26 +503,93 @@ def paired_interval(
     count = max(MIN_RESAMPLES, min(resamples, RESAMPLE_DRAWS // n))
     means = sorted(math.fsum(rng.choices(differences, k=n)) / n for _ in range(count))
     alpha = (1 - confidence) / 2
-    low_q, high_q = _bca_levels(differences, means, mean, alpha)
+    total = math.fsum(differences)
+    left_out = [(total - d) / (n - 1) for d in differences]
+    low_q, high_q = _bca_levels(left_out, means, mean, alpha)
     return settle(_percentile(means, low_q)), settle(_percentile(means, high_q))
 
 
+Statistic = Callable[[Sequence[float]], float | None]
+
+
+def totals_intervals(
+    units: Sequence[Sequence[float]],
+    statistics: Sequence[Statistic],
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    confidence: float = 0.95,
+) -> list[tuple[float, float] | None]:
+    """The `confidence` interval of each statistic of the units' column totals, by the
+    BCa bootstrap of `paired_interval`, for statistics that are not a mean (Cohen's
+    kappa, Krippendorff's alpha: functions of summed counts).
+
+    Each unit (a labelled item) is a vector of counts; a statistic maps the totals of
+    the vectors to a value, or None where it is undefined. Every resample draws the
+    units once for all the statistics; the jackknife leaves each unit out by
+    subtracting it from the totals. Resamples where a statistic is undefined are left
+    out of its interval; None when the statistic of all units is undefined.
+    """
+    n = len(units)
+    if n == 0:
+        return [None for _ in statistics]
+    # Units with the same counts are one kind drawn with its weight: a resample's totals
+    # are then the kinds' counts times their vectors (labelled items have few kinds).
+    kinds: dict[tuple[float, ...], int] = {}
+    for unit in units:
+        key = tuple(unit)
+        kinds[key] = kinds.get(key, 0) + 1
+    vectors = list(kinds)
+    weights = list(itertools.accumulate(kinds.values()))
+    totals = [math.fsum(column) for column in zip(*units, strict=True)]
+    observed = [statistic(totals) for statistic in statistics]
+    rng = random.Random(seed)
+    count = min(resamples, max(MIN_RESAMPLES, RESAMPLE_DRAWS // n))
+    drawn: list[list[float]] = [[] for _ in statistics]
+    for _ in range(count):
+        picked = collections.Counter(rng.choices(range(len(vectors)), cum_weights=weights, k=n))
+        sample = [math.fsum(picked[i] * v[d] for i, v in enumerate(vectors))
+                  for d in range(len(totals))]  # fmt: skip
+        for values, statistic in zip(drawn, statistics, strict=True):
+            value = statistic(sample)
+            if value is not None:
+                values.append(value)
+    intervals: list[tuple[float, float] | None] = []
+    for value, values, statistic in zip(observed, drawn, statistics, strict=True):
+        if value is None or not values:
+            intervals.append(None)
+            continue
+        values.sort()
+        if values[-1] - values[0] <= EQUAL_WITHIN:
+            intervals.append((settle(values[0]), settle(values[-1])))
+            continue
+        jackknife: list[float] = []
+        for vector, times in kinds.items():
+            left = statistic([t - u for t, u in zip(totals, vector, strict=True)])
+            if left is not None:
+                jackknife.extend([left] * times)
+        low_q, high_q = _bca_levels(jackknife, values, value, (1 - confidence) / 2)
+        intervals.append((settle(_percentile(values, low_q)), settle(_percentile(values, high_q))))
+    return intervals
+
+
 def _bca_levels(
-    differences: Sequence[float], means: Sequence[float], mean: float, alpha: float
+    left_out: Sequence[float], means: Sequence[float], mean: float, alpha: float
 ) -> tuple[float, float]:
-    """The quantiles of the bootstrap means that bound a BCa interval; the percentile
-    interval's (`alpha`, 1 - `alpha`) where the bias correction is infinite (every
-    resampled mean on one side of the observed one)."""
+    """The quantiles of the bootstrap statistics (`means`) that bound a BCa interval,
+    from the jackknife values `left_out` (the statistic with each unit left out once);
+    the percentile interval's (`alpha`, 1 - `alpha`) where the bias correction is
+    infinite (every resampled value on one side of the observed one)."""
     # The share of resampled means below the observed one, ties counted half.
     below = (bisect.bisect_left(means, mean) + bisect.bisect_right(means, mean)) / (2 * len(means))
     if below <= 0 or below >= 1:
         return alpha, 1 - alpha
     normal = NormalDist()
     z0 = normal.inv_cdf(below)
-    # The acceleration, from the jackknife means (each case left out once).
-    n = len(differences)
-    total = math.fsum(differences)
-    left_out = [(total - d) / (n - 1) for d in differences]
+    # The acceleration, from the jackknife values (each case left out once).
+    n = len(left_out)
+    if n == 0:
+        return alpha, 1 - alpha
     centre = math.fsum(left_out) / n
     spread = math.fsum((centre - t) ** 2 for t in left_out)
     accel = math.fsum((centre - t) ** 3 for t in left_out) / (6 * spread**1.5) if spread else 0.0

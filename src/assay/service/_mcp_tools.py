@@ -298,7 +298,65 @@ def _build() -> list[ToolSpec]:
         "evaluationDatasets", "evaluationDataset", "evaluation_dataset", "evaluation dataset"
     )
     tools += _crud_tools("personas", "persona", "persona", "persona")
+    tools += _label_tools()
     return tools
+
+
+LABEL_TARGET = {
+    "run": _string("A run id (or a unique prefix of one)."),
+    "case": _string("The case: its id, SET/ID, or ID#N for its Nth run."),
+    "metric": _string("The metric labelled."),
+}
+
+
+def _label_tools() -> list[ToolSpec]:
+    """People's labels on judged results (`service/labels_api.py`); the author is the
+    caller's API key's name."""
+    from assay.service import labels_api
+
+    def list_(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
+        case, metric = args.get("case"), args.get("metric")
+        return labels_api.list_labels(
+            ctx, _str_arg(args, "run"), case if isinstance(case, str) else None,
+            metric if isinstance(metric, str) else None,
+        )  # fmt: skip
+
+    def set_(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
+        body = {k: args[k] for k in ("metric", "label", "note") if k in args}
+        return labels_api.set_label(ctx, _str_arg(args, "run"), _str_arg(args, "case"), body,
+                                    labels_api.mcp_caller())  # fmt: skip
+
+    def delete(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
+        run, case, metric = (_str_arg(args, k) for k in ("run", "case", "metric"))
+        return labels_api.delete_label(ctx, run, case, metric, labels_api.mcp_caller())
+
+    label = {"type": ["string", "number", "boolean"],
+             "description": "pass, fail, or a score on the metric's scale"}  # fmt: skip
+    return [
+        _read_tool(
+            "list_labels",
+            "List people's labels of a run (or of one case, one metric).",
+            _schema(LABEL_TARGET, ["run"]),
+            list_,
+        ),
+        ToolSpec(
+            "set_label",
+            "Label one metric of one case of a run (replaces the caller's own label on it).",
+            _schema(
+                {**LABEL_TARGET, "label": label, "note": _string("Why.")},
+                ["run", "case", "metric", "label"],
+            ),
+            set_,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "delete_label",
+            "Remove the caller's own label on one metric of one case.",
+            _schema(LABEL_TARGET, ["run", "case", "metric"]),
+            delete,
+            destructive=True,
+        ),
+    ]
 
 
 TOOLS: dict[str, ToolSpec] = {tool.name: tool for tool in _build()}

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from assay.agents.base import Agent
-from assay.service import mcp_server, runs_api, schedules, wire
+from assay.service import labels_api, mcp_server, runs_api, schedules, wire
 from assay.service._logs import install_log_redaction
 from assay.service._threads import shorten_thread_turns
 from assay.service.auth import ApiKeyMiddleware, BodyLimitMiddleware
@@ -114,7 +114,7 @@ def create_app(
     app.include_router(collection_router)
     # Run routes go before the generic /v1/{name} routes, which would shadow them.
     # The scheduler after the runs' executor: it starts runs through it.
-    for install in (runs_api.install, schedules.install, mcp_server.install):
+    for install in (runs_api.install, labels_api.install, schedules.install, mcp_server.install):
         hook = install(app, ctx)
         if hook is not None:
             hooks.append(hook)
@@ -122,7 +122,8 @@ def create_app(
     # Google's own wire shapes (CES v1beta REST) over the same context.
     wire.install(app)
     # The viewer's pages (`assay view`) at /ui, behind the same API-key middleware.
-    app.mount("/ui", create_view_app(store))
+    # Without API keys (loopback only), its review queue writes labels as `assay view` does.
+    app.mount("/ui", create_view_app(store, local_writes=not auth))
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     if rate_limit is not None:
         # After the key check (it names the client), before the body is read.

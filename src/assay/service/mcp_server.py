@@ -30,6 +30,7 @@ from assay.service._mcp_arguments import ArgumentsChecker
 from assay.service._mcp_tools import TOOLS, ToolSpec
 from assay.service.context import ServiceContext
 from assay.service.errors import from_exception
+from assay.service.labels_api import CALLER, caller_of
 
 PATH = "/mcp"
 SERVER_NAME = "assay"
@@ -95,6 +96,8 @@ def build_server(ctx: ServiceContext) -> Server[Any]:
         _rc: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
+        # Who calls (a label's author); the worker thread runs in a copy of this context.
+        CALLER.set(caller_of(getattr(_rc.request, "scope", None) or {}))
         # The operations use the store synchronously: keep the event loop free.
         return await anyio.to_thread.run_sync(call_tool, ctx, params.name, arguments)
 

@@ -14,7 +14,8 @@ answers with a session cookie:
   form's of a short-lived login cookie's nonce); a post without it is refused (403).
 - `POST /ui/logout` (with its token) removes the cookie.
 
-The cookie is accepted for `/ui` pages only (the viewer only reads); the REST API keeps
+The cookie is accepted for `/ui` pages only (the viewer reads, and writes only the labels of
+its review queue, each form with the session's CSRF token); the REST API keeps
 requiring the Bearer key, and a Bearer key keeps working for `/ui` too.
 """
 

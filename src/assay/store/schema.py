@@ -12,6 +12,8 @@
   generation settings.
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
 - `store_secrets`: random keys the services keep per store (the page-token signing key).
+- `labels`: people's verdicts on one metric of one case run of a run (`store/labels.py`),
+  one per person and item; `label_history` every label set or deleted, in order.
 - `aligned_judges`: judges aligned to people's labels, by name and version.
 
 Changing anything here needs a new migration under `migrations/versions/`;
@@ -196,6 +198,49 @@ store_secrets = Table(
     # hex of random bytes; created once per store and never changed
     Column("value", String(128), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+labels = Table(
+    "labels",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    # The case run labelled, as `case_results` keys it ("" when it has no eval set).
+    Column("eval_set_id", String, nullable=False),
+    Column("case_id", String, nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("metric", String(256), nullable=False),
+    # Who gave it: the API key's name in the service, the OS user locally.
+    Column("author", String(256), nullable=False),
+    # "pass" / "fail", or a score on the metric's scale written as given ("0.75").
+    Column("label", String(64), nullable=False),
+    Column("score", Float),
+    # The verdict the label amounts to ("pass" / "fail"; a score against the threshold).
+    Column("verdict", String(8), nullable=False),
+    Column("note", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    # One label per person and item: labelling again replaces that person's own.
+    UniqueConstraint("run_id", "eval_set_id", "case_id", "run_index", "metric", "author"),
+)
+
+label_history = Table(
+    "label_history",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("eval_set_id", String, nullable=False),
+    Column("case_id", String, nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("metric", String(256), nullable=False),
+    Column("author", String(256), nullable=False),
+    # "set" (the label as it was then) or "delete" (label, verdict and note NULL)
+    Column("action", String(8), nullable=False),
+    Column("label", String(64)),
+    Column("verdict", String(8)),
+    Column("note", Text),
+    Column("at", UTCDateTime, nullable=False),
+    Index(None, "run_id", "case_id"),
 )
 
 aligned_judges = Table(

@@ -15,6 +15,7 @@ from assay.store.aligned_judges import AlignedJudgeRepository
 from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url, wal_checkpoints
 from assay.store.judge_cache import JudgeCache
+from assay.store.labels import LabelRepository
 from assay.store.resources import ResourceRepository
 from assay.store.runs import CaseKey, RunInfo, RunRepository
 from assay.store.schema import DEFAULT_APP, RunStatus
@@ -43,6 +44,8 @@ class Store:
         """Per-store secrets of the services (e.g. the page-token signing key)."""
         self.aligned_judges = AlignedJudgeRepository(engine, url)
         """Judges aligned to people's labels, by name and version (`assay judge align`)."""
+        self.labels = LabelRepository(engine, url)
+        """People's labels on judged results (`store/labels.py`)."""
 
     @classmethod
     def open(cls, url: str | None = None) -> Store:

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from assay.store import Store
 
 
-def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
-    """The viewer's FastAPI app over `store` (with `cases_root`: its authoring pages)."""
+def create_view_app(
+    store: Store, *, local_writes: bool = False, cases_root: Path | None = None
+) -> FastAPI:
+    """The viewer's FastAPI app over `store` (`local_writes`, `cases_root`: see `view.app`)."""
     from assay.view.app import create_view_app as create
 
-    return create(store, cases_root=cases_root)
+    return create(store, local_writes=local_writes, cases_root=cases_root)
 
 
 __all__ = ["create_view_app"]

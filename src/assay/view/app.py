@@ -6,20 +6,24 @@ Routes (each page has its own URL, so every view can be linked to):
   per eval set, and a form to compare selected runs;
 - `/runs/{run}` — the run's HTML report (the same page `assay report --html` writes);
   `/runs/{run}/cases/{key}` opens one case of it (`key` is `set/case#run`);
-- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first.
+- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first;
+- `/runs/{run}/review` — the review queue: people label the judged results one case at a
+  time (`view/review.py`); a POST there stores a label (the viewer's one write).
 
 `{run}` is an id, a unique prefix, `latest` or `latest~N`. Pages of a run still in
-progress reload themselves every few seconds. The app only reads the store; the local
-`assay view` also writes case runs into eval set files on request
-(`/runs/{run}/author/{key}`, `assay.view.cases`).
+progress reload themselves every few seconds. The app only reads the store, but for
+the labels of the review queue; the local `assay view` also writes case runs into eval
+set files on request (`/runs/{run}/author/{key}`, `assay.view.cases`).
 """
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
+import anyio.to_thread
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -27,10 +31,18 @@ from assay.errors import AssayError, InputError
 from assay.report.compare import compare_many
 from assay.report.html import page as report_page
 from assay.report.html import report_data
+from assay.session.label_calibration import stored_agreement
 from assay.store import RunNotFoundError, Store
+from assay.store.labels import (
+    LabelTargetNotFoundError,
+    LabelValueError,
+    judge_verdict,
+    local_author,
+)
 from assay.store.reading import find_run, load_result
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
+from assay.view import review
 from assay.view.pages import (
     ICON,
     compare_query,
@@ -76,11 +88,25 @@ def previous_run(store: Store, info: RunInfo) -> RunInfo | None:
     return None
 
 
-def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
-    """The viewer over `store` (which the caller opens and closes). With `cases_root`
-    (the local `assay view`), case pages offer to write the case run into an eval set
-    file under that folder (`assay.view.cases`)."""
+def _author(request: Request) -> str:
+    """Who is looking: the API key's name behind `/ui`, the OS user in `assay view`."""
+    key = request.scope.get("state", {}).get("api_key")
+    return str(key.name) if key is not None else local_author()
+
+
+def create_view_app(
+    store: Store, *, local_writes: bool = False, cases_root: Path | None = None
+) -> FastAPI:
+    """The viewer over `store` (which the caller opens and closes).
+
+    `local_writes`: the review queue's labels may be written with a token made now and
+    held in the viewer's own pages, from a loopback `Host` (`assay view`, and `assay
+    serve` without API keys); otherwise only behind the service's login (`view/review.py`).
+    With `cases_root` (the local `assay view`), case pages offer to write the case run
+    into an eval set file under that folder (`assay.view.cases`).
+    """
     app = FastAPI(title="assay view", docs_url=None, redoc_url=None, openapi_url=None)
+    local_token = secrets.token_urlsafe(32) if local_writes else None
     if cases_root is not None:
         from assay.view.cases import add_case_routes
 
@@ -88,8 +114,68 @@ def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> Response:
-        status = 404 if isinstance(exc, RunNotFoundError) else 400
+        status = 404 if isinstance(exc, RunNotFoundError | LabelTargetNotFoundError) else 400
+        if isinstance(exc, review.WriteRefused):
+            status = 403
         return _error(request, status, str(exc))
+
+    def _review(request: Request, ref: str, case: str, view: str, metric: str,
+                message: str = "", status: int = 200) -> HTMLResponse:  # fmt: skip
+        if view not in review.FILTERS:
+            raise InputError(f"filter={view!r}: expected one of {', '.join(review.FILTERS)}")
+        info = find_run(store, ref)
+        cases = review.load_cases(store, info.id)
+        token = _csrf(request) or local_token or ""
+        body = review.review_page(
+            base=_base(request), run_id=info.id, cases=cases, ref=case, view=view,
+            metric=metric, author=_author(request), token=token, message=message,
+        )  # fmt: skip
+        page = layout(f"assay view · review {info.id}", body, base=_base(request),
+                      csrf=_csrf(request))  # fmt: skip
+        return HTMLResponse(page, status_code=status)
+
+    @app.get("/runs/{ref}/review", response_class=HTMLResponse)
+    def review_queue(
+        request: Request, ref: str, case: str = "", filter: str = "unlabelled", metric: str = ""
+    ) -> HTMLResponse:
+        return _review(request, ref, case, filter, metric)
+
+    @app.post("/runs/{ref}/review", response_class=HTMLResponse)
+    async def review_label(request: Request, ref: str) -> Response:
+        form = review.read_form(await request.body())
+        if form is None:
+            raise InputError("the label form is too large or not a form")
+        author = review.check_writer(request.scope, form, local_token, _author(request))
+        view = form.get("filter", "unlabelled")
+        metric_filter = form.get("metric_filter", "")
+        case, metric = form.get("case", ""), form.get("metric", "")
+        return await anyio.to_thread.run_sync(
+            lambda: _store_label(request, ref, form, author, (case, metric, view, metric_filter))
+        )
+
+    def _store_label(request: Request, ref: str, form: dict[str, str], author: str,
+                     where: tuple[str, str, str, str]) -> Response:  # fmt: skip
+        case, metric, view, metric_filter = where
+        info = find_run(store, ref)
+        target = store.labels.find_case(info.id, case)
+        result = target.metric(metric)
+        try:
+            value = review.label_value(form, judge_verdict(result))
+            store.labels.set_label(info.id, target, metric=metric, label=value, author=author,
+                                   note=form.get("note"))  # fmt: skip
+        except (InputError, LabelValueError) as exc:
+            return _review(request, ref, target.ref, view, metric_filter, str(exc), 400)
+        # The same case while it holds an item you have not labelled yet, else the next
+        # case of the queue.
+        cases = review.load_cases(store, info.id)
+        here = [c for c in cases if c.ref == target.ref]
+        stay = bool(review.queue(here, "unlabelled", metric_filter, author))
+        following = (
+            target.ref if stay else review.next_ref(cases, target.ref, view, metric_filter, author)
+        )
+        url = review.review_url(_base(request), info.id, filter=view, metric=metric_filter,
+                                case=following)  # fmt: skip
+        return RedirectResponse(url, status_code=303)
 
     @app.get("/", response_class=HTMLResponse)
     def runs(
@@ -150,12 +236,15 @@ def create_view_app(store: Store, *, cases_root: Path | None = None) -> FastAPI:
             if info.status in _UNFINISHED
             else ""
         )
+        agreement = review.agreement_section(
+            _base(request), info.id, stored_agreement(store, info.id)
+        )
         return HTMLResponse(
             report_page(
                 str(data["header"]["title"]),
                 data,
                 extra_head=head,
-                nav=nav(_base(request), _csrf(request)),
+                nav=nav(_base(request), _csrf(request)) + agreement,
             )
         )
 

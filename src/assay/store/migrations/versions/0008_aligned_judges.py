@@ -1,7 +1,7 @@
 """Aligned judges: a judge model with guidelines and examples learned from labels.
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-02 02:30:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import assay.store.types
 
 revision: str = "0008"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | tuple[str, ...] | None = None
 depends_on: str | tuple[str, ...] | None = None
 
