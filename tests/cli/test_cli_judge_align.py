@@ -327,32 +327,6 @@ def test_usage_errors_exit_2_naming_the_field(
     assert message in " ".join(result.output.split())
 
 
-def test_from_store_without_the_labels_table_says_what_to_do(tmp_path: Path) -> None:
-    try:
-        import assay.store.labels  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("the store keeps labels in this build: tests/store cover --from-store")
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    result = runner.invoke(
-        app,
-        [
-            "judge",
-            "align",
-            "--from-store",
-            "--metric",
-            METRIC,
-            "--judge",
-            "openai:x",
-            "--store",
-            store,
-        ],
-    )
-    assert result.exit_code == 2
-    assert "labels table" in result.output
-
-
 def test_the_python_api_runs_with_an_aligned_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -397,57 +371,34 @@ def test_a_judge_that_never_answers_usably_exits_1_saying_why(tmp_path: Path) ->
     assert listed == []
 
 
-def test_from_store_aligns_on_the_labels_people_gave(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--from-store` through the interface the labels part provides
-    (`assay.store.labels.label_pairs`), stood in here by a module of the same shape
-    until the two branches meet; two people label each item, a third disagrees once."""
-    import sys
-    import types
-    from dataclasses import dataclass
-
+def test_from_store_aligns_on_the_labels_people_gave(tmp_path: Path) -> None:
+    """`--from-store` on labels people stored (`assay.store.labels`): a real judged run
+    of the 60 items in a SQLite store, two people labelling each item as the truth
+    has it and a third disagreeing once (the majority wins)."""
     from assay.store import Store
 
-    @dataclass(frozen=True)
-    class LabelledItem:
-        run_id: str
-        case_id: str
-        metric: str
-        author: str
-        label: str
-        score: float | None
-        note: str | None
-        inputs: dict[str, str]
-
     rows = labelled_rows()
+    labels = write_labels(tmp_path / "labels.jsonl", rows)
     store = f"sqlite:///{tmp_path / 'assay.db'}"
-    with Store.open(store) as db:
-        run_id = db.start_run(eval_set_ids=["s"], metrics=[METRIC], config={}, agent=None, runs=1)
-    asked: list[dict[str, Any]] = []
-
-    def label_pairs(db: Store, *, metric: str, runs: list[str] | None) -> list[LabelledItem]:
-        asked.append({"metric": metric, "runs": runs})
-        items = []
-        for row in rows:
-            inputs = {k: row[k] for k in ("prompt", "reference", "response")}
-            verdict = "pass" if row["label"] == "valid" else "fail"
-            for author in ("ann", "bob"):
-                items.append(
-                    LabelledItem(run_id, row["id"], metric, author, verdict, None, None, inputs)
-                )
-        flipped = "fail" if items[0].label == "pass" else "pass"
-        items.append(replace_label(items[0], "cy", flipped))
-        return items
-
-    def replace_label(item: LabelledItem, author: str, label: str) -> LabelledItem:
-        return LabelledItem(**{**item.__dict__, "author": author, "label": label})
-
-    fake = types.ModuleType("assay.store.labels")
-    fake.label_pairs = label_pairs  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "assay.store.labels", fake)
     stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
     with JudgeServer(stand_in) as server:
+        ran = runner.invoke(
+            app,
+            ["eval", str(labels), "-m", METRIC, "--judge", "openai:stand-in", "--store", store],
+            env={"COLUMNS": "200", "OPENAI_BASE_URL": server.openai_base_url},
+        )  # fmt: skip
+        assert ran.exit_code in (0, 1), ran.output
+        with Store.open(store) as db:
+            run_id = db.find_run("latest").id
+            for i, row in enumerate(rows):
+                verdict = "pass" if row["label"] == "valid" else "fail"
+                for author in ("ann", "bob"):
+                    db.labels.set_label(run_id, row["id"], metric=METRIC, label=verdict,
+                                        author=author)  # fmt: skip
+                if i == 0:
+                    other = "fail" if verdict == "pass" else "pass"
+                    db.labels.set_label(run_id, row["id"], metric=METRIC, label=other,
+                                        author="cy")  # fmt: skip
         result = runner.invoke(
             app,
             [
@@ -457,7 +408,6 @@ def test_from_store_aligns_on_the_labels_people_gave(
             ],
         )  # fmt: skip
     report = _json(result)
-    assert asked == [{"metric": METRIC, "runs": [run_id]}]
     assert report["items"] == 60 and report["left_out"] == []
     assert report["verdict"] == "gain" and report["stored"] == f"{METRIC}@1"
     missing = runner.invoke(

@@ -213,18 +213,9 @@ def _file_labels(path: Path | None) -> LabelledSet:
 
 
 def _store_labels(db: Store, metric: str, runs: list[str]) -> tuple[LabelledSet, list[str]]:
-    """The labels people gave in the store for `metric` (issue #35's labels table)."""
-    import importlib
-
-    try:
-        # The labels table comes with issue #35's labels (another part of the issue).
-        label_pairs = importlib.import_module("assay.store.labels").label_pairs
-    except (ImportError, AttributeError):
-        raise ConfigError(
-            "--from-store needs the labels table of the store, which this build of assay"
-            " does not have: export the labels as JSONL and give the file instead"
-        ) from None
+    """The labels people gave in the store for `metric` (`assay labels`, the review queue)."""
     from assay.session.align import labelled_set_from_items
+    from assay.store.labels import label_pairs
 
     run_ids = [db.find_run(ref).id for ref in runs] or None
     items = label_pairs(db, metric=metric, runs=run_ids)
