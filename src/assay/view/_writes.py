@@ -1,5 +1,8 @@
 """The local viewer's protection of the routes that write: a per-process token.
 
+Both writers of the viewer use it: the review queue's labels (`view/review.py`, which
+also accepts the login session of `/ui`) and the authoring pages (`view/cases.py`).
+
 `assay view` has no login (it listens on loopback only), so a page it serves carries a
 random token of the process in each form that posts; a post is accepted only with
 that token (compared in constant time), only on a loopback `Host` (a page of another
@@ -17,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Request
 
+from assay.errors import AssayError
 from assay.view.pages import esc
 
 #: the viewer's forms hold a file path and a few words
@@ -40,15 +44,32 @@ def _loopback(host: str) -> bool:
         return False
 
 
-class WriteRefused(Exception):
+class WriteRefused(AssayError):
     """A post without the process's token, from another origin or host (403)."""
+
+
+def loopback_host(header: str) -> bool:
+    """Whether a `Host` header names `localhost` or a loopback address."""
+    return _loopback(_host_name(header))
+
+
+def parse_form(body: bytes, limit: int = MAX_FORM_BYTES) -> dict[str, str] | None:
+    """An urlencoded form (first value of each field); None when over `limit` bytes or
+    not UTF-8."""
+    if len(body) > limit:
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
 
 class WriteGuard:
     """The token of one viewer process, and the check of a post against it."""
 
-    def __init__(self) -> None:
-        self.token = secrets.token_urlsafe(32)
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(32)
 
     def field(self) -> str:
         """The hidden form field carrying the token."""
@@ -56,20 +77,15 @@ class WriteGuard:
 
     async def form(self, request: Request) -> dict[str, str]:
         """The posted form's fields (one value each), once the post is checked."""
-        host = _host_name(request.headers.get("host") or "")
-        if not _loopback(host):
+        host = request.headers.get("host") or ""
+        if not loopback_host(host):
             raise WriteRefused(f"writes are served on a loopback address only, not {host!r}")
         origin = request.headers.get("origin")
         if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
             raise WriteRefused(f"a post from another origin ({origin}) is refused")
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise WriteRefused("the form is larger than any the viewer sends")
-        try:
-            fields = parse_qs(body.decode("utf-8"), keep_blank_values=True)
-        except UnicodeDecodeError:
-            raise WriteRefused("the form is not UTF-8") from None
-        form = {k: v[0] for k, v in fields.items()}
+        form = parse_form(await request.body())
+        if form is None:
+            raise WriteRefused("the form is larger than any the viewer sends, or not UTF-8")
         if not hmac.compare_digest(form.get("csrf", ""), self.token):
             raise WriteRefused("the form has no valid token of this viewer: reload the page")
         return form

@@ -18,7 +18,6 @@ set files on request (`/runs/{run}/author/{key}`, `assay.view.cases`).
 
 from __future__ import annotations
 
-import secrets
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -43,6 +42,7 @@ from assay.store.reading import find_run, load_result
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
 from assay.view import review
+from assay.view._writes import WriteGuard, WriteRefused
 from assay.view.pages import (
     ICON,
     compare_query,
@@ -106,16 +106,18 @@ def create_view_app(
     into an eval set file under that folder (`assay.view.cases`).
     """
     app = FastAPI(title="assay view", docs_url=None, redoc_url=None, openapi_url=None)
-    local_token = secrets.token_urlsafe(32) if local_writes else None
+    # One token per viewer process for both of its writers (`view/_writes.py`).
+    guard = WriteGuard()
+    local_token = guard.token if local_writes else None
     if cases_root is not None:
         from assay.view.cases import add_case_routes
 
-        add_case_routes(app, store, root=cases_root)
+        add_case_routes(app, store, root=cases_root, guard=guard)
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> Response:
         status = 404 if isinstance(exc, RunNotFoundError | LabelTargetNotFoundError) else 400
-        if isinstance(exc, review.WriteRefused):
+        if isinstance(exc, WriteRefused):
             status = 403
         return _error(request, status, str(exc))
 

@@ -57,9 +57,12 @@ def _diff_html(diff: str) -> str:
     return '<pre class="diff" id="diff">' + "\n".join(lines) + "</pre>"
 
 
-def add_case_routes(app: FastAPI, store: Store, *, root: Path) -> None:
-    """Mount the authoring pages on the viewer `app`; files are written under `root`."""
-    guard = WriteGuard()
+def add_case_routes(
+    app: FastAPI, store: Store, *, root: Path, guard: WriteGuard | None = None
+) -> None:
+    """Mount the authoring pages on the viewer `app`; files are written under `root`,
+    posts checked by `guard` (the viewer's one token; a new one when not given)."""
+    guard = guard or WriteGuard()
     folder = root.resolve()
 
     def base(request: Request) -> str:

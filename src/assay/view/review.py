@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
 from assay.errors import AssayError
 from assay.metrics.judged.base import JudgedMetric
@@ -45,6 +45,7 @@ from assay.store.labels import (
     rationale,
     sample_scores,
 )
+from assay.view._writes import WriteRefused, loopback_host, parse_form
 from assay.view.pages import esc
 
 FILTERS = {
@@ -56,10 +57,6 @@ FILTERS = {
 #: a label form is small; a larger body is refused
 MAX_FORM_BYTES = 65_536
 CSRF_FIELD = "csrf_token"
-
-
-class WriteRefused(AssayError):
-    """A label post without proof it came from the viewer's own page (answered 403)."""
 
 
 @dataclass(frozen=True)
@@ -189,27 +186,15 @@ def check_writer(
         raise WriteRefused("labels cannot be written through this viewer")
     if not hmac.compare_digest(sent.encode(), local_token.encode()):
         raise WriteRefused("this form did not come from this viewer (no valid token): reload")
-    if not _loopback_host(scope):
+    headers = dict(scope.get("headers") or [])
+    if not loopback_host(headers.get(b"host", b"").decode("latin-1")):
         raise WriteRefused("labels are written only through a loopback address of the viewer")
     return author
 
 
-def _loopback_host(scope: Mapping[str, Any]) -> bool:
-    headers = dict(scope.get("headers") or [])
-    host = headers.get(b"host", b"").decode("latin-1").lower()
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-    return name in ("localhost", "[::1]") or name.startswith("127.")
-
-
 def read_form(body: bytes) -> dict[str, str] | None:
-    """An urlencoded form (first value of each field); None when too large or not one."""
-    if len(body) > MAX_FORM_BYTES:
-        return None
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
+    """A label form (first value of each field); None when too large or not one."""
+    return parse_form(body, MAX_FORM_BYTES)
 
 
 def label_value(form: Mapping[str, str], judge: str | None) -> str:
