@@ -55,7 +55,9 @@ class AgentTally:
 class StreamedReports:
     """A streamed run's reports and what it counts, fed each case run in file order.
 
-    `keep` failing case runs are kept for the outcome (every one with `keep_all`)."""
+    `keep` failing case runs are kept for the outcome (every one with `keep_all`).
+    `agent_run` False: recorded rows (a streamed run's resumed cases), no agent columns.
+    """
 
     metrics: Sequence[Metric]
     run_id: str | None
@@ -66,6 +68,7 @@ class StreamedReports:
     tally: Tally
     keep: int
     keep_all: bool
+    agent_run: bool = True
     agent: AgentTally = field(default_factory=AgentTally)
     kept: list[CaseResult] = field(default_factory=list)
 
@@ -73,14 +76,15 @@ class StreamedReports:
         from assay.report.json_report import case_to_adk
 
         self.tally.add(case)
-        self.agent.add(case)
+        if self.agent_run:
+            self.agent.add(case)
         set_id = case.eval_set_id or ""
         if self.json is not None:
             self.json.add_case(
                 case_to_adk(case, run_id=self.run_id, eval_set_file=self.set_files.get(set_id))
             )
         if self.spool is not None:
-            for row in case_rows(case, self.metrics, True):
+            for row in case_rows(case, self.metrics, self.agent_run):
                 self.spool.add(row)
         if self.junit is not None:
             self.junit.add_case(case, set_id)
