@@ -67,12 +67,6 @@ class Schedule(Generic[JobT, ResultT]):
         self.in_order = in_order
         self.window = window
         self._held: deque[_Taken[ResultT]] = deque()
-        self._taken = 0
-
-    @property
-    def taken(self) -> int:
-        """Jobs taken from the input so far."""
-        return self._taken
 
     @property
     def waiting(self) -> int:
@@ -85,7 +79,7 @@ class Schedule(Generic[JobT, ResultT]):
 
     async def run(self, jobs: Iterable[JobT]) -> None:
         """Run every job of `jobs` (read lazily); return when all are done."""
-        source = iter(jobs)
+        source = enumerate(jobs)
         slots = self.workers
         if isinstance(jobs, Sized):
             slots = max(1, min(slots, len(jobs)))
@@ -93,13 +87,6 @@ class Schedule(Generic[JobT, ResultT]):
         window = self.window
         held = self._held
         ordered = self.in_order is not None
-
-        def take() -> tuple[int, JobT] | None:
-            for job in source:
-                index = self._taken
-                self._taken += 1
-                return index, job
-            return None
 
         def release() -> None:
             assert self.in_order is not None
@@ -112,7 +99,7 @@ class Schedule(Generic[JobT, ResultT]):
                 if window is not None and len(held) >= window:
                     async with room:
                         await room.wait_for(lambda: len(held) < window)
-                next_job = take()
+                next_job = next(source, None)
                 if next_job is None:
                     return
                 index, job = next_job

@@ -182,7 +182,7 @@ class AgentStreamingRun(StreamSettings):
             outcome.interrupted = True
             # What finished before the stop is stored: it joins the partial reports.
             for _, result in schedule.held():
-                reports.write(result)
+                outputs.in_order(result)
             self._end(outcome, reports)
             raise
         except BaseException as exc:
