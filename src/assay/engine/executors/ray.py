@@ -10,9 +10,9 @@ worker ever needs the store or the judge's credentials. The driver alone records
 results (through `RunSession`), so the store's content is the same as a local run's.
 
 At most `workers` (the run's concurrency) tasks are in flight, one per slot of the
-run's scheduler (`assay.engine.schedule`); each takes `num_cpus`
-of the cluster. A task that raises or whose worker dies (after Ray's retries for lost
-workers) fails its case runs with the error, not the run. Cancelling the run (Ctrl-C,
+run's scheduler (`assay.engine.schedule`); each takes `num_cpus` of the cluster. A task
+that raises or whose worker dies (after Ray's retries for lost workers) fails its case
+runs with the error, not the run. Cancelling the run (Ctrl-C,
 SIGTERM) cancels the tasks in flight.
 """
 
