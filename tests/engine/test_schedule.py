@@ -149,6 +149,29 @@ def test_a_failing_job_is_raised_as_itself_and_loses_no_finished_result() -> Non
     assert schedule.held() == [(1, "r1"), (2, "r2")]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    yields=st.lists(st.integers(0, 12), min_size=1, max_size=30),
+    workers=st.integers(1, 5),
+    extra=st.integers(0, 5),
+)
+def test_whatever_job_fails_every_finished_result_is_released_or_held(
+    data: st.DataObject, yields: list[int], workers: int, extra: int
+) -> None:
+    fail = data.draw(st.integers(0, len(yields) - 1), label="fail")
+    log = _Log()
+    schedule = _schedule(log, yields, workers, workers + extra, fail=fail)
+    with pytest.raises(RuntimeError, match=f"case run {fail} broke"):
+        asyncio.run(schedule.run(log.jobs(yields)))
+    held = [i for i, _ in schedule.held()]
+    assert fail not in log.done
+    assert len(set(log.done)) == len(log.done)  # none twice
+    assert log.released == list(range(len(log.released)))  # a prefix, in order
+    assert sorted(log.done) == sorted(log.released + held)  # none lost
+    assert held == sorted(held)
+
+
 def test_a_cancelled_schedule_holds_what_finished_behind_an_unfinished_job() -> None:
     async def main() -> tuple[_Log, Schedule[int, str]]:
         gate = asyncio.Event()
@@ -225,3 +248,25 @@ def test_bad_settings_are_refused() -> None:
         Schedule(work, workers=2, window=4)  # a window needs in_order
     with pytest.raises(ValueError, match="window"):
         Schedule(work, workers=2, in_order=lambda i, r: None, window=0)
+
+
+def test_a_result_its_done_refused_is_not_released_and_the_error_is_raised() -> None:
+    """`done` raising (a store refusing a result) stops the run with that error; that
+    result is never released to the reports, nor held as finished."""
+    released: list[int] = []
+
+    async def work(job: int) -> int:
+        await asyncio.sleep(0)
+        return job
+
+    def done(i: int, result: int) -> None:
+        if i == 2:
+            raise OSError("disk full")
+
+    schedule: Schedule[int, int] = Schedule(
+        work, workers=1, done=done, in_order=lambda i, r: released.append(i), window=3
+    )
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(schedule.run(range(6)))
+    assert released == [0, 1]
+    assert schedule.held() == []
