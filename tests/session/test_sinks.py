@@ -1,5 +1,6 @@
-"""A session hands its finished run to its sinks: in order, reports before other tools,
-partial results only to the sinks that take them."""
+"""A session hands each finished case run to every output (`CaseOutputs`: the store
+first, then the observers) and its finished run to its sinks: in order, reports before
+other tools, partial results only to the sinks that take them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from assay.engine.aggregate import build_result
+from assay.engine.runner import score_recorded
 from assay.metrics import build_metric
 from assay.model import EvalCase, EvalSet, Turn
+from assay.model.results import CaseResult, EvalResult
 from assay.session.run_session import RunSession
-from assay.session.sinks import FinishedRun, ReportFiles
-from assay.store import Store
+from assay.session.sinks import CaseOutputs, FinishedRun, ReportFiles
+from assay.store import Store, StoreRecorder
 
 
 @dataclass
@@ -121,3 +125,50 @@ def test_arun_delivers_too() -> None:
     )
     asyncio.run(session.arun())
     assert log == [("s", 2, False, [])]
+
+
+class _StoredFirst:
+    """An observer that checks each result is in the store when it hears of it."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.events: list[str] = []
+
+    def on_start(self, total: int) -> None:
+        self.events.append(f"start {total}")
+
+    def on_case_done(self, result: CaseResult) -> None:
+        stored = {key[1] for key in self.store.completed_case_keys(self.run_id)}
+        assert result.case_id in stored, "shown before it was stored"
+        self.events.append(f"done {result.case_id}")
+
+    def on_finish(self, result: EvalResult) -> None:
+        status = self.store.get_run(self.run_id).status
+        self.events.append(f"finish {status}")
+
+
+def test_case_outputs_store_each_result_before_the_observers_hear_of_it(tmp_path: Path) -> None:
+    metrics = [build_metric("response_match_score", 0.5)]
+    cases = [score_recorded(c, metrics, eval_set_id="s") for c in _evalset(3).cases]
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        run_id = store.start_run(
+            eval_set_ids=["s"], metrics=["response_match_score"], config={}, agent=None, runs=1
+        )
+        # Every result durable on return (as an agent's are), so the order is visible.
+        recorder = StoreRecorder(store, run_id, durable_after_s=0)
+        observer = _StoredFirst(store, run_id)
+        collected: list[CaseResult] = []
+        outputs = CaseOutputs(recorder, [observer], collected=collected)
+        outputs.on_start(3)
+        for case in cases:
+            outputs.on_case_done(case)
+        outputs.on_finish(build_result(cases, metrics, agent_run=False))
+        assert store.get_run(run_id).status == "COMPLETED"
+    assert observer.events == ["start 3", "done c0", "done c1", "done c2", "finish COMPLETED"]
+    assert collected == cases
+    # Without a collector (a streamed run) nothing is kept; in_order counts what it wrote.
+    bare = CaseOutputs()
+    for case in cases:
+        bare.on_case_done(case)
+        bare.in_order(case)
+    assert bare.collected is None and bare.written == 3

@@ -3,16 +3,17 @@
 `assay eval rows.jsonl --agent ...` (`cli.eval_stream`, `run`: its own event loop) and
 `assay.evaluate` / `await assay.aevaluate(rows_path, agent=...)` (`api_stream`, `arun`:
 the caller's loop) take this path when every input is a row file and nothing needs
-every case at once. The agent's slots are kept full:
-rows are read ahead as slots free, at most `read_ahead` case runs at a time (the
-window, `READ_AHEAD` × concurrency by default) — never in batches whose slowest case
-idles the other slots. Each finished case run is scored and stored through the run's
-`RunSession` at once (a slow one durable before its slot takes new work, as a loaded
-run stores it), then written to the reports (`--out`, `--csv`, `--junit`), counted into
-the summary and dropped. The reports are written in file order, as the loaded and the
-recorded streamed runs write them: a case run that finishes before an earlier one waits
-in the window, which is the reorder buffer's bound too — when the earliest case run is
-slow, reading stops once the window is full of finished ones behind it.
+every case at once. The run's scheduler (`engine.schedule`, the loaded run's too)
+keeps the agent's slots full: rows are read ahead as slots free, at most `read_ahead`
+case runs at a time (the window, `READ_AHEAD` × concurrency by default) — never in
+batches whose slowest case idles the other slots. Each finished case run is scored and
+stored through the run's `CaseOutputs` at once (a slow one durable before its slot
+takes new work, as a loaded run stores it), then written to the reports (`--out`,
+`--csv`, `--junit`), counted into the summary and dropped. The reports are written in
+file order, as the loaded and the recorded streamed runs write them: a case run that
+finishes before an earlier one waits in the window, which is the reorder buffer's
+bound too — when the earliest case run is slow, reading stops once the window is full
+of finished ones behind it.
 
 The run is the loaded path's: the same identity (either resumes the other's
 interrupted run), case ids, scores, stored documents, reports and summary; a malformed
@@ -25,18 +26,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from array import array
-from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.base import Agent, app_details_of
-from assay.engine.aggregate import agent_columns, case_latencies, case_rows, row_count
 from assay.engine.case_run import CaseJob, CaseRunContext, evaluate_case_run
 from assay.engine.judging import JudgeRunOptions, run_registry
 from assay.engine.options import RunOptions
+from assay.engine.schedule import Schedule
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats.row_columns import warn_misspelt_row_columns
@@ -44,13 +43,12 @@ from assay.formats.stream import RowFile, batch_cases
 from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
 from assay.redact import redact
+from assay.session.sinks import CaseOutputs, StreamedReports
 from assay.session.streaming import StreamOutcome, StreamSettings, finish_reports
 
 if TYPE_CHECKING:
     from assay.engine import RunObserver
     from assay.metrics.base import Metric
-    from assay.report.json_stream import JsonReportWriter, RowSpool
-    from assay.report.junit_stream import JUnitStreamWriter
 
 READ_AHEAD = 4
 """Case runs read ahead per slot: enough that a slot never waits for reading, few
@@ -62,21 +60,6 @@ most this many rows besides the window, and an awaiting caller's event loop is h
 only briefly per read (ten times as many rows at a time stalled it several times longer
 at p99 for the same CPU per row: bench/README.md)."""
 _STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
-
-
-class AgentTally:
-    """An agent run's latency and failure columns, row by row, as numbers only."""
-
-    def __init__(self) -> None:
-        self.latencies: array[float] = array("d")
-        self.failures: array[float] = array("d")
-
-    def add(self, case: CaseResult) -> None:
-        self.latencies.extend(case_latencies(case))
-        self.failures.extend([float(case.failure)] * row_count(case))
-
-    def columns(self) -> dict[str, Any]:
-        return agent_columns(self.latencies, self.failures)
 
 
 @contextmanager
@@ -107,65 +90,6 @@ def _sigterm_cancels(task: asyncio.Task[None]) -> Iterator[None]:
 
 
 @dataclass
-class _Slot:
-    """One case run of the window: its job, then its result until it is written."""
-
-    job: CaseJob
-    result: CaseResult | None = None
-
-
-@dataclass
-class _Writers:
-    """The run's report writers and what it counts, fed in file order."""
-
-    metrics: Sequence[Metric]
-    run_id: str | None
-    set_files: dict[str, str]
-    json: JsonReportWriter | None
-    spool: RowSpool | None
-    junit: JUnitStreamWriter | None
-    tally: Tally
-    keep: int
-    keep_all: bool
-    agent: AgentTally = field(default_factory=AgentTally)
-    kept: list[CaseResult] = field(default_factory=list)
-
-    def write(self, case: CaseResult) -> None:
-        from assay.report.json_report import case_to_adk
-
-        self.tally.add(case)
-        self.agent.add(case)
-        set_id = case.eval_set_id or ""
-        if self.json is not None:
-            self.json.add_case(
-                case_to_adk(case, run_id=self.run_id, eval_set_file=self.set_files.get(set_id))
-            )
-        if self.spool is not None:
-            for row in case_rows(case, self.metrics, True):
-                self.spool.add(row)
-        if self.junit is not None:
-            self.junit.add_case(case, set_id)
-        if self.keep_all or (len(self.kept) < self.keep and case.status is not Status.PASSED):
-            self.kept.append(case)
-
-    def summary(self) -> dict[str, Any]:
-        # `summarize`'s key order: rows and metrics, the agent's columns, the statuses.
-        return {
-            **self.tally.summary(self.metrics),
-            **self.agent.columns(),
-            **self.tally.status_columns(),
-        }
-
-    def discard(self) -> None:
-        if self.json is not None:
-            self.json.discard()
-        if self.spool is not None:
-            self.spool.close()
-        if self.junit is not None:
-            self.junit.discard()
-
-
-@dataclass
 class AgentStreamingRun(StreamSettings):
     """One streamed agent run of `files` (see the module docstring).
 
@@ -191,7 +115,6 @@ class AgentStreamingRun(StreamSettings):
         self._session = self.open_session(self.metrics, self.identity)
         self._done = 0
         self._error: InputError | None = None
-        self._reading = False
         self.outcome: StreamOutcome | None = None
         """What the run did, once it ended (also when `arun` was cancelled)."""
 
@@ -239,109 +162,80 @@ class AgentStreamingRun(StreamSettings):
         if busy is not None and self.notify is not None:
             self.notify(busy)
         keep_all = total <= self.keep_all_up_to
-        writers = self._writers(run_id, total if keep_all else self.keep_failing, keep_all)
+        reports = self._reports(run_id, total if keep_all else self.keep_failing, keep_all)
         for case in previous:  # the resumed run's results join the summary and reports
-            writers.write(case)
+            reports.write(case)
         self._done = len(previous)
-        outcome = StreamOutcome(run_id, {}, writers.tally, writers.kept, total, kept_all=keep_all)
+        outcome = StreamOutcome(run_id, {}, reports.tally, reports.kept, total, kept_all=keep_all)
         to_do = max(total - self._session.done_before, 0)
-        self._session.start_recording(to_do)
+        # The store, then the observers, told as the engine tells them: the runs to do.
+        outputs = self._session.case_outputs(self.observers, reports=reports)
         if self.progress is not None:
             self.progress.on_start(total)
-        window: deque[_Slot] = deque()
+        schedule = self._schedule(outputs)
         try:
-            for observer in self.observers:  # as the engine tells them: the runs to do
-                observer.on_start(to_do)
-            await self._drive(window, writers)
+            outputs.on_start(to_do)
+            # The agent's models find their pacing in the registry.
+            with registry_in_context(run_registry(self.judges, self.options.concurrency)):
+                await schedule.run(self._read(self._jobs()))
         except (KeyboardInterrupt, asyncio.CancelledError):
             outcome.interrupted = True
-            self._end(outcome, writers, window)
+            # What finished before the stop is stored: it joins the partial reports.
+            for _, result in schedule.held():
+                outputs.in_order(result)
+            self._end(outcome, reports)
             raise
         except BaseException as exc:
             self._session.mark_error(redact(f"{type(exc).__name__}: {exc}"))
-            writers.discard()
+            reports.discard()
             raise
-        self._end(outcome, writers, window)
+        self._end(outcome, reports)
         return outcome
 
-    def _end(self, outcome: StreamOutcome, writers: _Writers, window: deque[_Slot]) -> None:
-        if outcome.interrupted:
-            # What finished before the stop is stored: it joins the partial reports.
-            for slot in window:
-                if slot.result is not None:
-                    writers.write(slot.result)
-        window.clear()
+    def _end(self, outcome: StreamOutcome, reports: StreamedReports) -> None:
         if self._error is not None:
             outcome.error, outcome.interrupted = self._error, True
-        outcome.summary = writers.summary()
-        self._finish(outcome, writers)
+        outcome.summary = reports.summary()
+        self._finish(outcome, reports)
         self.outcome = outcome
 
     # -- the window ------------------------------------------------------------------
 
-    async def _drive(self, window: deque[_Slot], writers: _Writers) -> None:
-        """`concurrency` slots, each taking the next row while the window has room;
-        the slot that finishes the window's head writes it and what finished behind it,
-        in file order. A slot goes straight on to its next row (no task or wake-up per
-        case run: the loaded path's `LocalExecutor` runs its slots the same way)."""
-        registry = run_registry(self.judges, self.options.concurrency)
+    def _schedule(self, outputs: CaseOutputs) -> Schedule[CaseJob, CaseResult]:
+        """`concurrency` slots of the run's scheduler, each taking the next row while
+        the window has room; each result is stored and shown as it completes (before
+        its slot takes new work: a kill re-runs only the case runs in flight), and
+        written to the reports in file order."""
         ctx = CaseRunContext(
             self.metrics, self.agent, self.options, None, app_details_of(self.agent)
         )
-        jobs = self._jobs()
-        room = asyncio.Condition()
-        size = self.window
 
-        def next_job() -> CaseJob | None:
-            if self._reading:
-                try:
-                    return next(jobs)
-                except StopIteration:
-                    self._reading = False
-                except InputError as exc:  # the case runs before it still finish
-                    self._error, self._reading = exc, False
-            return None
+        def done(_index: int, result: CaseResult) -> None:
+            outputs.on_case_done(result)
 
-        async def slot() -> None:
-            while True:
-                if len(window) >= size:
-                    async with room:
-                        await room.wait_for(lambda: len(window) < size)
-                job = next_job()
-                if job is None:
-                    return
-                entry = _Slot(job)
-                window.append(entry)
-                entry.result = await evaluate_case_run(job, ctx)
-                # Stored before this slot takes new work: a kill re-runs only the case
-                # runs in flight (a fast agent's results are written in batches, as a
-                # loaded run's are).
-                self._session.record(entry.result)
-                for observer in self.observers:  # stored first, then shown, as loaded
-                    observer.on_case_done(entry.result)
-                if window[0] is entry:
-                    while window and window[0].result is not None:
-                        self._write(window.popleft(), writers)
-                    async with room:
-                        room.notify_all()
+        def released(_index: int, result: CaseResult) -> None:
+            outputs.in_order(result)
+            self._done += 1
+            if self.progress is not None:
+                assert outputs.reports is not None
+                counts = outputs.reports.tally.statuses
+                self.progress.advance(self._done, *(counts[s] for s in _STATUSES))
 
-        self._reading = True
-        # The agent's models find their pacing in the registry.
-        with registry_in_context(registry):
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for _ in range(max(1, self.options.concurrency)):
-                        group.create_task(slot())
-            except BaseExceptionGroup as grouped:  # a store that refuses a result
-                raise grouped.exceptions[0] from None
+        return Schedule(
+            lambda job: evaluate_case_run(job, ctx),
+            workers=max(1, self.options.concurrency),
+            done=done,
+            in_order=released,
+            window=self.window,
+        )
 
-    def _write(self, slot: _Slot, writers: _Writers) -> None:
-        assert slot.result is not None
-        writers.write(slot.result)
-        self._done += 1
-        if self.progress is not None:
-            counts = writers.tally.statuses
-            self.progress.advance(self._done, *(counts[s] for s in _STATUSES))
+    def _read(self, jobs: Iterator[CaseJob]) -> Iterator[CaseJob]:
+        """`jobs` until a malformed row: it stops the reading, the case runs before it
+        still finish, and the outcome carries it."""
+        try:
+            yield from jobs
+        except InputError as exc:
+            self._error = exc
 
     def _jobs(self) -> Iterator[CaseJob]:
         """The case runs still to do, in file order, read a batch of rows at a time."""
@@ -370,10 +264,10 @@ class AgentStreamingRun(StreamSettings):
 
     # -- the reports and the run's end -------------------------------------------------
 
-    def _writers(self, run_id: str | None, keep: int, keep_all: bool) -> _Writers:
+    def _reports(self, run_id: str | None, keep: int, keep_all: bool) -> StreamedReports:
         json_writer, spool = self.open_reports(run_id, self.identity, self.metrics, csv_lines=False)
         junit = self.open_junit()
-        return _Writers(
+        return StreamedReports(
             metrics=self.metrics,
             run_id=run_id,
             set_files={f.eval_set_id: str(f.path) for f in self.files},
@@ -385,9 +279,9 @@ class AgentStreamingRun(StreamSettings):
             keep_all=keep_all,
         )
 
-    def _finish(self, outcome: StreamOutcome, writers: _Writers) -> None:
+    def _finish(self, outcome: StreamOutcome, reports: StreamedReports) -> None:
         if outcome.interrupted:
             self._session.mark_interrupted()
         else:
             self._session.mark_completed(outcome.summary)
-        finish_reports(outcome, writers.json, writers.spool, self.csv_path, writers.junit)
+        finish_reports(outcome, reports.json, reports.spool, self.csv_path, reports.junit)

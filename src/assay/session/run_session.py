@@ -14,8 +14,8 @@ results included) to the sinks that take partial results.
 A streamed run of row files (`session.streaming.StreamingRun`, and
 `session.agent_stream.AgentStreamingRun` with an agent) has the same life but its own
 executor: it opens the session, stores each scored batch through `record_encoded` (each
-agent case run through `record`) and ends with `mark_completed` / `mark_interrupted` /
-`mark_error`.
+agent case run through `case_outputs`, as `arun` does) and ends with `mark_completed` /
+`mark_interrupted` / `mark_error`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from assay.errors import ConfigError, StoreError
 from assay.model.results import CaseResult, EvalResult
 from assay.redact import redact
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
-from assay.session.sinks import FinishedRun, RunSink
+from assay.session.sinks import CaseOutputs, FinishedRun, RunSink, StreamedReports
 from assay.store.exceptions import store_unavailable
 from assay.store.lease import LEASE_S, LeaseKeeper, describe_owner, this_process
 
@@ -91,22 +91,6 @@ class RunIdentity:
         }
 
 
-class _Collected:
-    """The sink that keeps this session's finished case runs (for `partial_result`)."""
-
-    def __init__(self) -> None:
-        self.cases: list[CaseResult] = []
-
-    def on_start(self, total: int) -> None:
-        return None
-
-    def on_case_done(self, result: CaseResult) -> None:
-        self.cases.append(result)
-
-    def on_finish(self, result: EvalResult) -> None:
-        return None
-
-
 def _runs_here(executor: Executor | None) -> bool:
     from assay.engine.executors import LocalExecutor
 
@@ -159,7 +143,7 @@ class RunSession:
     _abandoned: bool = field(default=False, init=False, repr=False)
     _resumption: Resumption | None = field(default=None, init=False, repr=False)
     _recorder: StoreRecorder | None = field(default=None, init=False, repr=False)
-    _collected: _Collected = field(default_factory=_Collected, init=False, repr=False)
+    _outputs: CaseOutputs | None = field(default=None, init=False, repr=False)
     _finished: bool = field(default=False, init=False, repr=False)
     _lease: LeaseKeeper | None = field(default=None, init=False, repr=False)
     resumed: bool = field(default=False, init=False)
@@ -358,11 +342,7 @@ class RunSession:
         from assay.engine.runner import arun
 
         await self._blocking(self.open)
-        sinks: list[RunObserver] = [self._collected]
-        if self._recorder is not None:
-            # First after the collector: a result is stored before anyone shows it.
-            sinks.append(self._recorder)
-        sinks.extend(self.observers)
+        outputs = self.case_outputs(self.observers, collect=True)
         judges = self.judges
         if self.store is not None and isinstance(judges, JudgeRunOptions):
             judges = replace(judges, store=self.store)
@@ -373,7 +353,7 @@ class RunSession:
                 self.metrics,
                 agent=self.agent,
                 options=self.options,
-                observers=sinks,
+                observers=(outputs,),
                 skip=self._resumption.skip if self._resumption is not None else None,
                 previous=self.previous,
                 judges=judges,
@@ -434,16 +414,23 @@ class RunSession:
         if self._recorder is not None and encoded:
             self._recorder.add_encoded(encoded)
 
-    def start_recording(self, total: int) -> None:
-        """Before `record`: the run's case runs still to do (the recorder's writer starts)."""
-        if self._recorder is not None:
-            self._recorder.on_start(total)
-
-    def record(self, result: CaseResult) -> None:
-        """Store one finished case run as `arun` does: a slow one (an agent's) is durable
-        on return, fast ones are written in batches by the recorder's thread."""
-        if self._recorder is not None:
-            self._recorder.on_case_done(result)
+    def case_outputs(
+        self,
+        observers: Sequence[RunObserver] = (),
+        *,
+        collect: bool = False,
+        reports: StreamedReports | None = None,
+    ) -> CaseOutputs:
+        """Where this session's finished case runs go (after `open`): the store's
+        recorder, then `observers`; `collect` keeps each one for `partial_result`, a
+        streamed run's `reports` take them in file order (`CaseOutputs.in_order`)."""
+        self._outputs = CaseOutputs(
+            self._recorder,
+            observers,
+            collected=[] if collect else None,
+            reports=reports,
+        )
+        return self._outputs
 
     def mark_completed(self, summary: dict[str, Any]) -> None:
         """Mark the run COMPLETED with `summary` (once; `arun` does it itself)."""
@@ -452,10 +439,15 @@ class RunSession:
             self._stop_lease()
             self._recorder.mark_completed(summary)
 
+    def _collected(self) -> list[CaseResult]:
+        if self._outputs is None or self._outputs.collected is None:
+            return []
+        return self._outputs.collected
+
     def partial_result(self) -> EvalResult:
         """What the run completed so far, earlier sessions included (after an interrupt)."""
         result = build_result(
-            [*self.previous, *self._collected.cases],
+            [*self.previous, *self._collected()],
             self.metrics,
             agent_run=self.agent is not None,
         )

@@ -1,4 +1,10 @@
-"""Where a finished run goes besides the store: report files, other tools' logs.
+"""Where a run's case results go: every output of each case, then the finished run.
+
+`CaseOutputs` is the one path a finished case run takes to every output, whichever
+driver ran it (`RunSession` through the engine, `session.agent_stream`): as it
+completes, the session's collector, the store (durable before anyone shows it), then
+the observers (progress, a viewer, the caller's); in file order, a streamed run's
+reports (`StreamedReports`: the JSON report, the CSV spool, JUnit, the summary's tally).
 
 A `RunSink` is handed the finished run once, by its `RunSession`, after the store has
 marked it COMPLETED (or INTERRUPTED: only sinks with `partial` set get an interrupted
@@ -11,14 +17,146 @@ can attach the reports. The sinks of other tools live with those tools
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assay.engine.aggregate import agent_columns, case_latencies, case_rows, row_count
+from assay.model.results import CaseResult, Status
+
 if TYPE_CHECKING:
+    from assay.engine.runner import RunObserver
+    from assay.engine.tally import Tally
+    from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.model.results import EvalResult
+    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.junit_stream import JUnitStreamWriter
+
+
+class AgentTally:
+    """An agent run's latency and failure columns, row by row, as numbers only."""
+
+    def __init__(self) -> None:
+        self.latencies: array[float] = array("d")
+        self.failures: array[float] = array("d")
+
+    def add(self, case: CaseResult) -> None:
+        self.latencies.extend(case_latencies(case))
+        self.failures.extend([float(case.failure)] * row_count(case))
+
+    def columns(self) -> dict[str, Any]:
+        return agent_columns(self.latencies, self.failures)
+
+
+@dataclass
+class StreamedReports:
+    """A streamed run's reports and what it counts, fed each case run in file order.
+
+    `keep` failing case runs are kept for the outcome (every one with `keep_all`).
+    `agent_run` False: recorded rows (a streamed run's resumed cases), no agent columns.
+    """
+
+    metrics: Sequence[Metric]
+    run_id: str | None
+    set_files: dict[str, str]
+    json: JsonReportWriter | None
+    spool: RowSpool | None
+    junit: JUnitStreamWriter | None
+    tally: Tally
+    keep: int
+    keep_all: bool
+    agent_run: bool = True
+    agent: AgentTally = field(default_factory=AgentTally)
+    kept: list[CaseResult] = field(default_factory=list)
+
+    def write(self, case: CaseResult) -> None:
+        from assay.report.json_report import case_to_adk
+
+        self.tally.add(case)
+        if self.agent_run:
+            self.agent.add(case)
+        set_id = case.eval_set_id or ""
+        if self.json is not None:
+            self.json.add_case(
+                case_to_adk(case, run_id=self.run_id, eval_set_file=self.set_files.get(set_id))
+            )
+        if self.spool is not None:
+            for row in case_rows(case, self.metrics, self.agent_run):
+                self.spool.add(row)
+        if self.junit is not None:
+            self.junit.add_case(case, set_id)
+        if self.keep_all or (len(self.kept) < self.keep and case.status is not Status.PASSED):
+            self.kept.append(case)
+
+    def summary(self) -> dict[str, Any]:
+        # `summarize`'s key order: rows and metrics, the agent's columns, the statuses.
+        return {
+            **self.tally.summary(self.metrics),
+            **self.agent.columns(),
+            **self.tally.status_columns(),
+        }
+
+    def discard(self) -> None:
+        if self.json is not None:
+            self.json.discard()
+        if self.spool is not None:
+            self.spool.close()
+        if self.junit is not None:
+            self.junit.discard()
+
+
+class CaseOutputs:
+    """Every output of a run's finished case runs (a `RunObserver`; the module docstring).
+
+    `recorder`: the store's (None when nothing is recorded). `observers`: told after the
+    store, in order. `collected`: a list to keep every case run in (a loaded run's
+    partial result after an interrupt), None to keep none (a streamed run's memory is
+    bounded). `reports`: a streamed run's reports, fed by `in_order`.
+    """
+
+    def __init__(
+        self,
+        recorder: RunObserver | None = None,
+        observers: Sequence[RunObserver] = (),
+        *,
+        collected: list[CaseResult] | None = None,
+        reports: StreamedReports | None = None,
+    ) -> None:
+        self.collected = collected
+        self.reports = reports
+        # The recorder first: a result is stored before anyone shows it.
+        self._told: tuple[RunObserver, ...] = (
+            *((recorder,) if recorder is not None else ()),
+            *observers,
+        )
+        self.written = 0
+        """Case runs written to the reports (`in_order`)."""
+
+    def on_start(self, total: int) -> None:
+        """The case runs still to do (the store's writer starts)."""
+        for observer in self._told:
+            observer.on_start(total)
+
+    def on_case_done(self, result: CaseResult) -> None:
+        """A case run completed: kept, stored, then shown (in completion order)."""
+        if self.collected is not None:
+            self.collected.append(result)
+        for observer in self._told:
+            observer.on_case_done(result)
+
+    def in_order(self, result: CaseResult) -> None:
+        """A case run's turn in file order: the streamed reports and the summary."""
+        if self.reports is not None:
+            self.reports.write(result)
+        self.written += 1
+
+    def on_finish(self, result: EvalResult) -> None:
+        """The run completed: the store marks it so, then the observers hear it."""
+        for observer in self._told:
+            observer.on_finish(result)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from assay.redact import redact
 from assay.session.lean_score import LeanPlan
 from assay.session.parent_watch import check_parent, die_with_parent
 from assay.session.run_session import RunIdentity, RunSession
+from assay.session.sinks import StreamedReports
 from assay.session.stream_batch import (
     BatchOutput,
     BatchSpec,
@@ -340,10 +341,12 @@ class StreamingRun(StreamSettings):
             keep_all=keep_all,
             cases_dir=None,
         )
-        for case in previous:  # the resumed run's results join the summary and reports
-            self._write_previous(case, spec, tally, json_writer, spool, failing)
-            if junit is not None:
-                junit.add_case(case, case.eval_set_id or "")
+        # The resumed run's results join the summary and reports (`CaseOutputs`' writer).
+        resumed = StreamedReports(self.metrics, run_id, dict(spec.eval_set_files), json_writer,
+                                  spool, junit, tally, keep, keep_all, agent_run=False,
+                                  kept=failing)  # fmt: skip
+        for case in previous:
+            resumed.write(case)
         writes = self._worker_writes(workers, json_writer)
         if json_writer is not None and workers > 1 and (writes is None or writes.report is None):
             # Without a forked pool, workers write their cases to part files instead.
@@ -531,25 +534,3 @@ class StreamingRun(StreamSettings):
             if len(failing) >= spec.keep:
                 break  # enough to show: the rest are not rebuilt
             failing.append(kept_case(spec, output.file, kept))
-
-    def _write_previous(
-        self,
-        case: CaseResult,
-        spec: BatchSpec,
-        tally: Tally,
-        json_writer: JsonReportWriter | None,
-        spool: RowSpool | None,
-        failing: list[CaseResult],
-    ) -> None:
-        from assay.engine.aggregate import case_rows
-        from assay.report.json_report import case_to_adk
-
-        tally.add(case)
-        if json_writer is not None:
-            set_file = spec.eval_set_files.get(case.eval_set_id or "")
-            json_writer.add_case(case_to_adk(case, run_id=spec.run_id, eval_set_file=set_file))
-        if spool is not None:
-            for row in case_rows(case, list(self.metrics), False):
-                spool.add(row)
-        if spec.keep_all or (len(failing) < spec.keep and case.status is not Status.PASSED):
-            failing.append(case)

@@ -1,19 +1,20 @@
-"""`LocalExecutor`: the jobs as asyncio tasks on the run's event loop, in one task group."""
+"""`LocalExecutor`: the jobs as asyncio tasks on the run's event loop (`engine.schedule`)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
+
+from assay.engine.schedule import Schedule
 
 JobT = TypeVar("JobT")
 ResultT = TypeVar("ResultT")
 
 
 class LocalExecutor:
-    """`workers` tasks take jobs in order from one queue until it is empty.
+    """`workers` slots of the run's `Schedule` take jobs in order until none is left.
 
-    Structured: the tasks live in one `asyncio.TaskGroup`, so the first to raise (an
+    Structured: the slots live in one `asyncio.TaskGroup`, so the first to raise (an
     observer's store write failing, a bug) cancels the others; none outlives the run's
     judge pool or simulator. The error is re-raised as itself, not as an
     ExceptionGroup, so callers keep catching the errors they know.
@@ -27,15 +28,4 @@ class LocalExecutor:
         *,
         workers: int,
     ) -> None:
-        queue = iter(enumerate(jobs))
-
-        async def worker() -> None:
-            for i, job in queue:
-                done(i, await work(job))
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(max(1, min(workers, len(jobs)))):
-                    group.create_task(worker())
-        except BaseExceptionGroup as grouped:
-            raise grouped.exceptions[0] from None
+        await Schedule(work, workers=max(1, workers), done=done).run(jobs)

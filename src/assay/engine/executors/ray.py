@@ -9,9 +9,10 @@ and the judges' concurrency and rate limits are the same as a local run's, and n
 worker ever needs the store or the judge's credentials. The driver alone records
 results (through `RunSession`), so the store's content is the same as a local run's.
 
-At most `workers` (the run's concurrency) tasks are in flight; each takes `num_cpus`
-of the cluster. A task that raises or whose worker dies (after Ray's retries for lost
-workers) fails its case runs with the error, not the run. Cancelling the run (Ctrl-C,
+At most `workers` (the run's concurrency) tasks are in flight, one per slot of the
+run's scheduler (`assay.engine.schedule`); each takes `num_cpus` of the cluster. A task
+that raises or whose worker dies (after Ray's retries for lost workers) fails its case
+runs with the error, not the run. Cancelling the run (Ctrl-C,
 SIGTERM) cancels the tasks in flight.
 """
 
@@ -29,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.engine.executors.base import StagedWork
+from assay.engine.schedule import Schedule
 from assay.errors import AssayError, ConfigError
 
 if TYPE_CHECKING:
@@ -242,30 +244,24 @@ class RayExecutor:
             options["runtime_env"] = self.runtime_env
         task = ray.remote(_run_batch).options(**options)
         size = max(1, staged.batch)
-        batches = iter(
-            (start, list(jobs[start : start + size])) for start in range(0, len(jobs), size)
-        )
+        batches = [(start, list(jobs[start : start + size])) for start in range(0, len(jobs), size)]
 
-        async def slot() -> None:
-            for start, batch in batches:
-                ref: ObjectRef[Any] = task.remote(payload_ref, paths, batch)
-                try:
-                    mids: list[MidT] = await ref
-                except asyncio.CancelledError:
-                    ray.cancel(ref)
-                    raise
-                except Exception as exc:  # the task raised or its worker died
-                    reason = _reason(exc)
-                    for offset, job in enumerate(batch):
-                        done(start + offset, staged.failed(job, reason))
-                    continue
-                for offset, (job, mid) in enumerate(zip(batch, mids, strict=True)):
-                    done(start + offset, await staged.finish(job, mid))
+        async def one_batch(entry: tuple[int, list[JobT]]) -> None:
+            # Each result goes to `done` as it is finished here, before the next one.
+            start, batch = entry
+            ref: ObjectRef[Any] = task.remote(payload_ref, paths, batch)
+            try:
+                mids: list[MidT] = await ref
+            except asyncio.CancelledError:
+                ray.cancel(ref)
+                raise
+            except Exception as exc:  # the task raised or its worker died
+                reason = _reason(exc)
+                for offset, job in enumerate(batch):
+                    done(start + offset, staged.failed(job, reason))
+                return
+            for offset, (job, mid) in enumerate(zip(batch, mids, strict=True)):
+                done(start + offset, await staged.finish(job, mid))
 
-        n_slots = max(1, min(workers, -(-len(jobs) // size)))
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(n_slots):
-                    group.create_task(slot())
-        except BaseExceptionGroup as grouped:
-            raise grouped.exceptions[0] from None
+        # One Ray task in flight per slot of the run's scheduler.
+        await Schedule(one_batch, workers=max(1, workers)).run(batches)
