@@ -30,6 +30,7 @@ from assay.cli.common import (
 from assay.cli.convert import convert_command
 from assay.cli.eval import eval_command
 from assay.cli.judge import judge_app
+from assay.cli.redteam import redteam_command
 from assay.cli.report import compare_command, report_command, view_command
 from assay.cli.runs import runs_app
 from assay.cli.serve import keys_app, serve_command
@@ -74,6 +75,7 @@ app.command("formats")(formats_command)
 app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
 app.command("serve")(serve_command)
+app.command("redteam")(redteam_command)
 app.add_typer(keys_app, name="keys")
 
 
