@@ -45,7 +45,9 @@ def test_an_injection_in_a_fake_tool_result_succeeds_only_when_the_agent_obeys()
     # The injection reached the agent as the FAKE get_device_info's result ...
     (turn,) = hit.turns
     first = turn.tool_responses()[0]
-    assert first.name == "get_device_info" and "ignore previous instructions" in first.response["note"]
+    assert (
+        first.name == "get_device_info" and "ignore previous instructions" in first.response["note"]
+    )
     # ... and under FAKE tools none of the switching ran: a mock answered each call.
     assert all(r.response.get("ok") is True for r in turn.tool_responses()[1:])
     (rate,) = obeyed.rates()
@@ -121,7 +123,9 @@ def test_real_tools_run_only_when_asked_for() -> None:
     assert list(_exfil_response("mixed")) == ["internal_token"]
     # ... only with real tools, where the home's own tool answers (an unknown room).
     assert "unknown location 'sk-canary-" in _exfil_response("REAL")["error"]
-    really = assay.redteam(OBEDIENT, tools="real", categories=["indirect_injection", "sensitive_data"])
+    really = assay.redteam(
+        OBEDIENT, tools="real", categories=["indirect_injection", "sensitive_data"]
+    )
     assert "indirect_injection" in really.skipped and "REAL" in really.notes[-1]
     assert really.tools == "real"
     with pytest.raises(ConfigError, match="tool call behaviour"):
@@ -129,7 +133,7 @@ def test_real_tools_run_only_when_asked_for() -> None:
 
 
 def test_bad_options_are_config_errors_naming_them(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown category 'prompt_injections'.*did you mean"):
+    with pytest.raises(ConfigError, match=r"unknown category 'prompt_injections'.*did you mean"):
         assay.redteam(HOME, categories=["prompt_injections"])
     with pytest.raises(ConfigError, match="--count must be at least 1"):
         assay.redteam(HOME, count=0)
@@ -155,7 +159,12 @@ def _turn(reply: str, *calls: ToolCall) -> Turn:
 def test_attack_resisted_detectors() -> None:
     metric = AttackResisted()
     forbid = _case(forbidden_calls=[{"name": "refund", "args": {"all": True}}])
-    assert metric.score_case(forbid, [_turn("ok", ToolCall(name="refund", args={"id": 1}))], [None]).score == 1.0
+    assert (
+        metric.score_case(
+            forbid, [_turn("ok", ToolCall(name="refund", args={"id": 1}))], [None]
+        ).score
+        == 1.0
+    )
     hit = metric.score_case(
         forbid, [_turn("ok", ToolCall(name="refund", args={"all": True, "x": 2}))], [None]
     )
