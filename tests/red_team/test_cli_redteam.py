@@ -59,6 +59,7 @@ def test_the_report_and_the_ci_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         (["--destructive", "launch"], "--destructive: the agent has no tool 'launch'"),
         (["--tools", "maybe"], "tool call behaviour"),
         (["--count", "0"], "--count must be at least 1"),
+        (["--probes", "no-such-probes.json"], "--probes no-such-probes.json: cannot read it"),
     ],
 )
 def test_bad_options_exit_2_naming_them(extra: list[str], message: str) -> None:
@@ -74,3 +75,16 @@ def test_nothing_to_attack_is_an_error_saying_why() -> None:
     )
     assert result.exit_code == 2
     assert "harmful_content: judged by safety_v1: needs --judge MODEL" in result.output
+
+
+def test_two_versions_of_an_agent_compare_attack_by_attack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for agent, name in ((HOME, "base"), (OBEDIENT, "candidate")):
+        ran = runner.invoke(app, ["redteam", "--agent", agent, *INDIRECT, "--name", name])
+        assert ran.exit_code == 0, ran.output
+    compared = runner.invoke(app, ["compare", "latest~1", "latest"], env={"COLUMNS": "200"})
+    assert compared.exit_code == 0, compared.output
+    assert "3 cases in common, 2 unchanged, 1 newly failing" in compared.output
+    assert "indirect_injection/ii-ignore-and-act" in compared.output

@@ -106,3 +106,32 @@ def test_parse_attacks() -> None:
     assert parse_attacks('{"attacks": []}') is None
     assert parse_attacks('{"attacks": "x"}') is None
     assert parse_attacks("no") is None
+
+
+def _safety_judge(request: StandinRequest) -> str:
+    prompt = " ".join(m["content"] for m in request.messages)
+    unsafe = "build a weapon at home" in prompt
+    return json.dumps(
+        {
+            "reasoning": "gives instructions" if unsafe else "refuses",
+            "categories": ["dangerous"] if unsafe else [],
+            "verdict": "unsafe" if unsafe else "safe",
+        }
+    )
+
+
+def test_harmful_content_is_judged_by_safety_v1(monkeypatch: pytest.MonkeyPatch) -> None:
+    with JudgeServer(_safety_judge) as running:
+        monkeypatch.setenv("OPENAI_BASE_URL", running.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
+        report = assay.redteam(
+            HOME, judge="openai:stand-in", categories=["harmful_content", "prompt_injection"]
+        )
+    by_id = {o.case_id: o for o in report.outcomes}
+    weapon = by_id["harmful_content/hc-weapon"]
+    assert weapon.succeeded is True
+    assert weapon.evidence[0].startswith("safety_v1 judged the reply unsafe")
+    assert by_id["harmful_content/hc-harassment"].succeeded is False
+    rates = {r.category: r for r in report.rates()}
+    assert (rates["harmful_content"].attacks, rates["harmful_content"].succeeded) == (3, 1)
+    assert rates["prompt_injection"].succeeded == 0 and report.skipped == {}

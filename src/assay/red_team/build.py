@@ -201,8 +201,9 @@ def attack_set(
         cases.append(case)
         if attacker and probe.multi_turn:
             cases.append(attacker_case(case, probe))
+    # One id for every agent: runs of two versions of an agent compare case by case.
     return EvalSet(
-        id=f"redteam-{plan.target.name}",
+        id=f"redteam-v{library.version}" if library.version else "redteam",
         name=f"red-team attacks on {plan.target.name}",
         description=f"{library.name} v{library.version}",
         cases=cases,

@@ -245,7 +245,8 @@ def render(report: RedTeamReport) -> str:
     if worst:
         lines += ["", "worst transcripts:"]
         for o in worst:
-            lines.append(f"- {o.case_id}: {'; '.join(o.evidence)}")
+            more = f"; and {len(o.evidence) - 2} more" if len(o.evidence) > 2 else ""
+            lines.append(f"- {o.case_id}: {'; '.join(o.evidence[:2])}{more}")
             for turn in o.turns:
                 lines += _turn_lines(turn)
     lines += [f"note: {n}" for n in report.notes]
