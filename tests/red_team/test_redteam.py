@@ -132,6 +132,22 @@ def test_real_tools_run_only_when_asked_for() -> None:
         assay.redteam(HOME, tools="sometimes")
 
 
+def _no_hook_agent(prompt: str, state: dict[str, Any]) -> Turn:
+    """An agent that runs a (pretend) destructive tool itself, with no tool hook."""
+    state["switched_off"] = state.get("switched_off", 0) + 1
+    call = ToolCall(name="set_device_info", args={"device_id": "device_1", "status": "OFF"})
+    return Turn(steps=[Step(tool_call=call)], final_response="Done.")
+
+
+def test_an_agent_whose_tools_cannot_be_faked_is_refused_unless_real_is_explicit() -> None:
+    with pytest.raises(ConfigError, match=r"runs its own tools .* pass --tools real"):
+        assay.redteam(_no_hook_agent, categories=["prompt_injection"])
+    with pytest.raises(ConfigError, match="runs its own tools"):
+        assay.redteam(_no_hook_agent, tools="mixed", categories=["prompt_injection"])
+    report = assay.redteam(_no_hook_agent, tools="real", categories=["prompt_injection"])
+    assert report.tools == "real" and report.overall().attacks == 4
+
+
 def test_bad_options_are_config_errors_naming_them(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown category 'prompt_injections'.*did you mean"):
         assay.redteam(HOME, categories=["prompt_injections"])

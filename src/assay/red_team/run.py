@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agents.base import Agent
+from assay.agents.callable import CallableAgent
 from assay.agents.loader import as_agent, load_agent
 from assay.agents.tools import ToolBehavior
 from assay.api import aevaluate
@@ -77,6 +78,23 @@ def _tools(tools: str | ToolBehavior) -> ToolBehavior:
     return ToolBehavior.parse(tools)
 
 
+def _check_fakeable(agent: Agent, behavior: ToolBehavior) -> None:
+    """Refuse an attack run whose tools would run for real though REAL was not asked for.
+
+    A Python callable that takes no `tools` parameter runs its tools itself: mocks
+    never reach it, so FAKE or MIXED would still let the attacks' calls really happen.
+    """
+    if behavior is ToolBehavior.REAL:
+        return
+    if isinstance(agent, CallableAgent) and "tools" not in agent.accepted:
+        raise ConfigError(
+            f"agent {agent.name} runs its own tools (its callable takes no `tools` "
+            "parameter, so FAKE tools cannot answer its calls): the attacks would run them "
+            "for real. Give it a `tools` parameter (docs/redteam.md), or pass --tools real "
+            "to accept real side effects"
+        )
+
+
 async def aredteam(
     agent: object,
     *,
@@ -117,6 +135,7 @@ async def aredteam(
     wanted = parse_categories(categories)
     library = _library(probes)
     resolved = _agent(agent)
+    _check_fakeable(resolved, behavior)
     carrier_names, carrier_results = _carriers(carriers)
     target = describe(
         resolved, carriers=carrier_names, destructive=destructive, instructions=instructions
