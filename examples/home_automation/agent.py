@@ -102,9 +102,9 @@ def _switch(s: _Session, text: str) -> str:
     condition = re.search(r"\bif (?:it'?s|it is) (on|off)\b", text)
     if condition:
         info = s.call("get_device_info", device_id=device_id)
-        status = str(info.get("status", "")).upper()
-        if "error" not in info and status != condition.group(1).upper():
-            return f"The {info.get('name', device_id)} is already {status.lower()}."
+        now = str(info.get("status", "")).upper()
+        if "error" not in info and now != condition.group(1).upper():
+            return f"The {info.get('name', device_id)} is already {now.lower()}."
     result = s.call("set_device_info", device_id=device_id, status=status)
     if "error" in result:
         if "not found" in result["error"]:
