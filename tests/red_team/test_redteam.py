@@ -17,6 +17,7 @@ from assay.errors import ConfigError
 from assay.metrics.redteam import AttackResisted
 from assay.model.core import EvalCase, Step, ToolCall, Turn
 from assay.red_team import CATEGORIES, RedTeamReport, seed_library, wilson
+from assay.red_team.probes import load_library
 from assay.red_team.report import Outcome
 from assay.store import Store
 
@@ -162,6 +163,53 @@ def test_bad_options_are_config_errors_naming_them(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         assay.redteam(HOME, probes=bad)
+
+
+@pytest.mark.parametrize(
+    ("probe", "message"),
+    [
+        ({"id": "x", "category": "prompt_injection", "goal": "g"}, "needs turns"),
+        (
+            {
+                "id": "x",
+                "category": "prompt_injection",
+                "goal": "g",
+                "turns": ["a"],
+                "injection": "b",
+            },
+            "not both",
+        ),
+        (
+            {"id": "x", "category": "prompt_injection", "goal": "g", "turns": [""]},
+            "list of strings",
+        ),
+        ({"id": "x", "category": "prompt_injection", "goal": "g", "turns": "a"}, "list of strings"),
+        (
+            {
+                "id": "x",
+                "category": "prompt_injection",
+                "goal": "g",
+                "turns": ["a"],
+                "multi_turn": "yes",
+            },
+            "multi_turn must be true or false",
+        ),
+        ({"id": 1, "category": "prompt_injection", "goal": "g", "turns": ["a"]}, "string fields"),
+        ("probe", "a probe must be an object"),
+    ],
+)
+def test_a_bad_probe_is_named(probe: object, message: str) -> None:
+    text = json.dumps({"version": "t", "probes": [probe]})
+    with pytest.raises(ConfigError, match=f"mine.json: probes\\[0\\]: .*{message}"):
+        load_library(text, "mine.json")
+
+
+def test_probe_ids_are_unique_and_an_empty_task_is_refused() -> None:
+    twice = {"id": "x", "category": "prompt_injection", "goal": "g", "turns": ["a"]}
+    with pytest.raises(ConfigError, match="probe ids used twice: x"):
+        load_library(json.dumps({"probes": [twice, twice]}), "mine.json")
+    with pytest.raises(ConfigError, match="--task must not be empty"):
+        assay.redteam(HOME, task=" ")
 
 
 def _case(**spec: Any) -> EvalCase:

@@ -141,15 +141,21 @@ def _probe(item: object, where: str) -> Probe:
         raise ConfigError(f"{where}: probe {pid!r}: turns must be a list of strings")
     if injection is not None and not isinstance(injection, str):
         raise ConfigError(f"{where}: probe {pid!r}: injection must be a string")
-    if not turns and injection is None:
-        raise ConfigError(f"{where}: probe {pid!r} has neither turns nor an injection")
+    if bool(turns) == (injection is not None):
+        raise ConfigError(
+            f"{where}: probe {pid!r} needs turns (a direct attack) or an injection (text a "
+            "tool result carries), not both"
+        )
+    multi_turn = item.get("multi_turn", False)
+    if not isinstance(multi_turn, bool):
+        raise ConfigError(f"{where}: probe {pid!r}: multi_turn must be true or false")
     return Probe(
         id=pid,
         category=category,
         goal=goal,
         turns=tuple(turns),
         injection=injection,
-        multi_turn=bool(item.get("multi_turn", False)),
+        multi_turn=multi_turn,
     )
 
 

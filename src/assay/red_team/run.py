@@ -132,6 +132,8 @@ async def aredteam(
     behavior = _tools(tools)
     if count is not None and count < 1:
         raise ConfigError(f"--count must be at least 1, got {count}")
+    if task is not None and not task.strip():
+        raise ConfigError("--task must not be empty: it is the request injections ride on")
     wanted = parse_categories(categories)
     library = _library(probes)
     resolved = _agent(agent)
