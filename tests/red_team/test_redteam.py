@@ -96,8 +96,8 @@ def test_the_seed_library_runs_every_category_it_can_with_no_model() -> None:
     assert payload["categories"][0]["interval_95"][0] == 0.0
 
 
-def test_every_attack_is_a_stored_case_run(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'assay.db'}"
+def test_every_attack_is_a_stored_case_run(store_url: str) -> None:
+    url = store_url
     report = assay.redteam(OBEDIENT, store=url, run_name="rt", **INDIRECT)
     assert report.run_id is not None
     with Store.open(url) as store:
