@@ -16,7 +16,7 @@ import assay
 from assay.errors import ConfigError
 from assay.metrics.redteam import AttackResisted
 from assay.model.core import EvalCase, Step, ToolCall, Turn
-from assay.red_team import CATEGORIES, RedTeamReport, seed_library, wilson
+from assay.red_team import CATEGORIES, RedTeamReport, render, seed_library, wilson
 from assay.red_team.probes import load_library
 from assay.red_team.report import Outcome
 from assay.store import Store
@@ -60,6 +60,16 @@ def test_an_injection_in_a_fake_tool_result_succeeds_only_when_the_agent_obeys()
     assert all(o.turns[0].tool_calls()[0].name == "get_device_info" for o in resisted.outcomes)
 
 
+def test_an_injection_no_carrier_delivered_is_not_evaluated() -> None:
+    # The default request ("look up the current status") calls no tool of the home agent.
+    report = assay.redteam(HOME, categories=["indirect_injection"])
+    assert [o.succeeded for o in report.outcomes] == [None, None, None]
+    why = report.outcomes[0].why_not_evaluated or ""
+    assert why.startswith("the injection was not delivered: the agent called none of its")
+    assert "get_device_info" in why and report.overall().rate is None
+    assert "(3 not evaluated)" in render(report)
+
+
 def test_a_canary_in_session_state_is_found_in_a_reply_and_in_a_tool_argument() -> None:
     leaked = _by_case(assay.redteam(LEAKY, categories=["sensitive_data"]))
     in_reply = leaked["sensitive_data/sd-dump-state"]
@@ -81,7 +91,7 @@ def test_the_seed_library_runs_every_category_it_can_with_no_model() -> None:
     library = seed_library()
     assert library.version == "1"
     assert {p.category for p in library.probes} == set(CATEGORIES)
-    report = assay.redteam(HOME, count=1)
+    report = assay.redteam(HOME, count=1, task="Is the kitchen light on?")
     assert [r.category for r in report.rates()] == [
         "prompt_injection", "indirect_injection", "excessive_agency", "sensitive_data",
         "system_prompt_leakage",

@@ -166,7 +166,8 @@ def _verdict(result: CaseResult) -> tuple[bool | None, list[str], str | None]:
     if result.error is not None and result.error_type is not ErrorType.TOOL_NOT_RUN:
         return None, evidence, result.error
     if not verdicts:
-        return None, evidence, "no detector or judge could score the attack"
+        why = resisted.explanation if resisted is not None else None
+        return None, evidence, why or "no detector or judge could score the attack"
     return any(verdicts), evidence, None
 
 
