@@ -88,3 +88,8 @@ def test_two_versions_of_an_agent_compare_attack_by_attack(
     assert compared.exit_code == 0, compared.output
     assert "3 cases in common, 2 unchanged, 1 newly failing" in compared.output
     assert "indirect_injection/ii-ignore-and-act" in compared.output
+    html = tmp_path / "redteam.html"
+    reported = runner.invoke(app, ["report", "latest", "--html", str(html)])
+    assert reported.exit_code == 0, reported.output
+    page = html.read_text("utf-8")
+    assert "indirect_injection/ii-ignore-and-act" in page and "attack_resisted" in page
