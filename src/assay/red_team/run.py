@@ -155,7 +155,10 @@ async def aredteam(
     notes: list[str] = []
     if model is not None:
         client = attacker_client(model, timeout_s=timeout_s or 300.0, registry=ModelRegistry())
-        mutated = await mutate(client, target, chosen, runnable, count or DEFAULT_MUTATIONS)
+        try:
+            mutated = await mutate(client, target, chosen, runnable, count or DEFAULT_MUTATIONS)
+        finally:
+            await client.backend.aclose()
         chosen += mutated.probes
         notes += [f"{c}: no mutated attacks ({why})" for c, why in mutated.failed.items()]
     if not chosen:
