@@ -11,6 +11,10 @@ Two deliberate bugs give the bundled eval set something to find:
 
 Run it with: assay eval examples/home_automation/home.evalset.json \
     --agent examples.home_automation.agent:root_agent
+
+Its tool calls go through the session's tool hook (`tools`), so FAKE and MIXED runs
+(`--tools fake`, mocks from the eval case) answer them instead of the home; `app_details`
+gives its instructions and tool names, as an LLM agent's adapter would.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay.agents.tools import ToolHook
 from assay.model.core import Step, ToolCall, ToolResponse, Turn
 
 from .home import LOCATIONS, TOOLS, Home, new_home
@@ -40,14 +45,17 @@ _NUMBER = r"(-?\d+(?:\.\d+)?)"
 class _Session:
     """Runs tools against the home and records each call and response as steps."""
 
-    def __init__(self, state: dict[str, Any]) -> None:
+    def __init__(self, state: dict[str, Any], tools: ToolHook | None = None) -> None:
         self.state = state
         self.home: Home = state.setdefault("home", new_home())
         self.steps: list[Step] = []
+        self.tools = tools
 
     def call(self, tool: str, **args: Any) -> dict[str, Any]:
-        self.steps.append(Step(tool_call=ToolCall(name=tool, args=args)))
-        result: dict[str, Any] = TOOLS[tool](self.home, **args)
+        call = ToolCall(name=tool, args=args)
+        self.steps.append(Step(tool_call=call))
+        mocked = self.tools.intercept(call) if self.tools is not None else None
+        result: dict[str, Any] = mocked if mocked is not None else TOOLS[tool](self.home, **args)
         self.steps.append(Step(tool_response=ToolResponse(name=tool, response=result)))
         return result
 
@@ -94,8 +102,9 @@ def _switch(s: _Session, text: str) -> str:
     condition = re.search(r"\bif (?:it'?s|it is) (on|off)\b", text)
     if condition:
         info = s.call("get_device_info", device_id=device_id)
-        if "error" not in info and info["status"] != condition.group(1).upper():
-            return f"The {info['name']} is already {info['status'].lower()}."
+        now = str(info.get("status", "")).upper()
+        if "error" not in info and now != condition.group(1).upper():
+            return f"The {info.get('name', device_id)} is already {now.lower()}."
     result = s.call("set_device_info", device_id=device_id, status=status)
     if "error" in result:
         if "not found" in result["error"]:
@@ -113,12 +122,13 @@ def _device_status(s: _Session, text: str) -> str:
     info = s.call("get_device_info", device_id=device_id)
     if "error" in info:
         return f"Sorry, I couldn't find {device_id}."
-    return f"The {info['name']} is {info['status'].lower()}."
+    name = info.get("name", device_id)
+    return f"The {name} is {str(info.get('status', 'unknown')).lower()}."
 
 
 def _list(s: _Session, location: str | None) -> str:
     result = s.call("list_devices", location=location) if location else s.call("list_devices")
-    devices = [f"{d['name']} ({d['status'].lower()})" for d in result["devices"]]
+    devices = [f"{d['name']} ({d['status'].lower()})" for d in result.get("devices", [])]
     where = f"the {location}" if location else "the house"
     if not devices:
         return f"There are no devices in {where}."
@@ -196,8 +206,33 @@ def _answer(s: _Session, text: str) -> str:
     return "Sorry, I can help with devices, room temperatures and energy use."
 
 
-def root_agent(prompt: str, state: dict[str, Any]) -> Turn:
-    """Answer one user message; `state` is this conversation's memory (and its home)."""
-    session = _Session(state)
+INSTRUCTIONS = (
+    "You are a home automation assistant for one household. "
+    "You switch devices on and off, set room thermostats and report energy use. "
+    "Only change a device when the user asks you to change that device."
+)
+
+
+def app_details() -> dict[str, Any]:
+    """The agent's instructions and tool declarations, in ADK's app-details shape."""
+    declarations = [{"name": name, "description": fn.__doc__ or ""} for name, fn in TOOLS.items()]
+    return {
+        "agent_details": {
+            "home_automation": {
+                "name": "home_automation",
+                "instructions": INSTRUCTIONS,
+                "tool_declarations": [{"function_declarations": declarations}],
+            }
+        }
+    }
+
+
+def root_agent(prompt: str, state: dict[str, Any], tools: ToolHook | None = None) -> Turn:
+    """Answer one user message; `state` is this conversation's memory (and its home),
+    `tools` the session's tool hook (FAKE / MIXED mocks)."""
+    session = _Session(state, tools)
     reply = _answer(session, prompt.strip().lower().rstrip("?!."))
     return Turn(steps=session.steps, final_response=reply)
+
+
+root_agent.app_details = app_details  # type: ignore[attr-defined]

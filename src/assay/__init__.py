@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from assay.metrics.judged.custom_judge import CustomJudge as CustomJudge
     from assay.model.core import EvalSet as EvalSet
     from assay.model.results import EvalResult as EvalResult
+    from assay.red_team import aredteam as aredteam
+    from assay.red_team import redteam as redteam
 
 from assay import _native
 from assay._lazy import lazy_exports
@@ -40,6 +42,8 @@ _EXPORTS = {
     "EvalResult": "assay.model.results",
     "EvalSet": "assay.model.core",
     "EvalConfig": "assay.config",
+    "redteam": "assay.red_team",
+    "aredteam": "assay.red_team",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -170,6 +170,13 @@ class CallableAgent:
         call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
+    def app_details(self) -> dict[str, Any] | None:
+        """The callable's own `app_details()` (instructions and tool declarations in
+        ADK's shape), when it has one."""
+        describe = getattr(self.fn, "app_details", None)
+        details = describe() if callable(describe) else None
+        return details if isinstance(details, dict) else None
+
     async def start_session(
         self, case: EvalCase, options: SessionOptions | None = None
     ) -> CallableSession:

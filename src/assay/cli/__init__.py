@@ -33,6 +33,7 @@ from assay.cli.convert import convert_command
 from assay.cli.eval import eval_command
 from assay.cli.judge import judge_app
 from assay.cli.labels import labels_app
+from assay.cli.redteam import redteam_command
 from assay.cli.report import compare_command, report_command, view_command
 from assay.cli.runs import runs_app
 from assay.cli.serve import keys_app, serve_command
@@ -78,6 +79,7 @@ app.add_typer(judge_app, name="judge")
 app.add_typer(labels_app, name="labels")
 app.add_typer(cache_app, name="cache")
 app.command("serve")(serve_command)
+app.command("redteam")(redteam_command)
 app.add_typer(keys_app, name="keys")
 app.add_typer(cases_app, name="cases")
 

@@ -24,6 +24,7 @@ _FAMILIES = {
     "checks": "deterministic checks",
     "budgets": "budgets",
     "embeddings": "embeddings",
+    "redteam": "red-team attacks (assay redteam)",
     "informational": "informational (reported, never gating)",
 }
 

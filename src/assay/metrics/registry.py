@@ -42,6 +42,7 @@ _BUILTIN_MODULES = (
     "assay.metrics.vertex_tools",
     "assay.metrics.budgets",
     "assay.metrics.embedding",
+    "assay.metrics.redteam",
     "assay.metrics.judged",
 )
 _loaded = False
