@@ -6,7 +6,9 @@ Routes (each page has its own URL, so every view can be linked to):
   per eval set, and a form to compare selected runs;
 - `/runs/{run}` — the run's HTML report (the same page `assay report --html` writes);
   `/runs/{run}/cases/{key}` opens one case of it (`key` is `set/case#run`);
-- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first.
+- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first; with
+  `&judge=MODEL` (and `metric`, `criteria`, `trajectories`, `base_url` as given to
+  `assay compare --judge`) the pairwise verdicts, read from the store's judge cache.
 
 `{run}` is an id, a unique prefix, `latest` or `latest~N`. Pages of a run still in
 progress reload themselves every few seconds. The app only reads the store.
@@ -15,6 +17,7 @@ progress reload themselves every few seconds. The app only reads the store.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request
@@ -35,6 +38,8 @@ from assay.view.pages import (
     esc,
     layout,
     nav,
+    pairwise_form,
+    pairwise_section,
     runs_page,
 )
 
@@ -154,6 +159,11 @@ def create_view_app(store: Store) -> FastAPI:
         request: Request,
         runs: list[str] = Query(default=[]),
         order: str = "",
+        judge: str = "",
+        metric: str = "",
+        criteria: str = "",
+        trajectories: bool = False,
+        base_url: str = "",
     ) -> HTMLResponse:
         if len(runs) < 2:
             raise InputError("select two or more runs to compare (the first is the base)")
@@ -168,9 +178,53 @@ def create_view_app(store: Store) -> FastAPI:
                 compare_many(results, names=[i.name for i in infos]), results[1:], strict=True
             )
         ]
-        body = "<h1>Compare runs</h1>" + "".join(sections)
+        given = {"judge": judge, "metric": metric, "criteria": criteria, "base_url": base_url,
+                 "trajectories": "1" if trajectories else ""}  # fmt: skip
+        if judge.strip():
+            pairs = _cached_pairwise(store, results, given)
+            sections = [s + pairwise_section(p) for s, p in zip(sections, pairs, strict=True)]
+        form = pairwise_form([i.id for i in infos], _base(request), given)
+        body = "<h1>Compare runs</h1>" + form + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         return HTMLResponse(layout("assay view · compare", body, base=_base(request),
                                    refresh=refresh, csrf=_csrf(request)))  # fmt: skip
 
     return app
+
+
+def _cached_pairwise(store: Store, results: list[Any], given: dict[str, str]) -> list[Any]:
+    """Each later run against the first, judged pairwise from the judge cache only: a
+    pair `assay compare --judge` has not judged shows as not judged, saying so."""
+    import asyncio
+
+    from assay.judges.client import JudgePool
+    from assay.judges.types import JudgeModelOptions
+    from assay.report.pairwise import apairwise_compare, cached_only, resolve_criterion
+
+    judge = given["judge"].strip()
+    criterion = resolve_criterion(given["metric"] or None, given["criteria"] or None)
+    base_url = given["base_url"].strip() or None
+    refs = " ".join(r.run_id or "" for r in results)
+    hint = (f"not in the judge cache: run assay compare {refs} --judge {judge} with the same"
+            " options to judge it")  # fmt: skip
+
+    async def run() -> list[Any]:
+        pool = JudgePool(store=store, default_model=judge, default_base_url=base_url,
+                         backend_factory=cached_only(hint), max_retries=0)  # fmt: skip
+        try:
+            chosen = pool.judge(judge, JudgeModelOptions(base_url=base_url))
+            return [
+                await apairwise_compare(
+                    results[0],
+                    other,
+                    chosen,
+                    judge_name=judge,
+                    criterion=criterion,
+                    trajectories=bool(given["trajectories"]),
+                )
+                for other in results[1:]
+            ]
+        finally:
+            await pool.aclose()
+
+    return asyncio.run(run())
