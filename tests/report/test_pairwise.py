@@ -248,6 +248,10 @@ def test_the_viewer_shows_the_cached_verdicts_and_never_calls_the_judge(
             bad = client.get("/compare", params={"runs": [a, b], "judge": "openai:standin",
                                                  "metric": "nope"})  # fmt: skip
             assert bad.status_code == 400 and "needs a pairwise metric" in bad.text
+            for judge, said in (("nonsense-model", "unknown judge model"),
+                                ("local:/etc/model.gguf", "API judges only")):  # fmt: skip
+                refused = client.get("/compare", params={"runs": [a, b], "judge": judge})
+                assert refused.status_code == 400 and said in refused.text, refused.text
             plain = client.get("/compare", params={"runs": [a, b]})
             assert 'id="pairwise-form"' in plain.text and "pairwise-stats" not in plain.text
         assert len(server.requests) == asked

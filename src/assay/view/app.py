@@ -199,9 +199,16 @@ def _cached_pairwise(store: Store, results: list[Any], given: dict[str, str]) ->
 
     from assay.judges.client import JudgePool
     from assay.judges.types import JudgeModelOptions
+    from assay.models.resolve import parse_model
     from assay.report.pairwise import apairwise_compare, cached_only, resolve_criterion
 
     judge = given["judge"].strip()
+    if parse_model(judge).backend == "local":
+        # The page would have to open a file named in a URL to find the cache keys.
+        raise InputError(
+            f"judge {judge!r}: the compare page reads the verdicts of API judges only; "
+            "compare with a local judge on the command line (assay compare --judge)"
+        )
     criterion = resolve_criterion(given["metric"] or None, given["criteria"] or None)
     base_url = given["base_url"].strip() or None
     refs = " ".join(r.run_id or "" for r in results)
