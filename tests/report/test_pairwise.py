@@ -300,3 +300,60 @@ def test_resolve_criterion() -> None:
     assert named.prompt_version == "pairwise_tone.v1"
     with pytest.raises(ConfigError, match="unknown pairwise metric"):
         resolve_criterion("pairwise_tone", None)
+
+
+# ----------------------------------------------------------------------------- reconciling
+
+
+CHOICES: list[Any] = ["A", "B", "tie", None]
+
+
+@pytest.mark.parametrize("forward", CHOICES)
+@pytest.mark.parametrize("backward", CHOICES)
+def test_every_pair_of_orders_reconciles_by_content(forward: Any, backward: Any) -> None:
+    from assay.judges.pairwise import OrderAnswer, PairJudgement
+    from assay.report.pairwise import PairwiseCase
+
+    judgement = PairJudgement(OrderAnswer((forward,), ("f",)), OrderAnswer((backward,), ("b",)))
+    case = PairwiseCase("s", "c", judgement=judgement)
+    # The same answers with the runs swapped: A's verdicts are B's, mirrored.
+    swapped = PairwiseCase(
+        "s", "c", judgement=PairJudgement(OrderAnswer((backward,), ()), OrderAnswer((forward,), ()))
+    )
+    if forward is None or backward is None:
+        assert case.choice is None and case.confidence is None and not case.inconsistent
+        return
+    expected = ("A" if (forward, backward) == ("A", "B")
+                else "B" if (forward, backward) == ("B", "A") else "tie")  # fmt: skip
+    assert case.choice == expected
+    assert swapped.choice == {"A": "B", "B": "A", "tie": "tie"}[expected]
+    assert case.inconsistent == (expected == "tie" and (forward, backward) != ("tie", "tie"))
+    confidence = case.confidence
+    assert confidence is not None and 0.0 <= confidence <= 1.0
+    assert (confidence == 1.0) == (expected != "tie" or (forward, backward) == ("tie", "tie"))
+    assert case.to_dict()["pairwise_choice"] == {"A": "BASELINE", "B": "CANDIDATE",
+                                                 "tie": "TIE"}[expected]  # fmt: skip
+
+
+def test_samples_vote_and_the_confidence_counts_every_reply() -> None:
+    from assay.judges.pairwise import OrderAnswer, PairJudgement
+
+    # Three samples per order: B, B, A with B's answer second, then A, A, tie with B's first.
+    judgement = PairJudgement(OrderAnswer(("B", "B", "A"), ()), OrderAnswer(("A", "A", "tie"), ()))
+    assert judgement.verdict.winner == "second"
+    assert judgement.confidence == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ('{"reasoning": "B is right", "winner": "B"}', "B is right"),
+        ('Let me think.\n{"explanation": "A names Paris", "choice": "A"}', "A names Paris"),
+        ("B", "B"),
+        ('{"winner": "tie"}', '{"winner": "tie"}'),
+    ],
+)
+def test_parse_explanation(reply: str, said: str) -> None:
+    from assay.judges.pairwise import parse_explanation
+
+    assert parse_explanation(reply) == said
