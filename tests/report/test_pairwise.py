@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ from assay.store import Store
 from assay.testing import JudgeServer, StandinReply
 from assay.testing.standin_judges import first_shown, longer_answer
 
+# The store's fixtures: every test taking `runs` runs on SQLite and on PostgreSQL.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+from postgres_server import _shared_postgres_database, postgres_server, store_url
+
+__all__ = ["_shared_postgres_database", "postgres_server", "store_url"]
 runner = CliRunner()
 
 #: (case id, prompt, run A's response, run B's response): B is longer in c1 and c3,
@@ -48,9 +54,10 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def runs(tmp_path: Path) -> tuple[str, str, str]:
-    """(store URL, run A's id, run B's id): the two runs `assay eval` stored."""
-    store = f"sqlite:///{tmp_path / 'runs.db'}"
+def runs(tmp_path: Path, store_url: str) -> tuple[str, str, str]:
+    """(store URL, run A's id, run B's id): the two runs `assay eval` stored (on each
+    backend in turn)."""
+    store = store_url
     for side, column in (("a", 2), ("b", 3)):
         folder = tmp_path / side
         folder.mkdir()
