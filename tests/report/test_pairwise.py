@@ -224,6 +224,22 @@ def test_a_judge_failing_on_every_pair_exits_1(tmp_path: Path) -> None:
     assert "not judged" in result.output
 
 
+def test_a_reply_without_a_choice_is_not_judged_and_says_so(runs: tuple[str, str, str]) -> None:
+    store, a, b = runs
+    with JudgeServer(StandinReply(text="Both answers have merit.")) as server:
+        args = ["compare", a, b, "--store", store, "--json"]
+        result = runner.invoke(app, [*args, "--judge", "openai:standin", "--base-url",
+                                     server.openai_base_url])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)["pairwise"]
+    c1 = by_case(doc)["c1"]
+    assert c1["choice"] is None and c1["pairwise_choice"] is None
+    assert c1["explanation"] == (
+        "the judge's reply named no choice (A, B or tie): Both answers have merit."
+    )
+    assert doc["not_judged"] == 3 and doc["inconsistent"] == 0
+
+
 # ----------------------------------------------------------------------------- viewer
 
 

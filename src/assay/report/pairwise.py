@@ -165,6 +165,9 @@ class PairwiseCase:
         if self.judgement is None:
             return self.error or self.skipped or ""
         forward, backward = self.judgement.forward, self.judgement.backward
+        if self.choice is None:
+            said = next(iter(forward.explanations + backward.explanations), "")
+            return f"the judge's reply named no choice (A, B or tie): {said[:200]}"
         parts = [f"A shown first: {' / '.join(forward.explanations) or '-'}",
                  f"B shown first: {' / '.join(backward.explanations) or '-'}"]  # fmt: skip
         return "; ".join(parts)
