@@ -3,13 +3,15 @@
 `compare RUN_A RUN_B [RUN_C ...]` compares each later run with the first; with
 `--fail-on-regression` it exits 1 when a case that passed no longer passes or a
 metric's mean fell beyond noise (its paired bootstrap interval lies below zero).
+With `--judge MODEL` a pairwise judge also chooses, case by case, between each later
+run's final response and the base's, in both orders (`assay.report.pairwise`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -41,8 +43,40 @@ def compare_command(
         ),
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = 0,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="Also judge each common case pairwise (A or B or tie, both orders) with"
+            " this model: openai:NAME, gemini-NAME, anthropic:NAME or local:PATH.gguf.",
+        ),
+    ] = None,
+    criteria: Annotated[
+        str | None,
+        typer.Option("--criteria", help="What makes an answer better, for the pairwise judge."),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="The pairwise metric: pairwise_preference (default) or a Vertex pairwise"
+            " name (pairwise_fluency, pairwise_instruction_following, ...).",
+        ),
+    ] = None,
+    trajectories: Annotated[
+        bool,
+        typer.Option("--trajectories", help="Show the pairwise judge the tool calls too."),
+    ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Endpoint of the judge API (OpenAI-compatible servers)."),
+    ] = None,
+    judge_samples: Annotated[
+        int, typer.Option("--judge-samples", help="Pairwise judge samples per order.")
+    ] = 1,
 ) -> None:
-    """Compare stored runs of overlapping eval sets: per-case and per-metric deltas."""
+    """Compare stored runs of overlapping eval sets: per-case and per-metric deltas, and
+    with --judge a pairwise verdict per case (win rate of the later run)."""
     with user_errors():
         from assay.errors import ConfigError
         from assay.report.compare import compare_many
@@ -50,25 +84,100 @@ def compare_command(
 
         if len(runs) < 2:
             raise ConfigError("compare needs two or more runs: assay compare RUN_A RUN_B")
+        if judge is None and (criteria is not None or metric is not None or trajectories):
+            raise ConfigError(
+                "--criteria, --metric and --trajectories are for the pairwise judge: add"
+                " --judge MODEL"
+            )
         db = open_existing(store)
         try:
             loaded = [load_run(db, ref) for ref in runs]
+            results = [result for _, result in loaded]
+            names = [info.name for info, _ in loaded]
+            comparisons = compare_many(results, seed=seed, names=names)
+            pairwise = (
+                _pairwise(
+                    db,
+                    results,
+                    judge,
+                    base_url,
+                    criteria,
+                    metric,
+                    trajectories,
+                    judge_samples,
+                    seed,
+                )
+                if judge is not None
+                else []
+            )
         finally:
             db.close()
-        results = [result for _, result in loaded]
-        comparisons = compare_many(results, seed=seed, names=[info.name for info, _ in loaded])
     console = stdout_console()
     if as_json:
         docs = [c.to_dict() for c in comparisons]
+        for doc, pair in zip(docs, pairwise, strict=False):
+            doc["pairwise"] = pair.to_dict()
         doc = docs[0] if len(docs) == 1 else {"base_run": results[0].run_id, "comparisons": docs}
         typer.echo(json.dumps(doc, indent=2, allow_nan=False, default=str))
     else:
         from assay.report.console_runs import render_comparison
+        from assay.report.pairwise import render_pairwise
 
-        for comparison in comparisons:
+        for i, comparison in enumerate(comparisons):
             render_comparison(comparison, console)
+            if i < len(pairwise):
+                render_pairwise(pairwise[i], console)
     regressed = any(c.has_regression for c in comparisons)
-    raise typer.Exit(1 if fail_on_regression and regressed else 0)
+    # A pairwise comparison that judged nothing (every judge call failed) measured nothing.
+    unjudged = any(not p.judged for p in pairwise)
+    raise typer.Exit(1 if (fail_on_regression and regressed) or unjudged else 0)
+
+
+def _pairwise(
+    db: Any,
+    results: list[Any],
+    judge: str,
+    base_url: str | None,
+    criteria: str | None,
+    metric: str | None,
+    trajectories: bool,
+    samples: int,
+    seed: int,
+) -> list[Any]:
+    """Each later run judged pairwise against the first, the judge's replies cached in
+    the store (where the viewer's compare page reads them)."""
+    import asyncio
+
+    from assay.errors import ConfigError
+    from assay.judges.client import JudgePool
+    from assay.judges.types import JudgeModelOptions
+    from assay.report.pairwise import apairwise_compare, resolve_criterion
+
+    criterion = resolve_criterion(metric, criteria)
+    if samples < 1:
+        raise ConfigError(f"--judge-samples must be at least 1, got {samples}")
+
+    async def run() -> list[Any]:
+        pool = JudgePool(store=db, default_model=judge, default_base_url=base_url)
+        try:
+            chosen = pool.judge(judge, JudgeModelOptions(base_url=base_url))
+            return [
+                await apairwise_compare(
+                    results[0],
+                    other,
+                    chosen,
+                    judge_name=judge,
+                    criterion=criterion,
+                    trajectories=trajectories,
+                    samples=samples,
+                    seed=seed,
+                )
+                for other in results[1:]
+            ]
+        finally:
+            await pool.aclose()
+
+    return asyncio.run(run())
 
 
 def report_command(

@@ -65,15 +65,23 @@ class PairJudge(Protocol):
 
 
 def pairwise_messages(
-    request: str, answer_a: str, answer_b: str, reference: str | None = None
+    request: str,
+    answer_a: str,
+    answer_b: str,
+    reference: str | None = None,
+    criteria: str | None = None,
 ) -> list[dict[str, str]]:
-    """The chat messages asking which of `answer_a` / `answer_b` is better."""
+    """The chat messages asking which of `answer_a` / `answer_b` is better (by
+    `criteria`, when given, instead of the default correctness and helpfulness)."""
     parts = [f"<request>\n{request}\n</request>"]
+    if criteria:
+        parts.append(f"<criteria>\n{criteria}\n</criteria>")
     if reference:
         parts.append(f"<reference>\n{reference}\n</reference>")
     parts.append(f"<answer_a>\n{answer_a}\n</answer_a>")
     parts.append(f"<answer_b>\n{answer_b}\n</answer_b>")
-    parts.append("Which answer is better? Reply with the JSON object.")
+    ask = "by the criteria" if criteria else ""
+    parts.append(f"Which answer is better{' ' + ask if ask else ''}? Reply with the JSON object.")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -209,3 +217,107 @@ async def both_orders(
         ),
     )
     return PairVerdict(forward, backward)
+
+
+# -------------------------------------------------- with the judge's explanations (#37)
+
+
+def parse_explanation(reply: str) -> str:
+    """The judge's reasoning from its reply (`reasoning` or `explanation` of its JSON
+    object; the reply itself, trimmed, when it has none)."""
+    found = re.search(r"\{.*\}", reply, re.DOTALL)
+    if found is not None:
+        try:
+            obj = json.loads(found.group(0))
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            for key in ("reasoning", "explanation", "rationale"):
+                value = obj.get(key)
+                if isinstance(value, str):
+                    return value.strip()
+    return reply.strip()[:500]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderAnswer:
+    """One order's replies: each sample's parsed choice and explanation."""
+
+    choices: tuple[Position | None, ...]
+    explanations: tuple[str, ...]
+
+    @property
+    def choice(self) -> Position | None:
+        return vote_positions(self.choices)
+
+
+@dataclass(frozen=True, slots=True)
+class PairJudgement:
+    """Both orders of one pair with what the judge said (`verdict` reconciles them)."""
+
+    forward: OrderAnswer
+    backward: OrderAnswer
+
+    @property
+    def verdict(self) -> PairVerdict:
+        return PairVerdict(self.forward.choice, self.backward.choice)
+
+    @property
+    def confidence(self) -> float | None:
+        """The share of every parsed reply (both orders, every sample) that agrees, on
+        content, with the reconciled verdict: 1.0 when all do, 0.0 for a pair whose
+        two orders contradict each other (None: undecided)."""
+        winner = self.verdict.winner
+        if winner is None:
+            return None
+        said = [{"A": "first", "B": "second"}.get(c or "", "tie")
+                for c in self.forward.choices if c is not None]  # fmt: skip
+        said += [{"A": "second", "B": "first"}.get(c or "", "tie")
+                 for c in self.backward.choices if c is not None]  # fmt: skip
+        return sum(1 for s in said if s == winner) / len(said) if said else None
+
+
+async def ask_order_explained(
+    judge: PairJudge,
+    request: str,
+    answer_a: str,
+    answer_b: str,
+    *,
+    reference: str | None = None,
+    criteria: str | None = None,
+    samples: int = 1,
+    prompt_version: str = PROMPT_VERSION,
+) -> OrderAnswer:
+    """One order, keeping each sample's choice and explanation."""
+    replies = await judge.generate(
+        pairwise_messages(request, answer_a, answer_b, reference, criteria),
+        samples,
+        {"json_schema": SCHEMA},
+        accept=lambda text: parse_choice(text) is not None,
+        prompt_version=prompt_version,
+    )
+    return OrderAnswer(
+        tuple(parse_choice(r) for r in replies), tuple(parse_explanation(r) for r in replies)
+    )
+
+
+async def judge_pair(
+    judge: PairJudge,
+    request: str,
+    first: str,
+    second: str,
+    *,
+    reference: str | None = None,
+    criteria: str | None = None,
+    samples: int = 1,
+    prompt_version: str = PROMPT_VERSION,
+) -> PairJudgement:
+    """`both_orders` with the judge's explanations and the criteria it judges by.
+    Without `criteria` the prompts (and so the cached replies) are `both_orders`'."""
+    forward, backward = await asyncio.gather(
+        ask_order_explained(judge, request, first, second, reference=reference,
+                            criteria=criteria, samples=samples, prompt_version=prompt_version),
+        ask_order_explained(judge, request, second, first, reference=reference,
+                            criteria=criteria, samples=samples, prompt_version=prompt_version),
+    )  # fmt: skip
+    return PairJudgement(forward, backward)

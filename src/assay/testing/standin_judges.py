@@ -12,6 +12,9 @@ Each is a `JudgeServer` script (a callable of the request), usable in tests or w
   (ties broken by the answers' text), whichever order they are shown in.
 - `first_shown`: a pairwise judge that always prefers the first answer shown (answer A):
   `assay judge probe --bias position` catches it. On a pointwise prompt it is `fair`.
+- `longer_answer`: a pairwise judge that prefers the longer answer whatever it says (a
+  tie for answers of one length), in either order; `assay compare --judge` shows B
+  winning exactly where B's answer is longer. On a pointwise prompt it is `fair`.
 - `length_loving`: `fair`, except that a response of more than `LONG_RESPONSE`
   characters is always valid: `assay judge probe --bias verbosity` catches it.
 
@@ -33,7 +36,15 @@ from typing import Any
 from assay.testing.judge_dialects import StandinReply, StandinRequest
 from assay.testing.standin_schema import FILLER
 
-__all__ = ["LONG_RESPONSE", "coin_flip", "fair", "first_shown", "length_loving", "seeded_coin"]
+__all__ = [
+    "LONG_RESPONSE",
+    "coin_flip",
+    "fair",
+    "first_shown",
+    "length_loving",
+    "longer_answer",
+    "seeded_coin",
+]
 
 #: responses longer than this are always valid for `length_loving`
 LONG_RESPONSE = 160
@@ -137,6 +148,14 @@ def first_shown(request: StandinRequest) -> StandinReply:
     if _fair_choice(request.user) is not None:
         return _choice(request, "A")
     return fair(request)
+
+
+def longer_answer(request: StandinRequest) -> StandinReply:
+    """Prefers the longer answer of a pairwise prompt; `fair` otherwise."""
+    a, b = _tagged(request.user, "answer_a"), _tagged(request.user, "answer_b")
+    if a is None or b is None:
+        return fair(request)
+    return _choice(request, "tie" if len(a) == len(b) else "A" if len(a) > len(b) else "B")
 
 
 def length_loving(request: StandinRequest) -> StandinReply:

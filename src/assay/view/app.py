@@ -6,9 +6,11 @@ Routes (each page has its own URL, so every view can be linked to):
   per eval set, and a form to compare selected runs;
 - `/runs/{run}` — the run's HTML report (the same page `assay report --html` writes);
   `/runs/{run}/cases/{key}` opens one case of it (`key` is `set/case#run`);
-- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first;
+- `/compare?runs=A&runs=B[&runs=C]` — B (and C) against A, regressions first; with
+  `&judge=MODEL` (and `metric`, `criteria`, `trajectories`, `base_url` as given to
+  `assay compare --judge`) the pairwise verdicts, read from the store's judge cache;
 - `/runs/{run}/review` — the review queue: people label the judged results one case at a
-  time (`view/review.py`); a POST there stores a label (the viewer's one write).
+  time (`view/review.py`); a POST there stores a label.
 
 `{run}` is an id, a unique prefix, `latest` or `latest~N`. Pages of a run still in
 progress reload themselves every few seconds. The app only reads the store, but for
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import anyio.to_thread
@@ -50,6 +53,8 @@ from assay.view.pages import (
     esc,
     layout,
     nav,
+    pairwise_form,
+    pairwise_section,
     runs_page,
 )
 
@@ -261,6 +266,11 @@ def create_view_app(
         request: Request,
         runs: list[str] = Query(default=[]),
         order: str = "",
+        judge: str = "",
+        metric: str = "",
+        criteria: str = "",
+        trajectories: bool = False,
+        base_url: str = "",
     ) -> HTMLResponse:
         if len(runs) < 2:
             raise InputError("select two or more runs to compare (the first is the base)")
@@ -275,9 +285,60 @@ def create_view_app(
                 compare_many(results, names=[i.name for i in infos]), results[1:], strict=True
             )
         ]
-        body = "<h1>Compare runs</h1>" + "".join(sections)
+        given = {"judge": judge, "metric": metric, "criteria": criteria, "base_url": base_url,
+                 "trajectories": "1" if trajectories else ""}  # fmt: skip
+        if judge.strip():
+            pairs = _cached_pairwise(store, results, given)
+            sections = [s + pairwise_section(p) for s, p in zip(sections, pairs, strict=True)]
+        form = pairwise_form([i.id for i in infos], _base(request), given)
+        body = "<h1>Compare runs</h1>" + form + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
         return HTMLResponse(layout("assay view · compare", body, base=_base(request),
                                    refresh=refresh, csrf=_csrf(request)))  # fmt: skip
 
     return app
+
+
+def _cached_pairwise(store: Store, results: list[Any], given: dict[str, str]) -> list[Any]:
+    """Each later run against the first, judged pairwise from the judge cache only: a
+    pair `assay compare --judge` has not judged shows as not judged, saying so."""
+    import asyncio
+
+    from assay.judges.client import JudgePool
+    from assay.judges.types import JudgeModelOptions
+    from assay.models.resolve import parse_model
+    from assay.report.pairwise import apairwise_compare, cached_only, resolve_criterion
+
+    judge = given["judge"].strip()
+    if parse_model(judge).backend == "local":
+        # The page would have to open a file named in a URL to find the cache keys.
+        raise InputError(
+            f"judge {judge!r}: the compare page reads the verdicts of API judges only; "
+            "compare with a local judge on the command line (assay compare --judge)"
+        )
+    criterion = resolve_criterion(given["metric"] or None, given["criteria"] or None)
+    base_url = given["base_url"].strip() or None
+    refs = " ".join(r.run_id or "" for r in results)
+    hint = (f"not in the judge cache: run assay compare {refs} --judge {judge} with the same"
+            " options to judge it")  # fmt: skip
+
+    async def run() -> list[Any]:
+        pool = JudgePool(store=store, default_model=judge, default_base_url=base_url,
+                         backend_factory=cached_only(hint), max_retries=0)  # fmt: skip
+        try:
+            chosen = pool.judge(judge, JudgeModelOptions(base_url=base_url))
+            return [
+                await apairwise_compare(
+                    results[0],
+                    other,
+                    chosen,
+                    judge_name=judge,
+                    criterion=criterion,
+                    trajectories=bool(given["trajectories"]),
+                )
+                for other in results[1:]
+            ]
+        finally:
+            await pool.aclose()
+
+    return asyncio.run(run())

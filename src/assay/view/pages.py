@@ -388,3 +388,72 @@ def comparison_section(
 
 def compare_query(run_ids: Sequence[str]) -> str:
     return urlencode([("runs", r) for r in run_ids])
+
+
+def pairwise_form(run_ids: Sequence[str], base: str, given: Mapping[str, str]) -> str:
+    """The compare page's form asking for the pairwise verdicts of `assay compare
+    --judge` (read from the judge cache: the page never calls a model)."""
+    hidden = "".join(f'<input type="hidden" name="runs" value="{esc(r)}">' for r in run_ids)
+
+    def field(name: str, label: str) -> str:
+        return (f'<label>{esc(label)}<input name="{name}" id="pairwise-{name}" '
+                f'value="{esc(given.get(name, ""))}"></label>')  # fmt: skip
+
+    return (
+        f'<form class="filters" id="pairwise-form" method="get" action="{esc(base)}/compare">'
+        f"{hidden}{field('judge', 'pairwise judge (as given to assay compare --judge)')}"
+        f"{field('metric', 'metric')}{field('criteria', 'criteria')}"
+        f"{field('base_url', 'judge base URL')}"
+        '<label>trajectories<input type="checkbox" name="trajectories" value="1"'
+        f"{' checked' if given.get('trajectories') else ''}></label>"
+        '<button type="submit">show pairwise verdicts</button></form>'
+    )
+
+
+def pairwise_section(comparison: Any) -> str:
+    """A `assay.report.pairwise.PairwiseComparison` as HTML: the win rate of B with its
+    interval, the position check, and each case's choice and explanation."""
+    c = comparison
+    counts = c.counts
+    interval = c.interval
+    rate = "–" if c.win_rate is None else f"{c.win_rate:.2f}"
+    ci = "–" if interval is None else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+    bias = (
+        f'<p class="verdict bad" id="pairwise-bias">Position bias: {c.follows_position} of '
+        f"{len(c.decided)} pairs followed the position, not the answer</p>"
+        if c.position_bias
+        else ""
+    )
+    stats = (
+        '<table id="pairwise-stats"><thead><tr><th>win rate of B</th><th>95% interval</th>'
+        "<th>B wins</th><th>A wins</th><th>ties</th><th>inconsistent</th><th>not judged</th>"
+        f'</tr></thead><tbody><tr><td class="num" id="pairwise-win-rate">{rate}</td>'
+        f'<td class="num">{ci}</td><td class="num">{counts["b_wins"]}</td>'
+        f'<td class="num">{counts["a_wins"]}</td><td class="num">{counts["ties"]}</td>'
+        f'<td class="num" id="pairwise-inconsistent">{counts["inconsistent"]}</td>'
+        f'<td class="num">{counts["not_judged"]}</td></tr></tbody></table>'
+    )
+    from assay.report.pairwise import sort_cases
+
+    rows = []
+    for case in sort_cases(c.cases):
+        verdict = case.verdict
+        conf = case.confidence
+        rows.append(
+            f'<tr class="pairwise-row" data-choice="{esc(case.choice or "none")}">'
+            f"<td>{esc(case.case_id)}</td><td>{esc(case.choice or 'not judged')}"
+            f"{' (inconsistent)' if case.inconsistent else ''}</td>"
+            f"<td>{esc((verdict.forward or '–') if verdict else '–')}</td>"
+            f"<td>{esc((verdict.backward or '–') if verdict else '–')}</td>"
+            f'<td class="num">{"–" if conf is None else f"{conf:.2f}"}</td>'
+            f'<td class="reason">{esc(case.explanation)}</td></tr>'
+        )
+    cases = (
+        '<table id="pairwise-cases"><thead><tr><th>case</th><th>choice</th>'
+        "<th>A shown first</th><th>B shown first</th><th>confidence</th><th>why</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    title = (f"<h3>Pairwise: {esc(c.criterion.metric)} by {esc(c.judge)}, both orders"
+             f"{' (with trajectories)' if c.trajectories else ''}</h3>")  # fmt: skip
+    return (f'<section class="pairwise">{title}<p id="pairwise-summary">{esc(c.summary())}'
+            f"</p>{bias}{stats}{cases}</section>")  # fmt: skip
