@@ -1,5 +1,5 @@
 """Workers of a streamed run store their own batches and append their cases to the JSON
-report (`session.stream_batch.WorkerWrites`), in file order: the store ends up holding
+report (`rows.batch.WorkerWrites`), in file order: the store ends up holding
 what a run in one process stores — the same documents, and the same rows when a
 duplicate id, a malformed row or a batch the store refuses stops the run — on SQLite
 and on PostgreSQL, while the next batch is stored as one is appended."""
@@ -246,7 +246,7 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     the `assay` process: the report (its cases and rows) and the store come out as a
     run in one process writes them. A refused row spool takes back the batch's cases
     already appended."""
-    from assay.session import stream_batch
+    from assay.rows import batch as stream_batch
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
     real = stream_batch.WorkerWrites._append_to
@@ -278,7 +278,7 @@ def test_the_next_batch_is_stored_while_one_is_appended(
     batch's cases is not holding up the second batch's store. Here the first append
     waits (up to a minute) for the second batch to be in the store; with one turn for
     both it would wait the whole minute, and the test fails."""
-    from assay.session import stream_batch
+    from assay.rows import batch as stream_batch
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
     db = tmp_path / "store.db"

@@ -41,10 +41,7 @@ from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.redact import redact
-from assay.session.lean_score import LeanPlan
-from assay.session.parent_watch import check_parent, die_with_parent
-from assay.session.run_session import RunIdentity, RunSession
-from assay.session.stream_batch import (
+from assay.rows.batch import (
     BatchOutput,
     BatchSpec,
     WorkerWrites,
@@ -53,6 +50,9 @@ from assay.session.stream_batch import (
     score_batch,
     score_in_worker,
 )
+from assay.rows.plan import MAX_METRICS, RowPlan
+from assay.session.parent_watch import check_parent, die_with_parent
+from assay.session.run_session import RunIdentity, RunSession
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
@@ -257,34 +257,38 @@ class StreamSettings:
 
 
 def off_fast_path(metrics: Sequence[Metric]) -> str | None:
-    """Why a run of `metrics` cannot take the fast row path (`LeanPlan.of` makes no
-    plan for them), naming the metrics that keep it off; None when it can."""
-    if not metrics or LeanPlan.of(metrics) is not None:
+    """What of a run of `metrics` the row kernel does not compute (`rows.plan`), naming
+    the metrics scored by their own Python on each row; None when it computes them all.
+    The kernel falls back metric by metric: the others stay on it."""
+    if not metrics:
         return None
-    unknown = [m.name for m in metrics if LeanPlan.of([m]) is None]
-    if unknown:
-        names = ", ".join(repr(n) for n in unknown)
-        verb = "is" if len(unknown) == 1 else "are"
-        what = f"metric {names} {verb}" if len(unknown) == 1 else f"metrics {names} {verb}"
+    plan = RowPlan.of(metrics)
+    if plan is None:
+        if len(metrics) > MAX_METRICS:
+            return (
+                f"a run of more than {MAX_METRICS} metrics is not on the row kernel: "
+                "every row is scored by the reference path, a few times slower per row"
+            )
+        seen = [m.name for m in metrics]
+        shared = next(name for i, name in enumerate(seen) if name in seen[:i])
         return (
-            f"{what} not on the fast row path: this run is scored by the ordinary path, "
-            "a few times slower per row"
+            f"two metrics are named {shared!r}, which the row kernel does not allow: every "
+            "row is scored by the reference path, a few times slower per row"
         )
-    names_seen: set[str] = set()
-    shared = ""
-    for metric in metrics:
-        if metric.name in names_seen:
-            shared = metric.name
-            break
-        names_seen.add(metric.name)
+    unknown = plan.in_python
+    if not unknown:
+        return None
+    names = ", ".join(repr(n) for n in unknown)
+    one = len(unknown) == 1
+    what = f"metric {names} is" if one else f"metrics {names} are"
     return (
-        f"two metrics are named {shared!r}, which the fast row path does not allow: "
-        "this run is scored by the ordinary path, a few times slower per row"
+        f"{what} not computed by the row kernel: scored by {'its' if one else 'their'} own "
+        "Python on each row (slower per row); the kernel computes the run's other metrics"
     )
 
 
 def _warn_off_fast_path(metrics: Sequence[Metric]) -> None:
-    """Say once, as an `AssayWarning`, when the run's metrics keep it off the fast path."""
+    """Say once, as an `AssayWarning`, which of the run's metrics the kernel leaves."""
     message = off_fast_path(metrics)
     if message is not None:
         warn(message)

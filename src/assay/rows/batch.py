@@ -5,6 +5,10 @@ store's encoded rows, the report's case objects and rows as JSON bytes, a `Tally
 the summary's inputs, the first failing cases for the console (every case of a small
 run) — so the process that owns the files and the store only copies bytes. The output
 holds no per-case objects beyond the cases asked for.
+
+Two tiers score a row: the row kernel (`rows.kernel`, compiled) for every plain JSON
+line it reads, and the reference path (the ordinary reader, metrics and writers:
+`_add_cases`) for every other row, and for every row when the kernel is not compiled.
 """
 
 from __future__ import annotations
@@ -27,20 +31,13 @@ from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_
 from assay.model.results import CaseResult, Status
 from assay.report.json_stream import CasesPart, cases_text, csv_line, rows_text, write_cases_part
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
-from assay.session.lean_encode import (
-    encoded_calls,
-    report_case,
-    report_csv_line,
-    report_row,
-    store_row,
-)
-from assay.session.lean_rows import EncodedMetric, plain_row
-from assay.session.lean_score import LeanPlan
+from assay.rows.plan import RowPlan
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.model.core import EvalCase
+    from assay.rows.kernel import EncodedMetric, KernelRow, RowKernel
     from assay.store import Store
 
 
@@ -70,7 +67,7 @@ class BatchSpec:
 
 
 KeptRow = tuple[int, int, bytes]
-"""A failing lean row the console may show: its index, line number and text. Only the
+"""A failing kernel row the console may show: its index, line number and text. Only the
 first few failing cases of a run are shown, so the process showing them rebuilds their
 `CaseResult` (`kept_case`) only while it still needs some."""
 
@@ -91,7 +88,7 @@ class BatchOutput:
     """Per report row: its shape, its JSON line and (`BatchSpec.csv`) its CSV line."""
     junit: list[EncodedTestcase] = field(default_factory=list)
     kept: list[CaseResult | KeptRow] = field(default_factory=list)
-    """The failing cases to show, whole or (a lean row) as the row to rebuild them from."""
+    """The failing cases to show, whole or (a kernel row) as the row to rebuild them from."""
     # The distinct row shapes, so each is one object (pickled once per batch).
     shapes: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     # An InputError does not survive pickling with its location: sent as its parts.
@@ -112,7 +109,7 @@ class BatchOutput:
 def score_batch(spec: BatchSpec, batch: RawBatch | LineChunk) -> BatchOutput:
     """Build, score and encode the cases of `batch` (see the module docstring)."""
     # The rows, cases and results of a batch make no reference cycles: the collector's
-    # passes over them found nothing and cost ~40 % of the batch's CPU (measured).
+    # passes over them found nothing and cost much of the batch's CPU (bench/README.md).
     with gc_paused():
         if isinstance(batch, LineChunk):
             scanned = _score_chunk(spec, batch)
@@ -124,19 +121,17 @@ def score_batch(spec: BatchSpec, batch: RawBatch | LineChunk) -> BatchOutput:
 
 def _score_chunk(spec: BatchSpec, chunk: LineChunk) -> BatchOutput | None:
     """A chunk of JSON lines scored by the row kernel, which splits its lines and
-    scores them in C, handing each row it leaves to the lean path (and that to the
-    ordinary one) in its place; None when the kernel cannot take the run."""
-    plan = _lean_plan(spec, chunk)
-    kernel = _kernel_for(plan)
-    if plan is None or kernel is None or spec.skip or spec.junit or spec.case_score_metrics:
+    scores them in C, handing each row it leaves to the reference path in its place;
+    None when the kernel cannot take the run."""
+    kernel = _kernel(spec, chunk)
+    if kernel is None or spec.skip or spec.junit or spec.case_score_metrics:
         return None
     out = BatchOutput(
         chunk.file, chunk.start, [], Tally((m.name for m in spec.metrics), spec.case_score_metrics)
     )
-    counts = _LeanCounts()
+    counts = _KernelCounts()
     set_id = Path(chunk.file).stem
     set_file = spec.eval_set_files.get(set_id)
-    names: dict[str, str] = {}
     position, lineno, offset = 0, chunk.first_line, 0
     while True:
         position, lineno, offset, left_line, left_offset, raw = kernel.scan(
@@ -146,11 +141,7 @@ def _score_chunk(spec: BatchSpec, chunk: LineChunk) -> BatchOutput | None:
         )  # fmt: skip
         if raw is None:
             break
-        # A row the kernel leaves: the lean path's, or the ordinary one's, in its place.
-        rows = RawBatch(chunk.file, "jsonl", chunk.start, [])
-        if _add_lean(spec, plan, out, rows, set_id, left_offset, left_line, raw, names, counts,
-                     kernel=False):  # fmt: skip
-            continue
+        # A row the kernel leaves: the reference path's.
         one = RawBatch(chunk.file, "jsonl", chunk.start + left_offset, [(left_line, raw)])
         cases, error = batch_cases(one, spec.mapping)
         _add_cases(spec, out, cases)
@@ -166,20 +157,19 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
     out = BatchOutput(
         batch.file, batch.start, [], Tally((m.name for m in metrics), spec.case_score_metrics)
     )
-    plan = _lean_plan(spec, batch)
-    if plan is None:
+    kernel = _kernel(spec, batch)
+    if kernel is None:
         cases, error = batch_cases(batch, spec.mapping)
         _add_cases(spec, out, cases)
         if error is not None:
             out.error = (error.detail, error.file, error.case_id, error.path, error.expected)
         return out
-    # Row by row: a plain row takes the lean path, any other the ordinary one.
-    names: dict[str, str] = {}
+    # Row by row: a row the kernel reads is its own, any other the reference path's.
     set_id = Path(batch.file).stem
-    # The lean rows' results are tallied by kind: their metrics' encoded results repeat.
-    counts = _LeanCounts() if not spec.case_score_metrics else None
+    # The kernel's rows' results are tallied by kind: their metrics' encoded results repeat.
+    counts = _KernelCounts() if not spec.case_score_metrics else None
     for offset, (lineno, raw) in enumerate(batch.rows):
-        if _add_lean(spec, plan, out, batch, set_id, offset, lineno, raw, names, counts):
+        if _add_kernel_row(spec, kernel, out, batch, set_id, offset, lineno, raw, counts):
             continue
         one = RawBatch(batch.file, batch.kind, batch.start + offset, [(lineno, raw)])
         cases, error = batch_cases(one, spec.mapping)
@@ -192,8 +182,8 @@ def _score_batch(spec: BatchSpec, batch: RawBatch) -> BatchOutput:
     return out
 
 
-class _LeanCounts:
-    """A batch's lean rows counted by status and by encoded metric result."""
+class _KernelCounts:
+    """A batch's kernel rows counted by status and by encoded metric result."""
 
     __slots__ = ("metrics", "statuses")
 
@@ -202,153 +192,88 @@ class _LeanCounts:
         self.metrics: dict[EncodedMetric, int] = {}
 
 
-def _lean_plan(spec: BatchSpec, batch: RawBatch | LineChunk) -> LeanPlan | None:
-    """The lean plan of the spec's metrics, when its batches can take the lean path:
-    JSON lines without a column mapping, and no case table (it needs every case result
-    whole)."""
+def _kernel(spec: BatchSpec, batch: RawBatch | LineChunk) -> RowKernel | None:
+    """The row kernel of the spec's metrics, when its batches can take it: JSON lines
+    without a column mapping, no case table (it needs every case result whole), the
+    kernel compiled and current (`assay._native`), and a plan of the run's metrics."""
     kind = batch.kind if isinstance(batch, RawBatch) else "jsonl"
     if kind != "jsonl" or spec.mapping or spec.keep_all:
         return None
-    global _PLAN
-    cached = _PLAN
+    global _KERNEL
+    cached = _KERNEL
     if cached is None or cached[0] is not spec:
         # One run's spec at a time (a worker serves one run; so does a process).
-        plan = LeanPlan.of(spec.metrics)
-        cached = _PLAN = (spec, plan, _row_kernel(plan))
+        cached = _KERNEL = (spec, _row_kernel(RowPlan.of(spec.metrics)))
     return cached[1]
 
 
-def _kernel_for(plan: LeanPlan | None) -> Any:
-    """The row kernel made with `plan` (`_lean_plan`), if it is still the one kept."""
-    cached = _PLAN
-    return cached[2] if plan is not None and cached is not None and cached[1] is plan else None
+_KERNEL: tuple[BatchSpec, RowKernel | None] | None = None
 
 
-_PLAN: tuple[BatchSpec, LeanPlan | None, Any] | None = None
-
-
-def _row_kernel(plan: LeanPlan | None) -> Any:
-    """The compiled row kernel of `plan` (`session.row_kernel`), when assay was
-    installed with it and it knows the plan's metrics; else None (the lean path)."""
+def _row_kernel(plan: RowPlan | None) -> RowKernel | None:
+    """The compiled row kernel of `plan` (`rows.kernel`), when assay was installed
+    with it (and it is current); else None (the reference path)."""
     if plan is None:
         return None
     try:
-        from assay.session.row_kernel import RowKernel
-    except ImportError:  # not compiled (no C compiler, ASSAY_PURE_PYTHON=1, ...)
+        from assay.rows.kernel import RowKernel
+    except ImportError:  # not compiled (no C compiler, ASSAY_PURE_PYTHON=1, stale, ...)
         return None
     return RowKernel.of(plan)
 
 
-def _add_lean(
+def _add_kernel_row(
     spec: BatchSpec,
-    plan: LeanPlan,
+    kernel: RowKernel,
     out: BatchOutput,
     batch: RawBatch,
     set_id: str,
     offset: int,
     lineno: int,
     raw: bytes | dict[str, Any],
-    names: dict[str, str],
-    counts: _LeanCounts | None,
-    *,
-    kernel: bool = True,
+    counts: _KernelCounts | None,
 ) -> bool:
-    """Score and encode one row on the lean path (by the row kernel where there is one,
-    unless `kernel` is False); False when the row is not plain (or anything about it is
-    unusual: it then takes the ordinary path, which reports it)."""
+    """Score and write one row by the row kernel; False when it does not read it (the
+    reference path then takes it, and reports what is unusual about it)."""
     if type(raw) is not bytes or (not batch.no_big_ints and may_hold_big_int(raw)):
         return False
-    row_kernel = _kernel_for(plan) if kernel else None
-    if row_kernel is not None and not spec.skip:
-        # The same results and bytes as below, in one pass of C (`session.row_kernel`).
-        set_file = spec.eval_set_files.get(set_id)
-        done = row_kernel.row(raw, batch.start + offset, set_id, spec.run_id, set_file,
-                              spec.store, spec.cases_json, spec.rows, spec.csv)  # fmt: skip
-        if done is not None:
-            try:
-                testcase = (
-                    _lean_testcase(spec, done, batch, offset, lineno, raw) if spec.junit else None
-                )
-            except Exception:  # as on the lean path: the ordinary path decides
-                return False
-            _add_scored(spec, out, batch, offset, lineno, raw, counts, done,
-                        done.stored, done.case_json,
-                        None if done.line is None else (done.shape, done.line), done.csv,
-                        testcase)  # fmt: skip
-            return True
-    try:
-        row = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    set_file = spec.eval_set_files.get(set_id)
+    done = kernel.row(raw, batch.start + offset, set_id, spec.run_id, set_file,
+                      spec.store, spec.cases_json, spec.rows, spec.csv)  # fmt: skip
+    if done is None:
         return False
-    lean = plain_row(row, batch.start + offset, names)
-    if lean is None:
-        return False
-    if spec.skip and (set_id, lean.case_id, 0) in spec.skip:
-        out.case_ids.append(lean.case_id)
+    if spec.skip and (set_id, done.case_id, 0) in spec.skip:
+        out.case_ids.append(done.case_id)
         return True  # done by the run being resumed
-    try:
-        plan.score(lean)
-        calls = encoded_calls(lean) if spec.store or spec.cases_json else None
-        encoded = store_row(lean, set_id, calls) if spec.store else None
-        case_json = (
-            report_case(lean, set_id, spec.run_id, spec.eval_set_files.get(set_id), calls)
-            if spec.cases_json
-            else None
-        )
-        row = report_row(lean, set_id) if spec.rows else None
-        csv_bytes = report_csv_line(lean, set_id) if spec.csv else None
-        testcase = _lean_testcase(spec, lean, batch, offset, lineno, raw) if spec.junit else None
-    except Exception:  # a metric or an encoder objects: the ordinary path decides
-        return False
-    _add_scored(spec, out, batch, offset, lineno, raw, counts, lean, encoded, case_json, row,
-                csv_bytes, testcase)  # fmt: skip
+    testcase = _kernel_testcase(spec, done, batch, offset, lineno, raw) if spec.junit else None
+    if done.status is not Status.PASSED and len(out.kept) < spec.keep:
+        out.kept.append((batch.start + offset, lineno, raw))
+    out.case_ids.append(done.case_id)
+    if counts is not None:
+        counts.statuses[done.status] += 1
+        _count_elements(counts.metrics, done.metrics)
+    else:
+        out.tally.add_row(done.status, [m.result for m in done.metrics])
+    if done.stored is not None:
+        out.encoded.append(done.stored)
+    if testcase is not None:
+        out.junit.append(testcase)
+    if done.case_json is not None:
+        out.cases_json.append(done.case_json)
+    if done.shape is not None and done.line is not None:
+        out.rows.append((done.shape, done.line, done.csv))
     return True
 
 
-def _add_scored(
-    spec: BatchSpec,
-    out: BatchOutput,
-    batch: RawBatch,
-    offset: int,
-    lineno: int,
-    raw: bytes,
-    counts: _LeanCounts | None,
-    lean: Any,
-    encoded: EncodedCase | None,
-    case_json: bytes | None,
-    row: tuple[tuple[str, ...], bytes] | None,
-    csv_bytes: bytes | None,
-    testcase: EncodedTestcase | None,
-) -> None:
-    """Add a row scored on the lean path or by the kernel (`lean`: its `case_id`,
-    `status` and `metrics`) to the batch's output."""
-    if lean.status is not Status.PASSED and len(out.kept) < spec.keep:
-        out.kept.append((batch.start + offset, lineno, raw))
-    out.case_ids.append(lean.case_id)
-    if counts is not None:
-        counts.statuses[lean.status] += 1
-        _count_elements(counts.metrics, lean.metrics)
-    else:
-        out.tally.add_row(lean.status, [m.result for m in lean.metrics])
-    if encoded is not None:
-        out.encoded.append(encoded)
-    if testcase is not None:
-        out.junit.append(testcase)
-    if case_json is not None:
-        out.cases_json.append(case_json)
-    if row is not None:
-        out.rows.append((row[0], row[1], csv_bytes))
-
-
-def _lean_testcase(
-    spec: BatchSpec, lean: Any, batch: RawBatch, offset: int, lineno: int, raw: bytes
+def _kernel_testcase(
+    spec: BatchSpec, done: KernelRow, batch: RawBatch, offset: int, lineno: int, raw: bytes
 ) -> EncodedTestcase:
     """The row's JUnit `<testcase>`, by the JUnit report's own code: a passing row's
     needs only its id (no time, no message); a failing one's names its failed metrics
-    and the failure analysis of the whole case result, rebuilt the ordinary way for it."""
+    and the failure analysis of the whole case result, rebuilt the reference way for it."""
     set_id = Path(batch.file).stem
-    if lean.status is Status.PASSED:
-        return testcase_xml(CaseResult(lean.case_id, Status.PASSED), set_id)
+    if done.status is Status.PASSED:
+        return testcase_xml(CaseResult(done.case_id, Status.PASSED), set_id)
     case = kept_case(spec, batch.file, (batch.start + offset, lineno, raw))
     return testcase_xml(case, set_id)
 
@@ -421,18 +346,18 @@ class WorkerWrites:
     Each batch is stored by the worker that scored it, in one transaction, before the
     worker takes new work, and its report cases are appended to the report (`--out`)
     there and then: the process writing the rest of the reports no longer spends its
-    time in the store nor copies ~5 KB a case, and a batch is durable as soon as it is
-    scored. The rows (~1.6 KB each) are appended with the cases, so they are neither
-    pickled back nor written by that process either (~0.7 s of its CPU on 100,000
-    rows). The batches are stored in the order of the file, each after the one before
-    it (`stored_turn` holds the number of the next batch to store), and appended to the
-    report in that order too (`appended_turn`): two turns, so that one worker appends
-    its batch's cases and rows while the next batch is being stored. The store and the
-    report hold what the ordinary order writes: a duplicate case id is refused in the
-    later batch, a batch's cases are appended only once it is stored, and a batch that
-    stops the run (a malformed row, a batch the store or the file refused) stops every
-    later batch from being written (its turns become -1). What a worker did not write is sent
-    back, and the reports' process writes it or reports why it cannot.
+    time in the store nor copies a case's few KB, and a batch is durable as soon as it
+    is scored. The rows are appended with the cases, so they are neither pickled back
+    nor written by that process either (bench/README.md). The batches are stored in
+    the order of the file, each after the one before it (`stored_turn` holds the
+    number of the next batch to store), and appended to the report in that order too
+    (`appended_turn`): two turns, so that one worker appends its batch's cases and rows
+    while the next batch is being stored. The store and the report hold what the
+    ordinary order writes: a duplicate case id is refused in the later batch, a batch's
+    cases are appended only once it is stored, and a batch that stops the run (a
+    malformed row, a batch the store or the file refused) stops every later batch from
+    being written (its turns become -1). What a worker did not write is sent back, and
+    the reports' process writes it or reports why it cannot.
 
     Shared with the workers by inheritance: a forked pool only.
     """
@@ -584,9 +509,9 @@ def init_worker(spec: BatchSpec, writes: WorkerWrites | None = None) -> None:
     gc.freeze()
     # A batch's rows, cases and results make no reference cycles, so the collector runs
     # paused while one is scored (`score_batch`); but each time it was enabled again it
-    # walked the batch's output, still alive then, which cost ~0.1 s of CPU per worker
-    # on 100,000 rows and found nothing. The worker collects every `_COLLECT_EVERY`
-    # batches instead, between batches, when the last one's output is gone.
+    # walked the batch's output, still alive then, and found nothing (bench/README.md).
+    # The worker collects every `_COLLECT_EVERY` batches instead, between batches, when
+    # the last one's output is gone.
     gc.disable()
     keep_freed_memory()  # a batch's buffers of a few MB: not fresh pages each time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -611,7 +536,7 @@ def score_in_worker(batch: RawBatch | LineChunk, number: int = -1) -> BatchOutpu
         writes.write_in_turn(number, out)
     if _SPEC.cases_dir is not None and out.cases_json:
         # The cases go to the report by a file the parent appends in the kernel: no
-        # pickling, pipe or copy through the parent for ~5 KB a case.
+        # pickling, pipe or copy through the parent for a case's few KB.
         part = write_cases_part(_SPEC.cases_dir, out.cases_json)
         if part is not None:
             out.cases_part, out.cases_json = part, []
