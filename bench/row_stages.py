@@ -48,8 +48,7 @@ def main() -> None:
     from assay.engine.runner import score_recorded
     from assay.engine.tally import Tally
     from assay.formats.stream import RowFile, batch_cases
-    from assay.report.json_report import case_to_adk
-    from assay.report.json_stream import csv_line, dumps
+    from assay.report.json_report import case_to_adk, csv_line, dumps
     from assay.rows import batch as stream_batch
     from assay.rows.batch import BatchSpec, score_batch
     from assay.store import encode_case

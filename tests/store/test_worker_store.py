@@ -316,7 +316,7 @@ def test_the_workers_append_the_rows_which_never_come_back(
     """With `--out` (and no `--csv`), each worker appends its batch's report rows to the
     row spool with its cases: the `assay` process writes none of them (nor unpickles
     ~1.6 KB a row), and the report is the one a run in one process writes."""
-    from assay.report.json_stream import RowSpool
+    from assay.report.json_report import RowSpool
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
     real = RowSpool.add_encoded_rows

@@ -22,14 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 
 from assay._malloc import keep_freed_memory
 from assay.engine.tally import Tally
-from assay.errors import InputError
+from assay.errors import InputError, StoreError
 from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
-from assay.report.json_stream import CasesPart, cases_text, csv_line, rows_text, write_cases_part
+from assay.report.json_report import CasesPart, cases_text, csv_line, rows_text, write_cases_part
 from assay.report.junit_stream import EncodedTestcase, testcase_xml
 from assay.rows.plan import RowPlan
 from assay.store import EncodedCase, encode_case
@@ -281,8 +282,7 @@ def _kernel_testcase(
 def _add_cases(spec: BatchSpec, out: BatchOutput, cases: list[EvalCase]) -> None:
     """Score and encode `cases` the ordinary way (built `CaseResult`s)."""
     from assay.engine.aggregate import case_rows
-    from assay.report.json_report import case_to_adk
-    from assay.report.json_stream import dumps
+    from assay.report.json_report import case_to_adk, dumps
 
     set_id = Path(out.file).stem
     metrics = list(spec.metrics)
@@ -389,8 +389,8 @@ class WorkerWrites:
                     if out.encoded:
                         self.store.add_encoded(self.run_id, out.encoded)
                     stored = True
-            except Exception:  # the reports' process stores it, or says why not
-                pass
+            except (StoreError, SQLAlchemyError, OSError):
+                pass  # the reports' process stores it, or says why not
             finally:
                 in_store = stored or self.store is None
                 self._pass_turn(self.stored_turn, number, in_store and out.error is None)
@@ -404,8 +404,8 @@ class WorkerWrites:
             if in_store and self.report is not None and (out.cases_json or rows):
                 self._append(out.cases_json, rows)
                 appended = True
-        except Exception:  # the reports' process appends them, or says why not
-            pass
+        except OSError:
+            pass  # the reports' process appends them, or says why not
         finally:
             whole = in_store and (appended or self.report is None or not (out.cases_json or rows))
             self._pass_turn(self.appended_turn, number, whole and out.error is None)

@@ -49,7 +49,7 @@ from assay.session.streaming import StreamOutcome, StreamSettings, finish_report
 if TYPE_CHECKING:
     from assay.engine import RunObserver
     from assay.metrics.base import Metric
-    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.json_report import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
 
 READ_AHEAD = 4

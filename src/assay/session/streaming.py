@@ -5,7 +5,7 @@ a row file (`formats.stream.row_file`): the rows are read lazily in batches, eac
 is scored where it runs best — in this process, or in a pool of worker processes
 (`workers`; the batches come back in file order) — and every finished batch is written
 at once: to the store (one transaction per batch, before the next batch is taken), to
-the JSON report and the CSV (`report.json_stream`), and counted into the summary
+the JSON report and the CSV (`report.json_report`), and counted into the summary
 (`engine.tally.Tally`). Nothing per row is kept after it is written, so memory does not
 grow with the number of rows.
 
@@ -56,7 +56,7 @@ from assay.session.run_session import RunIdentity, RunSession
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
-    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.json_report import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
     from assay.store import Store
 
@@ -157,7 +157,7 @@ def finish_reports(
     listed in `outcome.kept_reports`). A report that cannot be written leaves no
     temporary file behind."""
     from assay.report.atomic import keeps_earlier
-    from assay.report.json_stream import write_csv_from
+    from assay.report.json_report import write_csv_from
 
     def keep(target: Path | None) -> bool:
         kept = keeps_earlier(target, interrupted=outcome.interrupted)
@@ -235,7 +235,7 @@ class StreamSettings:
         """The JSON report's writer (`out`) and the spool of report rows it and the CSV
         report (`csv_path`) are made from; `csv_lines`: rows may bring their CSV line
         already encoded (`RowSpool`)."""
-        from assay.report.json_stream import JsonReportWriter, RowSpool
+        from assay.report.json_report import JsonReportWriter, RowSpool
 
         beside = self.out if self.out is not None else self.csv_path
         spool = RowSpool(beside, csv=csv_lines) if beside is not None else None
