@@ -18,9 +18,13 @@ from hypothesis import strategies as st
 import assay
 from assay.errors import AssayWarning
 from assay.metrics.registry import build_metric
+from assay.rows.batch import kernel_available
 from assay.rows.plan import KernelKind, RowPlan, kernel_kind
 from assay.session.streaming import off_fast_path
 
+needs_kernel = pytest.mark.skipif(
+    not kernel_available(), reason="the row kernel is not compiled here: no warning to give"
+)
 LEAN = {"trajectory_exact_match": 1.0, "response_match_score": 0.6}
 OFF = "not computed by the row kernel"
 TAIL = "(slower per row); the kernel computes the run's other metrics"
@@ -51,6 +55,7 @@ def _eval(tmp_path: Path, criteria: dict[str, Any], rows: int, *extra: str) -> A
     return done
 
 
+@needs_kernel
 def test_the_cli_names_the_metric_the_kernel_does_not_compute(tmp_path: Path) -> None:
     criteria = {**LEAN, "tool_parameter_kv_match": 0.5}
     result = _eval(tmp_path, criteria, 120, "--workers", "2")
@@ -74,6 +79,7 @@ def test_a_small_run_which_takes_no_kernel_says_nothing(tmp_path: Path) -> None:
     assert "row kernel" not in result.stderr
 
 
+@needs_kernel
 def test_the_api_warns_naming_every_metric_the_kernel_leaves(tmp_path: Path) -> None:
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in _rows(30)), encoding="utf-8")
@@ -128,3 +134,13 @@ def test_the_message_names_exactly_the_metrics_the_kernel_leaves(names: list[str
     assert all(repr(n) in message for n in unknown)
     # A metric the kernel computes is never named.
     assert not any(repr(m.name) in message for m in metrics if m.name not in unknown)
+
+
+def test_no_warning_where_the_kernel_does_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ASSAY_PURE_PYTHON=1 every row is the reference path's: nothing is said of
+    the metrics the kernel would leave."""
+    monkeypatch.setenv("ASSAY_PURE_PYTHON", "1")  # for the `assay eval` subprocess
+    result = _eval(tmp_path, {**LEAN, "tool_parameter_kv_match": 0.5}, 120, "--workers", "2")
+    assert "row kernel" not in result.stderr

@@ -265,6 +265,7 @@ def test_failing_cases_shown_are_the_ordinary_ones(tmp_path: Path) -> None:
     assert "case-" in fast["stdout"]
 
 
+@pytest.mark.filterwarnings("ignore:metric 'bleu' is not computed by the row kernel")
 def test_a_metric_the_kernel_does_not_know_is_scored_beside_it(tmp_path: Path) -> None:
     """A run with a metric the kernel does not compute (`bleu`) writes what the
     reference path writes, and the kernel still scores the rows."""

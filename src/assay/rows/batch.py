@@ -223,6 +223,15 @@ def _row_kernel(plan: RowPlan | None) -> RowKernel | None:
     return RowKernel.of(plan)
 
 
+def kernel_available() -> bool:
+    """Whether the row kernel is compiled and current here (`assay._native`)."""
+    try:
+        import assay.rows.kernel  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _add_kernel_row(
     spec: BatchSpec,
     kernel: RowKernel,

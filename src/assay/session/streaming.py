@@ -47,6 +47,7 @@ from assay.rows.batch import (
     WorkerWrites,
     init_worker,
     kept_case,
+    kernel_available,
     score_batch,
     score_in_worker,
 )
@@ -288,9 +289,11 @@ def off_fast_path(metrics: Sequence[Metric]) -> str | None:
 
 
 def _warn_off_fast_path(metrics: Sequence[Metric]) -> None:
-    """Say once, as an `AssayWarning`, which of the run's metrics the kernel leaves."""
+    """Say once, as an `AssayWarning`, which of the run's metrics the kernel leaves
+    (where the kernel runs at all: without it, every row is the reference path's, and a
+    stale kernel is said by `assay._native`)."""
     message = off_fast_path(metrics)
-    if message is not None:
+    if message is not None and kernel_available():
         warn(message)
 
 
