@@ -237,7 +237,7 @@ class RowSpool:
     def hand_over(self) -> str | None:
         """The spool's file, everything added so far in it: worker processes append
         their batches' rows to it from here on (`rows_text`, in file order, with the
-        report's cases: `rows.batch.WorkerWrites`), each batch counted by
+        report's cases: `rows.writes.WorkerWrites`), each batch counted by
         `appended`. None while the rows are spooled as CSV lines too: those are
         numbered by their shapes here, so they keep coming through this process."""
         if self._csv is not None:
@@ -356,7 +356,7 @@ class JsonReportWriter:
     def hand_over(self) -> tuple[str, int]:
         """The report's file, everything written so far in it, and how many cases it
         holds: worker processes append their batches' cases to it from here on (in file
-        order, `rows.batch.WorkerWrites`), each counted by `appended`."""
+        order, `rows.writes.WorkerWrites`), each counted by `appended`."""
         try:
             self._file.flush()
         except OSError as exc:

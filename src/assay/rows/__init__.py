@@ -5,7 +5,8 @@
 - `kernel` (`kernel.pyx`, compiled only): a plain row read, scored and written in one
   pass of C.
 - `batch`: a batch of rows scored where it runs (a worker), by the kernel or the
-  reference path row by row, and what a worker writes itself (`WorkerWrites`).
+  reference path row by row.
+- `writes`: what the workers of a pool write themselves, in file order (`WorkerWrites`).
 
 The ordinary metrics and writers (`engine`, `store`, `report`) are the reference: the
 kernel writes byte for byte what they write, and they score every row the kernel does

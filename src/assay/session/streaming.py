@@ -44,7 +44,6 @@ from assay.redact import redact
 from assay.rows.batch import (
     BatchOutput,
     BatchSpec,
-    WorkerWrites,
     init_worker,
     kept_case,
     kernel_available,
@@ -52,6 +51,7 @@ from assay.rows.batch import (
     score_in_worker,
 )
 from assay.rows.plan import MAX_METRICS, RowPlan
+from assay.rows.writes import WorkerWrites
 from assay.session.parent_watch import check_parent, die_with_parent
 from assay.session.run_session import RunIdentity, RunSession
 
