@@ -1,15 +1,14 @@
-"""Build hook: compile the recorded-row path's modules with Cython (see src/assay/_native.py).
+"""Build hook: compile the recorded-row path's kernels with Cython (see src/assay/_native.py).
 
 hatchling runs it for every wheel, editable or not (`pip install .`, `pip install -e .`).
-The modules listed in `assay._native.MODULES` are compiled from their unchanged Python
-source (and those in `assay._native.KERNELS` from their Cython source) into
-`assay/_built/`, each named after its source's hash, so a copy is used only
-while its source is unchanged. When compiling is not possible (no C compiler, no
-Cython, `ASSAY_BUILD_PURE=1`) the install goes on without them and assay runs the pure
-Python source, with the same results.
+The kernels listed in `assay._native.KERNELS` (Cython `.pyx` sources; no plain `.py`
+module is compiled) are compiled with `-O2 -g0` into `assay/_built/`, each named after
+its sources' hash, so a copy is used only while its sources are unchanged. When
+compiling is not possible (no C compiler, no Cython, `ASSAY_BUILD_PURE=1`) the install
+goes on without them and assay runs the reference Python path, with the same results.
 
-Rebuild the copies of a source checkout by hand, e.g. after editing one of those
-modules in an editable install:
+Rebuild the copies of a source checkout by hand, e.g. after editing a kernel (or a
+module it cimports) in an editable install:
 
     python hatch_build.py
 """
@@ -38,7 +37,8 @@ def _native() -> Any:
 
 
 def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
-    """Compile `_native.MODULES` into `out` (replacing the copies there); the files."""
+    """Compile `_native.KERNELS` (and `_native.MODULES`, none today) into `out`
+    (replacing the copies there); the files."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
@@ -47,10 +47,13 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
     jobs = jobs or min(4, os.cpu_count() or 1)
     sources = {name: SRC / (name.replace(".", "/") + ".py") for name in native.MODULES}
     sources.update({name: SRC / (name.replace(".", "/") + ".pyx") for name in native.KERNELS})
-    _say(f"compiling {len(sources)} modules with Cython ({jobs} jobs): " + ", ".join(sources))
+    _say(f"compiling {len(sources)} kernels with Cython ({jobs} jobs): " + ", ".join(sources))
     with tempfile.TemporaryDirectory(prefix="assay-build-") as tmp:
         extensions = cythonize(  # type: ignore[no-untyped-call]
-            [Extension(name, [str(path)]) for name, path in sources.items()],
+            [
+                Extension(name, [str(path)], extra_compile_args=_FLAGS)
+                for name, path in sources.items()
+            ],
             build_dir=str(Path(tmp) / "c"),
             include_path=[str(SRC)],  # the .pxd files one module cimports from another
             language_level=3,
@@ -76,6 +79,12 @@ def compile_modules(out: Path, *, jobs: int | None = None) -> list[Path]:
             shutil.copyfile(command.get_ext_fullpath(name), target)
             built.append(target)
     return built
+
+
+_FLAGS = [] if sys.platform == "win32" else ["-O2", "-g0"]
+"""The C compiler's flags (GCC, Clang): -g0, no debug information (most of the
+compiler's time and of the copies' size); -O2 as Python's own builds. MSVC's defaults
+already leave the debug information out."""
 
 
 def _pure() -> bool:
@@ -114,9 +123,9 @@ class CompiledModulesHook(BuildHookInterface):  # type: ignore[misc,valid-type,t
         try:
             built = compile_modules(out)
         except Exception as error:  # no compiler, no Cython, ...: the source runs as is
-            _say(f"the row path's modules were not compiled ({error}); pure Python")
+            _say(f"the row path's kernels were not compiled ({error}); the reference path runs")
             return
-        _say(f"compiled {len(built)} modules into {out}")
+        _say(f"compiled {len(built)} kernels into {out}")
         if not editable:
             build_data["pure_python"] = False
             build_data["infer_tag"] = True

@@ -1,6 +1,7 @@
-"""Where a worker's CPU goes per recorded row, stage by stage: the ordinary path (a case
-built from the row, scored into a `CaseResult`, encoded three times) against the lean
-row path (`session.lean_rows` / `lean_score` / `lean_encode`), on the rows and metrics of
+"""Where a worker's CPU goes per recorded row, stage by stage: the reference path (a
+case built from the row, scored into a `CaseResult`, encoded three times) against the
+row kernel (`assay.rows.kernel`), with the metrics of `bench/score_rows.py` and with one
+metric the kernel leaves to its own Python beside them, on the rows of
 `bench/score_rows.py`, in one process (CPU time, so the two are compared under the same
 load).
 
@@ -47,19 +48,9 @@ def main() -> None:
     from assay.engine.runner import score_recorded
     from assay.engine.tally import Tally
     from assay.formats.stream import RowFile, batch_cases
-    from assay.report.json_report import case_to_adk
-    from assay.report.json_stream import csv_line, dumps
-    from assay.session import stream_batch
-    from assay.session.lean_encode import (
-        encoded_calls,
-        report_case,
-        report_csv_line,
-        report_row,
-        store_row,
-    )
-    from assay.session.lean_rows import plain_row
-    from assay.session.lean_score import LeanPlan
-    from assay.session.stream_batch import BatchSpec, score_batch
+    from assay.report.json_report import case_to_adk, csv_line, dumps
+    from assay.rows import batch as stream_batch
+    from assay.rows.batch import BatchSpec, score_batch
     from assay.store import encode_case
 
     criteria: dict[str, Any] = {m: {"threshold": 1.0} for m in METRICS}
@@ -77,10 +68,10 @@ def main() -> None:
         batches = list(RowFile(path, "jsonl").batches(1000))
     n = sum(len(b.rows) for b in batches)
     set_id = "rows"
-    gc.disable()  # as the batches run (see stream_batch.score_batch)
+    gc.disable()  # as the batches run (see rows.batch.score_batch)
     print(f"{n:,} rows, {len(metrics)} metrics; load average {os.getloadavg()[0]:.1f}")
 
-    print("ordinary path (before):")
+    print("reference path:")
     cases: list[Any] = []
     results: list[Any] = []
     rows: list[bytes] = []
@@ -101,44 +92,24 @@ def main() -> None:
         _stage(name, n, run)
     del cases[:], results[:], rows[:]
 
-    print("lean row path (after):")
-    plan = LeanPlan.of(metrics)
-    assert plan is not None
     raws = [raw for b in batches for _, raw in b.rows]
-    interned: dict[str, str] = {}
-    parsed: list[Any] = []
-    leans: list[Any] = []
-    tally = Tally(names)
-    calls: list[Any] = []
-    for name, run in [
-        ("parse the line (orjson)", lambda: parsed.extend(orjson.loads(r) for r in raws)),
-        ("read the plain row (plain_row)",
-         lambda: leans.extend(plain_row(r, i, interned) for i, r in enumerate(parsed))),
-        ("score the metrics (LeanPlan.score)", lambda: [plan.score(x) for x in leans]),
-        ("encode the calls (encoded_calls)",
-         lambda: calls.extend(encoded_calls(x) for x in leans)),
-        ("store document (store_row)",
-         lambda: [store_row(x, set_id, c) for x, c in zip(leans, calls, strict=True)]),
-        ("report case (report_case)",
-         lambda: [report_case(x, set_id, "run", FILE, c)
-                  for x, c in zip(leans, calls, strict=True)]),
-        ("report row (report_row)", lambda: [report_row(x, set_id) for x in leans]),
-        ("CSV line (report_csv_line)", lambda: [report_csv_line(x, set_id) for x in leans]),
-        ("tally", lambda: [tally.add_row(x.status, [m.result for m in x.metrics]) for x in leans]),
-    ]:  # fmt: skip
-        _stage(name, n, run)
-
     kernel = _row_kernel(metrics)
     if kernel is not None:
-        print("row kernel (session.row_kernel, compiled), each row read, scored and written:")
+        print("row kernel (rows.kernel, compiled), each row read, scored and written:")
         _stage("RowKernel.row (all four outputs)", n, lambda: [
             kernel.row(raw, i, set_id, "run", FILE, True, True, True, True)
             for i, raw in enumerate(raws)
         ])  # fmt: skip
+        extra = [*metrics, *build_metrics(None, {"tool_parameter_kv_match": 0.5})]
+        with_python = _row_kernel(extra)
+        _stage("... with tool_parameter_kv_match (its own Python)", n, lambda: [
+            with_python.row(raw, i, set_id, "run", FILE, True, True, True, True)
+            for i, raw in enumerate(raws)
+        ])  # fmt: skip
     else:
-        print("row kernel: not compiled here (the lean path scores every row)")
+        print("row kernel: not compiled here (the reference path scores every row)")
 
-    print("whole batches, as a worker scores them (stream_batch.score_batch):")
+    print("whole batches, as a worker scores them (rows.batch.score_batch):")
     spec = BatchSpec(metrics=tuple(metrics), run_id="run", csv=True, keep=200,
                      eval_set_files={set_id: FILE})  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,22 +126,23 @@ def main() -> None:
                       lambda: [pickle.dumps(o, protocol=protocol) for o in outs])  # fmt: skip
     _stage("  and unpickled there", n, lambda: [pickle.loads(b) for b in blobs])
     print(f"  {sum(map(len, blobs)) / n:,.0f} bytes per row sent back")
-    real_plan = stream_batch._lean_plan
-    stream_batch._lean_plan = lambda spec, batch: None  # type: ignore[assignment]
+    real_kernel = stream_batch._row_kernel
+    stream_batch._row_kernel = lambda plan: None  # type: ignore[assignment]
+    stream_batch._KERNEL = None
     try:
-        _stage("score_batch, ordinary (before)", n, lambda: [score_batch(spec, b) for b in batches])
+        _stage("score_batch, reference path", n, lambda: [score_batch(spec, b) for b in batches])
     finally:
-        stream_batch._lean_plan = real_plan  # type: ignore[assignment]
+        stream_batch._row_kernel = real_kernel  # type: ignore[assignment]
 
 
 def _row_kernel(metrics: list[Any]) -> Any:
     try:
-        from assay.session.row_kernel import RowKernel
+        from assay.rows.kernel import RowKernel
     except ImportError:
         return None
-    from assay.session.lean_score import LeanPlan
+    from assay.rows.plan import RowPlan
 
-    plan = LeanPlan.of(metrics)
+    plan = RowPlan.of(metrics)
     return None if plan is None else RowKernel.of(plan)
 
 

@@ -52,16 +52,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # comments" list, and go when those files are next edited or removed.
     "api.py": ("cost ~40 % of the run",),
     "cli/eval.py": ("~0.1 s sooner",),
-    "session/lean_encode.py": ("~7 us a row",),
-    "session/lean_rows.py": ("~4 KB", "125 -> 350 MB"),
-    "session/stream_batch.py": (
-        "~40 % of the batch's CPU",
-        "~0.1 s of CPU per worker",
-        "~5 KB a case",
-        "~1.6 KB each",
-        "~0.7 s of its CPU",
-    ),
-    "session/row_kernel.pyx": (),
 }
 """Per file (relative to src/assay), the text around figures that may stay."""
 

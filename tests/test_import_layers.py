@@ -29,6 +29,8 @@ FLOORS: list[set[str]] = [
     {"metrics"},
     {"engine"},
     {"store", "report"},
+    # The fast tier of the recorded-row path: the row kernel, its plan and batches.
+    {"rows"},
     # Above the engine and the store: a run's life (its sinks' protocol included) ...
     {"session"},
     # Authoring eval sets from stored runs, traces and conversations (`assay.cases`).

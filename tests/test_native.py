@@ -1,7 +1,8 @@
-"""The compiled copies of the row path's modules (`assay._native`, built by
-hatch_build.py at install time): loaded only while they match their source, never in
-place of an edited one, and off with ASSAY_PURE_PYTHON=1. That they score exactly as
-the source does is tests/session/test_compiled_rows.py."""
+"""The compiled kernels of the row path (`assay._native`, built by hatch_build.py at
+install time): only `.pyx` kernels are compiled, each loaded only while it matches its
+sources (its own, and those of the Python modules whose behaviour it repeats), never
+in place of an edited one, and off with ASSAY_PURE_PYTHON=1. That they score exactly as
+the reference path does is tests/rows/test_compiled_rows.py and tests/rows/test_kernel.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import assay.model
+import assay.rows
 from assay import _native
 from compiled import REQUIRED
 
@@ -90,12 +92,10 @@ def test_pure_python_on_request() -> None:
 def test_a_kernel_is_loaded_only_from_a_copy_of_its_current_source(tmp_path: Path) -> None:
     """A kernel has no Python source to fall back on: without a copy built from its
     current `.pyx`, its import fails and the Python code it stands in for runs."""
-    module = "assay.session.row_kernel"
+    module = "assay.rows.kernel"
     assert module in _native.KERNELS
-    import assay.session
-
     finder = _native._CompiledFinder(tmp_path)
-    package = assay.session.__path__
+    package = assay.rows.__path__
     stale = tmp_path / _native.built_name(module, _identity(module) + b"\n# older\n")
     stale.write_bytes(b"not loaded")
     assert finder.find_spec(module, package) is None
@@ -105,31 +105,27 @@ def test_a_kernel_is_loaded_only_from_a_copy_of_its_current_source(tmp_path: Pat
     assert spec is not None and spec.origin == str(current)
 
 
-def test_a_copy_built_from_another_source_is_never_loaded(tmp_path: Path) -> None:
-    """An edited module (an editable install) runs as edited, not as its old build."""
-    module = "assay.model.verdict"
-    source = _identity(module)
-    finder = _native._CompiledFinder(tmp_path)
-    package = assay.model.__path__  # as the import system asks: within the package
-    stale = tmp_path / _native.built_name(module, source + b"\n# an older version\n")
-    stale.write_bytes(b"not loaded")
-    assert finder.find_spec(module, package) is None
-    current = tmp_path / _native.built_name(module, source)
-    current.write_bytes(b"a copy of this source")
-    spec = finder.find_spec(module, package)
-    assert spec is not None and spec.origin == str(current)
-    assert isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+def test_only_kernels_are_compiled() -> None:
+    """No plain `.py` module is compiled (issue #34): the build compiles the `.pyx`
+    kernels only, and no `.pxd` declares a Python module's objects as C types."""
+    assert _native.MODULES == ()
+    assert _native.KERNELS and all(_source(name).suffix == ".pyx" for name in _native.KERNELS)
+    assert not sorted(SOURCES.glob("assay/**/*.pxd"))
     # Modules not in the list are left to the usual finders.
-    assert finder.find_spec("assay.model.core", package) is None
+    finder = _native._CompiledFinder(SOURCES)
+    assert finder.find_spec("assay.model.verdict", assay.model.__path__) is None
 
 
-def test_an_edited_declaration_makes_every_copy_stale() -> None:
-    """The .pxd files (C types and fields shared between compiled modules) are part of
-    every copy's identity, not only of their own module's."""
-    declarations = sorted(SOURCES.glob("assay/**/*.pxd"))
-    assert declarations, "the row path's modules declare their per-row types"
-    for pxd in declarations:
-        assert pxd.read_bytes() in _identity("assay.model.verdict")
+def test_a_kernel_goes_stale_with_every_module_it_repeats() -> None:
+    """The row kernel repeats in C what Python modules compute and write: their sources
+    are part of its identity, so an edit of any of them leaves it unloaded."""
+    mirrored = _native.MIRRORS["assay.rows.kernel"]
+    assert "assay.metrics.trajectory" in mirrored and "assay.store._document" in mirrored
+    base = _identity("assay.rows.kernel")
+    for name in mirrored:
+        source = (SOURCES / (name.replace(".", "/") + ".py")).read_bytes()
+        assert source in base, name
+    assert _native.cimported("assay.rows.kernel") == []
 
 
 def test_names_carry_the_source_hash_and_this_python() -> None:
@@ -137,15 +133,6 @@ def test_names_carry_the_source_hash_and_this_python() -> None:
     assert name.startswith("assay.model.verdict.")
     assert name.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])
     assert name != _native.built_name("assay.model.verdict", b"x = 2\n")
-
-
-def test_the_compiled_modules_define_no_pydantic_models() -> None:
-    """Cython's functions are not Python functions: pydantic cannot build a model whose
-    methods are compiled, so such a module must stay out of the list (the options of
-    the trajectory metrics live in `trajectory_options` for this)."""
-    for name in _native.MODULES:
-        text = _source(name).read_text(encoding="utf-8")
-        assert "BaseModel" not in text and "MetricOptions)" not in text, name
 
 
 def test_the_build_asks_for_cython_only_when_it_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,43 +149,37 @@ def test_the_build_asks_for_cython_only_when_it_compiles(monkeypatch: pytest.Mon
     assert ask(None) == []
 
 
-def test_a_copy_reading_another_modules_objects_goes_stale_with_that_module() -> None:
-    """A compiled module that cimports another (reads its objects as C structs) carries
-    that module's Python source in its identity: editing `lean_rows.py` makes the copies
-    of `lean_score`, `lean_encode` and the row kernel stale too, so no compiled code
-    reads a Python object at C offsets."""
-    base = _identity("assay.session.lean_score")
-    assert _source("assay.session.lean_rows").read_bytes() in base
-    assert "assay.session.lean_rows" in _native.cimported("assay.session.row_kernel")
-    assert _native.cimported("assay.model.verdict") == []
-
-
 STALE_SHOW = SHOW + "print(json.dumps(_native.stale_modules()))\n"
 
 
-def test_an_edited_row_module_runs_as_python_and_says_so_once(tmp_path: Path) -> None:
-    """The editable-install case: a row-path source edited without rebuilding. Every
-    copy that depends on it is left unloaded (the Python source runs, with the same
-    results), and assay says once on stderr which command rebuilds them."""
-    if not _built_for_current_sources():
-        pytest.skip("assay was installed without compiling its row path")
+@pytest.mark.parametrize(
+    "edited", ["rows/kernel.pyx", "rows/plan.py", "metrics/call_equal.py", "store/_document.py"]
+)
+def test_an_edited_row_source_runs_the_reference_path_and_says_so_once(
+    tmp_path: Path, edited: str
+) -> None:
+    """The editable-install case: a row-path source edited without rebuilding (the
+    kernel's own, or one it repeats). The kernel is left unloaded (the reference path
+    runs, with the same results), and assay says once on stderr which command rebuilds
+    it; the other kernel still loads."""
+    if "assay.rows.kernel" not in _built_for_current_sources():
+        pytest.skip("assay was installed without compiling its row kernel")
     copy = tmp_path / "src"
     shutil.copytree(SOURCES / "assay", copy / "assay", ignore=shutil.ignore_patterns("__pycache__"))
-    edited = copy / "assay" / "session" / "lean_rows.py"
-    edited.write_text(edited.read_text(encoding="utf-8") + "\n# an edit, not rebuilt\n")
+    path = copy / "assay" / edited
+    path.write_text(path.read_text(encoding="utf-8") + "\n# an edit, not rebuilt\n")
     environment = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV}
     environment["PYTHONPATH"] = str(copy)
+    environment.pop("ASSAY_QUIET_STALE", None)
     done = subprocess.run(
         [sys.executable, "-c", STALE_SHOW], env=environment, capture_output=True, text=True,
         timeout=120, check=True, cwd=tmp_path,
     )  # fmt: skip
     shown, stale = (json.loads(line) for line in done.stdout.splitlines()[-2:])
-    for name in ("lean_rows", "lean_score", "lean_encode"):
-        name = f"assay.session.{name}"
-        assert shown[name] is False, name
-    assert "assay.session.row_kernel" not in shown  # a kernel without a current copy
-    assert shown["assay.model.verdict"] is True  # unrelated copies still load
-    assert set(stale) >= {"assay.session.lean_rows", "assay.session.lean_score"}
+    assert "assay.rows.kernel" not in shown  # a kernel without a current copy
+    assert stale == ["assay.rows.kernel"]
+    if "assay.report.csv_kernel" in _built_for_current_sources():
+        assert shown["assay.report.csv_kernel"] is True  # unrelated copies still load
     warnings = [line for line in done.stderr.splitlines() if "older than its source" in line]
     assert len(warnings) == 1, done.stderr
     assert _native.REBUILD in warnings[0]

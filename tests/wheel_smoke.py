@@ -4,7 +4,7 @@ and `tests/test_wheel.py`, after each builds and installs a wheel.
     python tests/wheel_smoke.py PROJECT_DIR
 
 Checks that `assay` is imported from the installed copy (not from PROJECT_DIR's
-source), that every module of the row path (`assay._native.MODULES` and `KERNELS`)
+source), that every kernel of the row path (`assay._native.KERNELS`)
 loads compiled, and that one `assay eval` of PROJECT_DIR's recorded example scores as
 it does from the source. Prints one JSON line (where assay was imported from, which
 modules run compiled) and exits 0, or says what is wrong and exits 1."""

@@ -26,8 +26,8 @@ from assay import _native
 from assay._lazy import lazy_exports
 from assay._version import __version__ as __version__
 
-# The recorded-row path's modules run compiled when their compiled copy matches their
-# source (`assay._native`).
+# The recorded-row path's kernels run compiled when their compiled copy matches their
+# sources (`assay._native`).
 _native.install()
 
 # The public API is imported lazily so `import assay` (and `assay --version`) stays fast

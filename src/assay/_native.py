@@ -1,22 +1,20 @@
-"""Compiled copies of the recorded-row path's modules, used only while they match.
+"""The compiled kernels of the recorded-row path, used only while they match their source.
 
-Installing assay (`pip install .` or `pip install -e .`) compiles the modules in
-`MODULES` with Cython into `assay/_built/` (see `hatch_build.py` at the project's root).
-They are the same Python source, compiled: the same code, the same results, about a
-quarter less CPU per row on the recorded-row path (bench/README.md). Nothing else
-changes, and assay runs the pure Python source whenever the compiled copy is missing:
-no C compiler or Cython at install time, another Python, `ASSAY_PURE_PYTHON=1`.
+Installing assay (`pip install .` or `pip install -e .`) compiles the Cython kernels in
+`KERNELS` (`.pyx` sources: the row kernel, `assay/rows/kernel.pyx`, and the CSV
+report's kernel, `assay/report/csv_kernel.pyx`) into `assay/_built/` (see
+`hatch_build.py` at the project's root). No plain `.py` module is compiled: the
+kernels are the only compiled code, and each stands in for Python code that does the
+same thing (the reference path), which runs whenever the kernel is missing: no C
+compiler or Cython at install time, another Python, `ASSAY_PURE_PYTHON=1`.
 
-A few `.pxd` files beside the sources (Cython's augmenting declarations) give the
-compiled copies C types for the per-row objects and their fields; the pure Python
-source ignores them.
-
-A compiled copy is named after the SHA-256 of the source it was built from and of the
-`.pxd` files (`identity`; `assay.session.lean_score.<hash>.cpython-311-x86_64-linux-gnu
-.so`), and `install` hooks an import finder that loads it only when that hash is the
-current one. An edited module (an editable install, a patch) therefore runs as edited,
-never as a stale build; `pip install -e .` (or `python hatch_build.py`) compiles it
-again.
+A compiled kernel is named after the SHA-256 of what it was built from (`identity`:
+its source, every `.pxd` file of `KERNELS` and the source of every module it
+`cimport`s; `assay.rows.kernel.<hash>.cpython-311-x86_64-linux-gnu.so`), and `install`
+hooks an import finder that loads it only when that hash is the current one. A kernel
+whose sources changed (an editable install, a patch) is therefore never loaded: assay
+says once, on stderr, which command rebuilds it (`REBUILD`, or `pip install -e .`), and
+runs the reference path meanwhile, with the same results.
 
 This module imports only the standard library: the build hook loads it by path, in an
 environment without assay's dependencies.
@@ -33,35 +31,37 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-MODULES = (
-    "assay.engine.tally",
-    "assay.formats.stream",
-    "assay.metrics.call_equal",
-    "assay.metrics.calldiff",
-    "assay.metrics.lexical",
-    "assay.metrics.stats",
-    "assay.metrics.tokenize",
-    "assay.metrics.trajectory",
-    "assay.model.jsonvalue",
-    "assay.model.verdict",
-    "assay.report.json_stream",
-    "assay.session.lean_encode",
-    "assay.session.lean_rows",
-    "assay.session.lean_score",
-    "assay.session.stream_batch",
-)
-"""The modules compiled: the recorded-row path's per-row code (reading the rows, a
-worker's batch loop, the lean row's reading, scoring and encoders, the trajectory
-metrics and their call matching, ROUGE, the call diffs, the tally). Each
-must be plain Python classes and functions: Cython's functions are not Python functions,
-so a module defining pydantic models cannot be compiled."""
+MODULES: tuple[str, ...] = ()
+"""Plain `.py` modules compiled with Cython: none. Compiling them gained nothing the
+kernels do not (bench/README.md) and cost most of the build's time; the list stays
+(empty) for the code and tests that read it."""
 
-KERNELS = ("assay.report.csv_kernel", "assay.session.row_kernel")
-"""Modules that exist only compiled: Cython sources (`.pyx`) for code with no Python
-counterpart of its own, each standing in for pure Python code that does the same thing
-(the row kernel for the lean row path, the CSV report's remapping of spooled lines).
-Loaded, like `MODULES`, only while the compiled copy matches the source; without it the
-import fails and the Python code runs."""
+KERNELS = ("assay.report.csv_kernel", "assay.rows.kernel")
+"""The modules compiled: Cython sources (`.pyx`) with no Python copy of their own, each
+standing in for the reference path's Python code that does the same thing (the row
+kernel for the ordinary metrics and writers of a plain row, the CSV report's
+remapping of spooled lines). Loaded only while the compiled copy matches the source;
+without it the import fails and the reference path runs."""
+
+MIRRORS: dict[str, tuple[str, ...]] = {
+    "assay.rows.kernel": (
+        "assay.engine.aggregate",  # the report row (`case_rows`)
+        "assay.metrics.call_equal",  # how two calls compare
+        "assay.metrics.calldiff",  # the call diff that explains a trajectory score
+        "assay.metrics.lexical",  # response_match_score
+        "assay.metrics.tokenize",  # ROUGE-1's tokens
+        "assay.metrics.trajectory",  # the trajectory algorithms
+        "assay.model.verdict",  # a case's status from its metrics'
+        "assay.report.json_report",  # the report's case (`case_to_adk`), the CSV line
+        "assay.rows.plan",  # which metric the kernel computes
+        "assay.store._document",  # the store's document
+    ),
+}
+"""Per kernel, the Python modules whose behaviour it repeats in C (their arithmetic, or
+the bytes they write). Their sources are part of the kernel's identity: an edit of any
+of them leaves the built kernel unloaded until it is rebuilt (the reference path runs
+meanwhile, and assay says so once), so an edit never changes a score or an output
+through a kernel built before it."""
 
 BUILT = Path(__file__).with_name("_built")
 """Where the compiled copies are (inside the package, in a source tree or installed)."""
@@ -95,8 +95,9 @@ def _path_of(module: str, suffix: str) -> Path:
 
 
 def cimported(module: str) -> list[str]:
-    """The modules of `MODULES` whose compiled layout `module`'s compiled copy depends
-    on: those it cimports (from its `.pyx` or `.pxd`), and theirs, in a stable order."""
+    """The compiled modules (`KERNELS`, `MODULES`) whose compiled layout `module`'s copy
+    depends on: those it cimports (from its `.pyx` or `.pxd`), and theirs, in a stable
+    order."""
     seen: list[str] = []
     todo = [module]
     while todo:
@@ -107,30 +108,32 @@ def cimported(module: str) -> list[str]:
                 continue
             for match in _CIMPORT.finditer(path.read_bytes()):
                 other = (match.group(1) or match.group(2)).decode()
-                if other in MODULES and other != module and other not in seen:
+                if other in (*MODULES, *KERNELS) and other != module and other not in seen:
                     seen.append(other)
                     todo.append(other)
     return sorted(seen)
 
 
 def identity(module: str, source: bytes) -> bytes:
-    """What `module`'s compiled copy is built from: its source, every `.pxd` file of
-    `MODULES` (Cython's declarations: types and fields, which one module's compiled code
-    may read from another's), and the Python source of every module it cimports. So an
-    edit of a module makes stale every copy that reads its objects as C structs, not only
-    its own: an edited `lean_rows.py` runs as Python, and so do the modules that would
-    otherwise read its (now Python) objects at C offsets."""
+    """What `module`'s compiled copy is built from: its source, every `.pxd` file of the
+    compiled modules (Cython's declarations: types and fields, which one module's
+    compiled code may read from another's), the source of every module it cimports, and
+    of every module whose behaviour it repeats (`MIRRORS`). So an edit of a module makes
+    stale every copy that reads its objects as C structs or repeats what it does, not
+    only its own: no compiled code ever reads an object at the offsets of an older
+    layout, nor scores or writes a row as an older source did."""
     if not _DECLARATIONS:
         parts = []
-        for name in MODULES:
+        for name in (*MODULES, *KERNELS):
             pxd = _path_of(name, ".pxd")
             if pxd.is_file():
                 parts.append(name.encode() + b"\0" + pxd.read_bytes())
         _DECLARATIONS.append(b"\0".join(parts))
     linked = [
-        other.encode() + b"\0" + _path_of(other, ".py").read_bytes()
-        for other in cimported(module)
-        if _path_of(other, ".py").is_file()
+        other.encode() + b"\0" + _path_of(other, suffix).read_bytes()
+        for other in [*cimported(module), *MIRRORS.get(module, ())]
+        for suffix in (".py", ".pyx")
+        if _path_of(other, suffix).is_file()
     ]
     return b"\0".join([source, _DECLARATIONS[0], *linked])
 
@@ -142,8 +145,8 @@ _stale: list[str] = []
 
 
 def stale_modules() -> list[str]:
-    """The modules found with a compiled copy built from an older source (so running as
-    pure Python, or, for a kernel, not at all), in this process so far."""
+    """The modules found with a compiled copy built from an older source (so, for a
+    kernel, not loaded: the reference path runs), in this process so far."""
     return list(_stale)
 
 
@@ -155,7 +158,7 @@ def _say_stale(module: str) -> None:
     if first and os.environ.get("ASSAY_QUIET_STALE", "").strip() in ("", "0"):
         sys.stderr.write(
             f"assay: the compiled copy of {module} is older than its source (or a module it "
-            f"reads from); running the Python source instead: same results, slower. "
+            f"reads from); running the reference Python path instead: same results, slower. "
             f"Rebuild with `{REBUILD}` (or `pip install -e .`).\n"
         )
 

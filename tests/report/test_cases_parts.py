@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from assay.report import json_stream
-from assay.report.json_stream import JsonReportWriter, write_cases_part
+from assay.report import json_report
+from assay.report.json_report import JsonReportWriter, write_cases_part
 
 SUMMARY = {"case_count": 7}
 
@@ -63,7 +63,7 @@ def test_without_copy_file_range_the_bytes_are_copied(
             raise OSError(errno.EXDEV, "Invalid cross-device link")
 
         monkeypatch.setattr(os, "copy_file_range", refuse, raising=False)
-    monkeypatch.setattr(json_stream, "_COPY_CHUNK", 7)  # several reads per part
+    monkeypatch.setattr(json_report, "_COPY_CHUNK", 7)  # several reads per part
     assert _report(tmp_path / "b" / "r.json", parts=True) == plain
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from assay.report import json_stream
-from assay.report.json_stream import RowSpool, csv_line, dumps, write_csv_from
+from assay.report import json_report
+from assay.report.json_report import RowSpool, csv_line, dumps, write_csv_from
 from compiled import kernel
 
 remap_csv = kernel("assay.report.csv_kernel", "remap_csv", "the CSV kernel")
@@ -60,7 +60,7 @@ def test_the_kernel_writes_the_python_loops_csv(
     spool = _spool(tmp_path, rows)
     made = write_csv_from(spool, tmp_path / "kernel.csv").read_bytes()
     with monkeypatch.context() as patch:
-        patch.setattr(json_stream, "_remapped_in_c", lambda *a: False)
+        patch.setattr(json_report, "_remapped_in_c", lambda *a: False)
         python = write_csv_from(spool, tmp_path / "python.csv").read_bytes()
     spool.close()
     assert made == python

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay.report.json_stream import RowSpool, csv_line, dumps, write_csv_from
+from assay.report.json_report import RowSpool, csv_line, dumps, write_csv_from
 
 ROWS: list[dict[str, Any]] = [
     {"eval_set_id": "s", "case_id": "a", "run": 0, "invocation_id": None, "m/score": 1.0},

@@ -165,7 +165,7 @@ def test_writers_report_unwritable_paths(tmp_path: Path) -> None:
 
 
 def test_written_json_is_build_reports_document(tmp_path: Path) -> None:
-    # The file is written case by case (json_stream); parsed, it is the in-memory document.
+    # The file is written case by case (json_report); parsed, it is the in-memory document.
     result = sample_result()
     files = {"home": "data/home.evalset.json"}
     path = write_json(result, tmp_path / "results.json", eval_set_files=files)
@@ -179,7 +179,7 @@ def test_written_json_is_build_reports_document(tmp_path: Path) -> None:
 
 
 def test_csv_from_the_spool_equals_the_in_memory_csv(tmp_path: Path) -> None:
-    from assay.report.json_stream import RowSpool, write_csv_from
+    from assay.report.json_report import RowSpool, write_csv_from
 
     result = sample_result()
     spool = RowSpool(tmp_path / "results.json")
@@ -196,7 +196,7 @@ def test_rows_appended_by_other_processes_keep_their_place(tmp_path: Path) -> No
     wrote them; a spool that also makes the CSV's lines keeps its rows (None)."""
     import os
 
-    from assay.report.json_stream import JsonReportWriter, RowSpool, dumps, rows_text
+    from assay.report.json_report import JsonReportWriter, RowSpool, dumps, rows_text
 
     rows = [{"case_id": f"c{i}", "n": i, "text": 'a\u00e9\n"b"'} for i in range(9)]
     spool = RowSpool(tmp_path / "results.json")

@@ -1,7 +1,7 @@
 """A worker of a streamed run's pool keeps the cyclic garbage collector off, which
 otherwise walked each batch's output when it came back on and found nothing, and
 collects itself between batches, every `_COLLECT_EVERY` of them
-(`session.stream_batch.init_worker`)."""
+(`rows.batch.init_worker`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 
 from assay.formats.stream import RawBatch
 from assay.metrics.registry import build_metric
-from assay.session import stream_batch
-from assay.session.stream_batch import BatchSpec, init_worker, score_in_worker
+from assay.rows import batch as stream_batch
+from assay.rows.batch import BatchSpec, init_worker, score_in_worker
 
 ROW = json.dumps({"prompt": "p", "response": "a b", "reference": "a b"}).encode()
 

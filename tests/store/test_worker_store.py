@@ -1,5 +1,5 @@
 """Workers of a streamed run store their own batches and append their cases to the JSON
-report (`session.stream_batch.WorkerWrites`), in file order: the store ends up holding
+report (`rows.writes.WorkerWrites`), in file order: the store ends up holding
 what a run in one process stores — the same documents, and the same rows when a
 duplicate id, a malformed row or a batch the store refuses stops the run — on SQLite
 and on PostgreSQL, while the next batch is stored as one is appended."""
@@ -246,10 +246,10 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     the `assay` process: the report (its cases and rows) and the store come out as a
     run in one process writes them. A refused row spool takes back the batch's cases
     already appended."""
-    from assay.session import stream_batch
+    from assay.rows import writes
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
-    real = stream_batch.WorkerWrites._append_to
+    real = writes.WorkerWrites._append_to
 
     refused = tmp_path / "refused"
 
@@ -262,7 +262,7 @@ def test_cases_the_report_refuses_are_written_by_the_reports_process(
     reports = {}
     for workers in (2, 1):
         with monkeypatch.context() as patch:
-            patch.setattr(stream_batch.WorkerWrites, "_append_to", refuse_third)  # inherited
+            patch.setattr(writes.WorkerWrites, "_append_to", refuse_third)  # inherited
             report, url, run_id = _eval_out(data, tmp_path, workers)
             reports[workers] = (report, sorted(_stored(url, run_id, by="id").values()))
     assert refused.exists(), "a worker was refused"
@@ -278,12 +278,12 @@ def test_the_next_batch_is_stored_while_one_is_appended(
     batch's cases is not holding up the second batch's store. Here the first append
     waits (up to a minute) for the second batch to be in the store; with one turn for
     both it would wait the whole minute, and the test fails."""
-    from assay.session import stream_batch
+    from assay.rows import writes
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
     db = tmp_path / "store.db"
     seen = tmp_path / "seen"
-    real = stream_batch.WorkerWrites._append
+    real = writes.WorkerWrites._append
 
     def wait_for_second_batch(self: Any, cases: list[bytes], rows: list[Any]) -> None:
         if self.cases.value == 0:
@@ -295,7 +295,7 @@ def test_the_next_batch_is_stored_while_one_is_appended(
                 time.sleep(0.01)
         real(self, cases, rows)
 
-    monkeypatch.setattr(stream_batch.WorkerWrites, "_append", wait_for_second_batch)
+    monkeypatch.setattr(writes.WorkerWrites, "_append", wait_for_second_batch)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
     out = tmp_path / "report.json"
@@ -316,7 +316,7 @@ def test_the_workers_append_the_rows_which_never_come_back(
     """With `--out` (and no `--csv`), each worker appends its batch's report rows to the
     row spool with its cases: the `assay` process writes none of them (nor unpickles
     ~1.6 KB a row), and the report is the one a run in one process writes."""
-    from assay.report.json_stream import RowSpool
+    from assay.report.json_report import RowSpool
 
     data = _write(tmp_path / "rows.jsonl", _rows(ROWS))
     real = RowSpool.add_encoded_rows

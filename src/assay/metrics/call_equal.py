@@ -1,7 +1,7 @@
 """The two call matchers every trajectory metric uses by default (`argmatch.CallMatcher`):
 same name and JSON-equal arguments, or same name. Plain functions in a module of their
-own, which the install compiles (`assay._native`): they run for every pair of calls the
-trajectory metrics compare.
+own: they run for every pair of calls the trajectory metrics compare (the row kernel
+repeats them in C: `assay._native.MIRRORS`).
 """
 
 from __future__ import annotations

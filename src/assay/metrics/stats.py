@@ -1,8 +1,7 @@
 """Means and sample standard deviations of score columns (exact sums, `math.fsum`).
 
-Kept apart from `assay.metrics.base` so it compiles with the row path (`assay._native`):
-a streamed run of 1,000,000 rows and eight metrics sums eight million values at its
-end, serially, while nothing else runs.
+Kept apart from `assay.metrics.base`: plain functions over a tally's arrays, which a
+streamed run of many rows calls once at its end.
 """
 
 from __future__ import annotations
@@ -35,9 +34,8 @@ rounds differently from the C library's `pow` (Python's `**`) for ~0.1 % of valu
 
 
 def _squared_deviations(values: array[float], m: float) -> array[float]:
-    """`(v - m) ** 2` for each of `values` (a tally's array), in a new array: the
-    compiled copy's loop runs on C doubles (`stats.pxd`) and calls the C library's
-    `pow`, as Python's `**` does, so the squares are the same bits."""
+    """`(v - m) ** 2` for each of `values` (a tally's array), in a new array, by the C
+    library's `pow` (what Python's `**` calls)."""
     squares = array("d", values)
     view = squares
     for i in range(len(squares)):

@@ -261,8 +261,7 @@ class TrajectoryMetric(Metric):
         self, calls: list[ToolCall], want: list[ToolCall], explain: Callable[[], str | None]
     ) -> Score:
         """The score of one invocation from its actual and expected calls; `explain()`
-        (called only below 1.0) says which calls differ. The lean row path
-        (`session.lean_rows`) scores through this too, so both say the same."""
+        (called only below 1.0) says which calls differ."""
         value = self.score_calls(calls, want)
         if value >= 1.0:
             return Score(value)

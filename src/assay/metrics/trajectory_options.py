@@ -1,6 +1,5 @@
 """The trajectory metrics' options (`assay.metrics.trajectory`): pydantic models, kept
-apart so that the metrics' own module is plain Python classes and functions, which the
-install compiles (`assay._native`)."""
+apart so that the metrics' own module is plain Python classes and functions."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """The CSV report's spooled lines put under the union of the run's columns, in C.
 
-`report.json_stream._write_csv_lines` does this in Python, record by record, after the
+`report.json_report._write_csv_lines` does this in Python, record by record, after the
 last row is scored: with rows of several shapes (a metric explains only the rows it
 does not score perfectly, so its explanation column comes and goes) that cost a
 noticeable share of a row's time, in one process while the others waited. `remap_csv` does the same work on a chunk
@@ -16,7 +16,7 @@ from libc.string cimport memcpy
 
 
 def remap_csv(bytes data, Py_ssize_t plain, list picks, Py_ssize_t columns, bint last):
-    """`json_stream._write_csv_lines`' loop over the complete records of `data`: each
+    """`json_report._write_csv_lines`' loop over the complete records of `data`: each
     spooled CSV record (the first `plain` bytes are shape 0's lines without their
     shape's number, the rest `number,fields...`) with its fields picked by its shape's
     `picks` (a list of column indexes per shape; an index past the record's fields picks

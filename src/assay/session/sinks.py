@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.model.core import EvalSet
     from assay.model.results import EvalResult
-    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.json_report import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
 
 

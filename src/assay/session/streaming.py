@@ -5,7 +5,7 @@ a row file (`formats.stream.row_file`): the rows are read lazily in batches, eac
 is scored where it runs best — in this process, or in a pool of worker processes
 (`workers`; the batches come back in file order) — and every finished batch is written
 at once: to the store (one transaction per batch, before the next batch is taken), to
-the JSON report and the CSV (`report.json_stream`), and counted into the summary
+the JSON report and the CSV (`report.json_report`), and counted into the summary
 (`engine.tally.Tally`). Nothing per row is kept after it is written, so memory does not
 grow with the number of rows.
 
@@ -41,23 +41,24 @@ from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
 from assay.model.results import CaseResult, Status
 from assay.redact import redact
-from assay.session.lean_score import LeanPlan
-from assay.session.parent_watch import check_parent, die_with_parent
-from assay.session.run_session import RunIdentity, RunSession
-from assay.session.sinks import StreamedReports
-from assay.session.stream_batch import (
+from assay.rows.batch import (
     BatchOutput,
     BatchSpec,
-    WorkerWrites,
     init_worker,
     kept_case,
+    kernel_available,
     score_batch,
     score_in_worker,
 )
+from assay.rows.plan import MAX_METRICS, RowPlan
+from assay.rows.writes import WorkerWrites
+from assay.session.parent_watch import check_parent, die_with_parent
+from assay.session.run_session import RunIdentity, RunSession
+from assay.session.sinks import StreamedReports
 
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
-    from assay.report.json_stream import JsonReportWriter, RowSpool
+    from assay.report.json_report import JsonReportWriter, RowSpool
     from assay.report.junit_stream import JUnitStreamWriter
     from assay.store import Store
 
@@ -158,7 +159,7 @@ def finish_reports(
     listed in `outcome.kept_reports`). A report that cannot be written leaves no
     temporary file behind."""
     from assay.report.atomic import keeps_earlier
-    from assay.report.json_stream import write_csv_from
+    from assay.report.json_report import write_csv_from
 
     def keep(target: Path | None) -> bool:
         kept = keeps_earlier(target, interrupted=outcome.interrupted)
@@ -236,7 +237,7 @@ class StreamSettings:
         """The JSON report's writer (`out`) and the spool of report rows it and the CSV
         report (`csv_path`) are made from; `csv_lines`: rows may bring their CSV line
         already encoded (`RowSpool`)."""
-        from assay.report.json_stream import JsonReportWriter, RowSpool
+        from assay.report.json_report import JsonReportWriter, RowSpool
 
         beside = self.out if self.out is not None else self.csv_path
         spool = RowSpool(beside, csv=csv_lines) if beside is not None else None
@@ -258,36 +259,42 @@ class StreamSettings:
 
 
 def off_fast_path(metrics: Sequence[Metric]) -> str | None:
-    """Why a run of `metrics` cannot take the fast row path (`LeanPlan.of` makes no
-    plan for them), naming the metrics that keep it off; None when it can."""
-    if not metrics or LeanPlan.of(metrics) is not None:
+    """What of a run of `metrics` the row kernel does not compute (`rows.plan`), naming
+    the metrics scored by their own Python on each row; None when it computes them all.
+    The kernel falls back metric by metric: the others stay on it."""
+    if not metrics:
         return None
-    unknown = [m.name for m in metrics if LeanPlan.of([m]) is None]
-    if unknown:
-        names = ", ".join(repr(n) for n in unknown)
-        verb = "is" if len(unknown) == 1 else "are"
-        what = f"metric {names} {verb}" if len(unknown) == 1 else f"metrics {names} {verb}"
+    plan = RowPlan.of(metrics)
+    if plan is None:
+        if len(metrics) > MAX_METRICS:
+            return (
+                f"a run of more than {MAX_METRICS} metrics is not on the row kernel: "
+                "every row is scored by the reference path, a few times slower per row"
+            )
+        seen = [m.name for m in metrics]
+        shared = next(name for i, name in enumerate(seen) if name in seen[:i])
         return (
-            f"{what} not on the fast row path: this run is scored by the ordinary path, "
-            "a few times slower per row"
+            f"two metrics are named {shared!r}, which the row kernel does not allow: every "
+            "row is scored by the reference path, a few times slower per row"
         )
-    names_seen: set[str] = set()
-    shared = ""
-    for metric in metrics:
-        if metric.name in names_seen:
-            shared = metric.name
-            break
-        names_seen.add(metric.name)
+    unknown = plan.in_python
+    if not unknown:
+        return None
+    names = ", ".join(repr(n) for n in unknown)
+    one = len(unknown) == 1
+    what = f"metric {names} is" if one else f"metrics {names} are"
     return (
-        f"two metrics are named {shared!r}, which the fast row path does not allow: "
-        "this run is scored by the ordinary path, a few times slower per row"
+        f"{what} not computed by the row kernel: scored by {'its' if one else 'their'} own "
+        "Python on each row (slower per row); the kernel computes the run's other metrics"
     )
 
 
 def _warn_off_fast_path(metrics: Sequence[Metric]) -> None:
-    """Say once, as an `AssayWarning`, when the run's metrics keep it off the fast path."""
+    """Say once, as an `AssayWarning`, which of the run's metrics the kernel leaves
+    (where the kernel runs at all: without it, every row is the reference path's, and a
+    stale kernel is said by `assay._native`)."""
     message = off_fast_path(metrics)
-    if message is not None:
+    if message is not None and kernel_available():
         warn(message)
 
 

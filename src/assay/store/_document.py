@@ -64,7 +64,7 @@ def _score(score: Score) -> Any:
 
 def metric_entry(key: str, metric: MetricResult) -> list[Any]:
     """One metric of a result as format 2 stores it (see the module docstring); the
-    lean row path (`session.lean_encode`) writes its metrics through this too."""
+    row kernel (`rows.kernel.EncodedMetric`) writes its metrics through this too."""
     per = metric.per_invocation
     scores: list[Any] = []
     for score in per:

@@ -1,33 +1,32 @@
-"""The row kernel (`session.row_kernel`, compiled at install) against the lean row path it
-stands in for: on every row it takes, the same case id, status, metric results and the
-same bytes of the store's document, the report's case and row and the CSV line; every
-other row it leaves to the lean path (None). Generated rows (hypothesis), edge rows and
-every metric configuration the kernel knows."""
+"""The row kernel (`rows.kernel`, compiled at install) against the reference path it
+stands in for (`rows.plan`, the ordinary reader, metrics and writers): on every row it
+takes, the same case id, status, metric results and the same bytes of the store's
+document, the report's case and row and the CSV line; every other row it leaves to the
+reference path (None). Hypothesis-generated rows, edge rows and every metric
+configuration, with metrics the kernel computes and metrics it leaves to their own
+Python (per metric: the others stay on the kernel)."""
 
 from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from typing import Any, ClassVar
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.engine import build_metrics
-from assay.session.lean_encode import (
-    encoded_calls,
-    report_case,
-    report_csv_line,
-    report_row,
-    store_row,
-)
-from assay.session.lean_rows import plain_row
-from assay.session.lean_score import LeanPlan
+from assay.engine.tally import Tally
+from assay.formats.stream import RawBatch, batch_cases
+from assay.metrics.base import Metric
+from assay.model.core import EvalCase, Turn
+from assay.model.results import Score
+from assay.rows.batch import BatchOutput, BatchSpec, _add_cases, _score_recorded
+from assay.rows.plan import KernelKind, RowPlan
 from compiled import kernel
 
-RowKernel = kernel("assay.session.row_kernel", "RowKernel", "the row kernel")
+RowKernel = kernel("assay.rows.kernel", "RowKernel", "the row kernel")
 
 SET, RUN, FILE = "rows", "run-1", "rows.jsonl"
 ALL = {
@@ -77,20 +76,26 @@ WORDS = ["the", "Flight", "to", "paris", "leaves", "at", "nine", "hotels", "runn
          "東京", "it's", "A.B", "x1", "ünïcode", "caresses", "ponies", "relational"]  # fmt: skip
 
 
-def _lean(plan: LeanPlan, raw: bytes, index: int) -> Any:
-    row = plain_row(orjson.loads(raw), index, {})
-    if row is None:
+def _reference(metrics: list[Metric], raw: bytes, index: int) -> Any:
+    """The row scored and written by the reference path (the ordinary reader, metrics
+    and writers, as a streamed run's batch does for a row the kernel leaves)."""
+    spec = BatchSpec(metrics=tuple(metrics), run_id=RUN, csv=True, eval_set_files={SET: FILE})
+    cases, error = batch_cases(RawBatch(f"{SET}.jsonl", "jsonl", index, [(1, raw)]))
+    if error is not None:
         return None
-    plan.score(row)
-    calls = encoded_calls(row)
+    out = BatchOutput(f"{SET}.jsonl", index, [], Tally(m.name for m in metrics))
+    _add_cases(spec, out, cases)
+    result = _score_recorded(cases[0], metrics, eval_set_id=SET)
+    (shape, line, csv), *more = out.rows
+    assert not more
     return (
-        row.case_id,
-        row.status,
-        [_result(m.result) for m in row.metrics],
-        store_row(row, SET, calls),
-        report_case(row, SET, RUN, FILE, calls),
-        report_row(row, SET),
-        report_csv_line(row, SET),
+        result.case_id,
+        result.status,
+        [_result(m) for m in result.metrics.values()],
+        out.encoded[0],
+        out.cases_json[0],
+        (shape, line),
+        csv,
     )
 
 
@@ -116,23 +121,22 @@ def _result(result: Any) -> tuple[Any, ...]:
 
 
 class Pair:
-    """The lean path and the kernel of one configuration, each with its own plan."""
+    """The kernel of one configuration, and the reference path's metrics."""
 
-    def __init__(self, criteria: dict[str, Any]) -> None:
-        metrics = build_metrics(None, criteria)
-        plan = LeanPlan.of(metrics)
+    def __init__(self, criteria: dict[str, Any], *extra: Metric) -> None:
+        self.metrics = [*build_metrics(None, criteria), *extra]
+        plan = RowPlan.of(self.metrics)
         assert plan is not None
         self.plan = plan
-        self.kernel = RowKernel.of(LeanPlan.of(metrics))
-        assert self.kernel is not None, criteria
+        self.kernel = RowKernel.of(plan)
         self.taken = 0
 
     def check(self, raw: bytes, index: int = 0) -> None:
         done = _kernel(self.kernel, raw, index)
         if done is None:
-            return  # the lean path takes it (and decides whether it is plain)
+            return  # the reference path takes it (and decides whether it is plain)
         self.taken += 1
-        assert done == _lean(self.plan, raw, index), raw
+        assert done == _reference(self.metrics, raw, index), raw
 
 
 def _call(rng: random.Random) -> dict[str, Any]:
@@ -205,7 +209,7 @@ EDGE = [
     {"id": "long", "prompt": "p", "response": " ".join(["caresses ponies"] * 800),
      "reference": " ".join(["pony relational"] * 700),
      "predicted_trajectory": [], "reference_trajectory": []},
-    # More calls than the kernel's table: the lean path's.
+    # More calls than the kernel's table: the reference path's.
     {"id": "many", "prompt": "p", "response": "r", "reference": "r",
      "predicted_trajectory": [{"tool_name": "a"}] * 70,
      "reference_trajectory": [{"tool_name": "a"}]},
@@ -219,8 +223,39 @@ ODD_LINES = [b"not json", b"[1, 2]", b'{"id": "a", "prompt": "\\ud800", "respons
              b' "reference": "r"}', b"{}"]  # fmt: skip
 
 
+class WordCount(Metric):
+    """A custom metric the kernel does not know: the share of the reference's words in
+    the response, with details and an explanation that vary by row."""
+
+    name = "word_share"
+    default_threshold = 0.5
+
+    def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
+        if expected is None or not expected.final_response:
+            return Score(None, "no reference text")
+        want = set(expected.final_response.split())
+        got = set((actual.final_response or "").split())
+        share = len(want & got) / len(want)
+        calls = len(actual.tool_calls())
+        return Score(share, None if share == 1 else f"{len(want - got)} words missing",
+                     details={"calls": calls})  # fmt: skip
+
+
+class Broken(Metric):
+    """A custom metric that fails on rows whose prompt says so: the reference path
+    reports its error, so the kernel leaves such rows to it."""
+
+    name = "broken_on_request"
+    informational: ClassVar[bool] = True
+
+    def score_invocation(self, actual: Turn, expected: Turn | None, case: EvalCase) -> Score:
+        if actual.user_input.text == "fail":
+            raise ValueError("asked to fail")
+        return Score(1.0)
+
+
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-def test_the_kernel_writes_what_the_lean_path_writes(config: str) -> None:
+def test_the_kernel_writes_what_the_reference_path_writes(config: str) -> None:
     pair = Pair(CONFIGS[config])
     rows = _rows(1_500, seed=len(config))
     edge = [json.dumps(r, ensure_ascii=False).encode() for r in EDGE]
@@ -230,7 +265,36 @@ def test_the_kernel_writes_what_the_lean_path_writes(config: str) -> None:
     assert pair.taken >= len(rows) * 0.9
 
 
-def test_rows_the_kernel_leaves_to_the_lean_path() -> None:
+def test_a_metric_the_kernel_does_not_know_keeps_the_others_on_it() -> None:
+    """A custom metric and a registry metric the kernel does not compute are scored by
+    their own Python on the kernel's rows; every other metric stays on the kernel, and
+    the bytes are the reference path's."""
+    (kv,) = build_metrics(None, {"tool_parameter_kv_match": 0.5})
+    pair = Pair(ALL, WordCount(), kv)
+    assert pair.plan.in_python == ["word_share", "tool_parameter_kv_match"]
+    assert pair.plan.in_kernel == list(ALL)
+    assert KernelKind.PYTHON not in pair.plan.kinds[: len(ALL)]
+    rows = _rows(800, seed=9)
+    edge = [json.dumps(r, ensure_ascii=False).encode() for r in EDGE]
+    for index, raw in enumerate(rows + edge + ODD_LINES):
+        pair.check(raw, index)
+    assert pair.taken >= len(rows) * 0.9
+    # Each row the kernel took had its two Python metrics scored once, there.
+    assert pair.kernel.python_rows == pair.taken
+
+
+def test_a_row_a_python_metric_cannot_score_is_the_reference_paths() -> None:
+    pair = Pair({"trajectory_exact_match": 1.0}, Broken())
+    good = {"id": "a", "prompt": "fine", "response": "r", "reference": "r"}
+    done = pair.kernel.row(json.dumps(good).encode(), 0, SET, RUN, FILE, True, True, True, True)
+    assert done is not None and [m.result.name for m in done.metrics][-1] == "broken_on_request"
+    bad = json.dumps({**good, "prompt": "fail"}).encode()
+    assert pair.kernel.row(bad, 1, SET, RUN, FILE, True, True, True, True) is None
+    reference = _reference(pair.metrics, bad, 1)
+    assert reference is not None and b"asked to fail" in reference[4]
+
+
+def test_rows_the_kernel_leaves_to_the_reference_path() -> None:
     pair = Pair(ALL)
     left = [
         {"id": "many", "prompt": "p", "response": "r", "reference": "r",
@@ -250,15 +314,34 @@ def test_rows_the_kernel_leaves_to_the_lean_path() -> None:
     assert pair.kernel.row(lone, 0, SET, RUN, FILE, True, True, True, True) is None
 
 
-def test_a_run_the_kernel_does_not_know_is_the_lean_paths() -> None:
-    """A matcher that is no equivalence (subset arguments) needs a maximum matching for
-    any-order, precision and recall: the kernel leaves such a run to the lean path."""
-    metrics = build_metrics(
-        None, {"trajectory_recall": {"threshold": 1.0, "arg_match": {"mode": "subset"}}}
-    )
-    plan = LeanPlan.of(metrics)
-    assert plan is not None
-    assert RowKernel.of(plan) is None
+@pytest.mark.parametrize(
+    ("criterion", "kind"),
+    [
+        # A matcher that is no equivalence (subset arguments) needs a maximum matching
+        # for any-order, precision and recall; per-argument rules are the matcher's own
+        # code: the metric's own Python scores them.
+        ({"trajectory_recall": {"threshold": 1.0, "arg_match": {"mode": "subset"}}},
+         KernelKind.PYTHON),
+        ({"trajectory_in_order_match": {"threshold": 1.0,
+                                        "arg_match": {"args": {"city": "case_insensitive"}}}},
+         KernelKind.PYTHON),
+        ({"trajectory_recall": {"threshold": 1.0, "ignore_args": True}}, KernelKind.RECALL),
+        ({"bleu": 0.5}, KernelKind.PYTHON),
+        ({"response_match_score": 0.5}, KernelKind.ROUGE),
+        ({"token_usage_v1": {}}, KernelKind.BY_COUNT),
+    ],
+)  # fmt: skip
+def test_the_plan_names_the_kind_of_each_metric(criterion: dict[str, Any], kind: int) -> None:
+    metrics = build_metrics(None, {"trajectory_exact_match": 1.0, **criterion})
+    plan = RowPlan.of(metrics)
+    assert plan is not None and plan.kinds == (KernelKind.EXACT, kind)
+    assert RowKernel.of(plan) is not None  # never the whole run off the kernel
+
+
+def test_runs_no_plan_takes() -> None:
+    one = build_metrics(None, {"trajectory_exact_match": 1.0})
+    assert RowPlan.of([]) is None
+    assert RowPlan.of([*one, *build_metrics(None, {"trajectory_exact_match": 0.5})]) is None
 
 
 def test_outputs_not_asked_for_are_not_written() -> None:
@@ -298,7 +381,16 @@ _PAIR: dict[str, Pair] = {}
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(row=_row_st, ascii_only=st.booleans(), index=st.integers(0, 10**6))
-def test_generated_rows(row: dict[str, Any], ascii_only: bool, index: int) -> None:
-    pair = _PAIR.setdefault("all", Pair(ALL))
-    pair.check(json.dumps(row, ensure_ascii=ascii_only).encode(), index)
+@given(
+    row=_row_st,
+    ascii_only=st.booleans(),
+    index=st.integers(0, 10**6),
+    config=st.sampled_from(["all", "rules", "python"]),
+)
+def test_generated_rows(row: dict[str, Any], ascii_only: bool, index: int, config: str) -> None:
+    """Hypothesis rows, kernel against the reference path: every metric the kernel
+    computes, the per-argument rules (their own Python), and custom metrics beside."""
+    if config not in _PAIR:
+        extra = (WordCount(),) if config == "python" else ()
+        _PAIR[config] = Pair(CONFIGS.get(config, ALL), *extra)
+    _PAIR[config].check(json.dumps(row, ensure_ascii=ascii_only).encode(), index)

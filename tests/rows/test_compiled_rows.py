@@ -1,7 +1,7 @@
-"""The compiled row path (`assay._native`) writes exactly what the pure Python source
-writes: `assay eval` run as a user runs it, in a subprocess with two workers, once on
-the compiled copies and once with ASSAY_PURE_PYTHON=1, on plain rows, edge rows and
-rows the ordinary path takes."""
+"""The compiled kernels (`assay._native`) write exactly what the reference path writes:
+`assay eval` run as a user runs it, in a subprocess with two workers, once with the
+kernels and once with ASSAY_PURE_PYTHON=1 (no kernel), on plain rows, edge rows and
+rows the reference path takes."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_lean_rows import CRITERIA, EDGE_ROWS, _plain_rows, _write, stored_rows
+from test_rows_end_to_end import CRITERIA, EDGE_ROWS, _plain_rows, _write, stored_rows
 
 from assay import _native
 from compiled import REQUIRED
 
-# The CLI, then which of the row path's modules ran compiled (on stderr's last line).
+# The CLI, then which of the row path's kernels ran compiled (on stderr's last line).
 EVAL = textwrap.dedent(
     """
     import json, sys
@@ -59,7 +59,7 @@ def _eval(tmp_path: Path, data: Path, tag: str, *, pure: bool) -> dict[str, Any]
     }
 
 
-def test_compiled_rows_write_what_the_source_writes(tmp_path: Path) -> None:
+def test_compiled_rows_write_what_the_reference_path_writes(tmp_path: Path) -> None:
     rows = _plain_rows(3_000, seed=11)
     for i, edge in enumerate(EDGE_ROWS):
         rows.insert(170 * i + 3, edge)
@@ -69,8 +69,8 @@ def test_compiled_rows_write_what_the_source_writes(tmp_path: Path) -> None:
     assert not any(pure["compiled"].values())
     ran_compiled = [name for name, yes in compiled["compiled"].items() if yes]
     if REQUIRED:
-        # The row path's modules, and the CSV kernel (this run's CSV has rows of several
-        # shapes); the row kernel runs in the workers (tests/session/test_row_kernel.py).
+        # The CSV kernel (this run's CSV has rows of several shapes); the row kernel runs
+        # in the workers (tests/rows/test_kernel.py).
         assert set(ran_compiled) == {*_native.MODULES, "assay.report.csv_kernel"}
     elif not ran_compiled:
         pytest.skip("assay was installed without compiling its row path (no C compiler)")

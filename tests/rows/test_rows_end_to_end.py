@@ -1,13 +1,14 @@
-"""The lean row path (`session.lean_rows`, `lean_score`, `lean_encode`): plain rows scored
-from their cells write byte for byte what the ordinary path writes — the store's
-documents, the JSON report, the CSV, the console — and every other row, mixed in,
-takes the ordinary path."""
+"""The row kernel's runs (`assay.rows`), end to end: `assay eval` over plain rows scored
+by the kernel writes byte for byte what the reference path (the ordinary reader,
+metrics and writers) writes — the store's documents, the JSON report, the CSV, the
+JUnit report, the console — and every other row, mixed in, takes the reference path."""
 
 from __future__ import annotations
 
 import json
 import random
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,16 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.session import stream_batch
-from assay.session.lean_rows import plain_row
-from assay.session.lean_score import LeanPlan
+from assay.rows import batch as stream_batch
+from assay.rows.plan import RowPlan
+from compiled import kernel
+
+kernel("assay.rows.kernel", "RowKernel", "the row kernel")
 
 runner = CliRunner()
 TOOLS = ["search_flights", "book_hotel", "get_weather"]
 WORDS = ["the", "flight", "to", "paris", "leaves", "at", "nine", "hotel", "près", "東京"]
-# Every metric the lean path scores, with options where they matter.
+# Every metric the kernel computes, with options where they matter.
 CRITERIA: dict[str, Any] = {
     "trajectory_exact_match": 1.0,
     "trajectory_in_order_match": 1.0,
@@ -68,7 +71,7 @@ def _plain_rows(n: int, seed: int = 5) -> list[dict[str, Any]]:
     return rows
 
 
-# Rows at the edge of the plain shape (lean) and beyond it (the ordinary path).
+# Rows at the edge of the plain shape (the kernel) and beyond it (the reference path).
 EDGE_ROWS: list[dict[str, Any]] = [
     {"id": "no-response", "prompt": "p", "reference": "r",
      "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 1}}],
@@ -95,12 +98,12 @@ EDGE_ROWS: list[dict[str, Any]] = [
     {"id": "twice", "prompt": "p", "response": "r", "reference": "r",
      "predicted_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}] * 2,
      "reference_trajectory": [{"tool_name": "a", "tool_input": {"n": 1}}, {"tool_name": "b"}]},
-    # Text that JSON must escape, in every cell the lean documents spell out.
+    # Text that JSON must escape, in every cell the kernel writes.
     {"id": 'q"\\u2028\n', "prompt": "tab\t nul\x00 \u2028 😀 </x>", "response": 'say "hi"',
      "reference": "back\\slash", "predicted_trajectory": [
          {"tool_name": "x\x00y", "tool_input": {'k"': "v\n", "ü": ["\u2029", None]}}],
      "reference_trajectory": [{"tool_name": "x\x00y", "tool_input": {'k"': "v\r"}}]},
-    # Not plain: the ordinary path scores these.
+    # Not plain: the reference path scores these.
     {"id": "latency", "prompt": "p", "response": "r", "reference": "r",
      "latency_in_seconds": 1.5},
     {"id": "tool-output", "prompt": "p", "response": "r", "reference": "r",
@@ -110,14 +113,14 @@ EDGE_ROWS: list[dict[str, Any]] = [
     {"id": "response-only", "prompt": "p", "response": "r"},
     {"id": "extra-column", "prompt": "p", "response": "r", "reference": "r", "note": "x"},
 ]  # fmt: skip
-# JSON that orjson refuses and the loader reads (NaN: the ordinary path), and an
-# integer beyond 64 bits (read as a float by both paths: lean).
+# JSON that orjson refuses and the loader reads (NaN: the reference path), and digits
+# that could be an integer beyond 64 bits (the reference path too).
 ODD_LINES = [
     '{"id": "nan", "prompt": "p", "response": "r", "reference": "r", '
     '"predicted_trajectory": [{"tool_name": "a", "tool_input": {"v": NaN}}]}',
     '{"id": "big", "prompt": "p", "response": "r", "reference": "r", '
     # Digits that could be an integer beyond 64 bits send the line to `json` and the
-    # ordinary path (tests/session/test_big_ints.py); here they are only a string.
+    # reference path (tests/session/test_big_ints.py); here they are only a string.
     '"predicted_trajectory": [{"tool_name": "a", "tool_input": {"v": "1234567890123456789012"}}]}',
 ]
 
@@ -140,17 +143,17 @@ def stored_rows(db: Path) -> list[tuple[Any, ...]]:
 
 
 def _run(
-    tmp_path: Path, data: Path, tag: str, *extra: str, lean: bool, loaded: bool = False
+    tmp_path: Path, data: Path, tag: str, *extra: str, fast: bool, loaded: bool = False
 ) -> dict[str, Any]:
-    """`assay eval` streamed, on the lean path or (`lean` False) the ordinary one only,
+    """`assay eval` streamed, with the row kernel (`fast`) or the reference path only,
     or (`loaded`) not streamed at all; its outputs as bytes."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
     db = tmp_path / f"{tag}.sqlite"
     out, csv_path = tmp_path / f"{tag}.json", tmp_path / f"{tag}.csv"
     with pytest.MonkeyPatch.context() as patch:
-        if not lean:
-            patch.setattr(stream_batch, "_lean_plan", lambda spec, batch: None)
+        if not fast:
+            patch.setattr(stream_batch, "_row_kernel", lambda plan: None)
         if loaded:
             patch.setattr("assay.cli.eval._streamable", lambda *_: None)
         result = runner.invoke(
@@ -172,7 +175,7 @@ def _run(
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_lean_rows_write_what_the_ordinary_path_writes(tmp_path: Path, workers: str) -> None:
+def test_kernel_rows_write_what_the_reference_path_writes(tmp_path: Path, workers: str) -> None:
     rows = _plain_rows(2_400)
     for i, edge in enumerate(EDGE_ROWS):
         rows.insert(150 * i + 7, edge)
@@ -185,25 +188,25 @@ def test_lean_rows_write_what_the_ordinary_path_writes(tmp_path: Path, workers: 
             "_add_cases",
             lambda spec, out, cases: counted.append(len(cases)) or real(spec, out, cases),
         )
-        lean = _run(tmp_path, data, "lean", "--workers", workers, lean=True)
-    ordinary = _run(tmp_path, data, "ordinary", "--workers", workers, lean=False)
-    assert lean["exit"] == ordinary["exit"] == 1, lean["stdout"]
-    assert lean["cases"] == len(rows) + len(ODD_LINES)
-    assert lean["json"] == ordinary["json"]
-    assert lean["csv"] == ordinary["csv"]
-    assert lean["stored"] == ordinary["stored"]
-    assert lean["stdout"] == ordinary["stdout"]
+        fast = _run(tmp_path, data, "fast", "--workers", workers, fast=True)
+    reference = _run(tmp_path, data, "reference", "--workers", workers, fast=False)
+    assert fast["exit"] == reference["exit"] == 1, fast["stdout"]
+    assert fast["cases"] == len(rows) + len(ODD_LINES)
+    assert fast["json"] == reference["json"]
+    assert fast["csv"] == reference["csv"]
+    assert fast["stored"] == reference["stored"]
+    assert fast["stdout"] == reference["stdout"]
     if workers == "1":  # in this process: only the rows beyond the plain shape, and the
         # two odd lines (NaN; digits that could be an integer beyond 64 bits)
         assert sum(counted) == len(EDGE_ROWS) - 10 + 2  # 10 plain edge rows
     # ... and the run loaded whole (not streamed) writes the same.
     data = _write(tmp_path / "rows.jsonl", rows)
-    lean = _run(tmp_path, data, "lean-b", "--workers", workers, lean=True)
-    whole = _run(tmp_path, data, "loaded", lean=False, loaded=True)
-    assert whole["exit"] == lean["exit"] == 1
-    assert whole["csv"] == lean["csv"]
-    assert whole["stored"] == lean["stored"]
-    assert json.loads(whole["json"]) == json.loads(lean["json"])
+    fast = _run(tmp_path, data, "fast-b", "--workers", workers, fast=True)
+    whole = _run(tmp_path, data, "loaded", fast=False, loaded=True)
+    assert whole["exit"] == fast["exit"] == 1
+    assert whole["csv"] == fast["csv"]
+    assert whole["stored"] == fast["stored"]
+    assert json.loads(whole["json"]) == json.loads(fast["json"])
 
 
 def test_a_csv_of_rows_of_several_shapes_is_made_at_the_end(tmp_path: Path) -> None:
@@ -213,16 +216,16 @@ def test_a_csv_of_rows_of_several_shapes_is_made_at_the_end(tmp_path: Path) -> N
     for row in rows[::5]:
         del row["reference"]
     data = _write(tmp_path / "rows.jsonl", rows, odd=[])
-    lean = _run(tmp_path, data, "lean", "--workers", "1", lean=True)
-    whole = _run(tmp_path, data, "loaded", lean=False, loaded=True)
-    assert lean["csv"] == whole["csv"]
-    assert b"reference" in lean["csv"].splitlines()[0]
+    fast = _run(tmp_path, data, "fast", "--workers", "1", fast=True)
+    whole = _run(tmp_path, data, "loaded", fast=False, loaded=True)
+    assert fast["csv"] == whole["csv"]
+    assert b"reference" in fast["csv"].splitlines()[0]
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_the_junit_report_of_lean_rows_is_the_ordinary_one(tmp_path: Path, workers: str) -> None:
-    """`--junit` takes the lean path: a passing row's testcase from its id, a failing
-    one's (failure analysis, failed metrics) from its case rebuilt the ordinary way."""
+def test_the_junit_report_of_kernel_rows_is_the_reference_one(tmp_path: Path, workers: str) -> None:
+    """`--junit` takes the kernel: a passing row's testcase from its id, a failing
+    one's (failure analysis, failed metrics) from its case rebuilt the reference way."""
     rows = _plain_rows(1_200)
     for i, edge in enumerate(EDGE_ROWS):
         rows.insert(90 * i + 3, edge)
@@ -233,20 +236,20 @@ def test_the_junit_report_of_lean_rows_is_the_ordinary_one(tmp_path: Path, worke
     import assay.session.streaming  # noqa: F401
 
     reports = {}
-    for tag, lean in (("lean", True), ("ordinary", False)):
+    for tag, fast in (("fast", True), ("reference", False)):
         junit = tmp_path / f"{tag}.xml"
         with pytest.MonkeyPatch.context() as patch:
-            if lean:
+            if fast:
                 patch.setattr(
                     stream_batch,
                     "kept_case",
                     lambda *a: rebuilt.append(a[2][2].decode()) or real(*a),  # a row's line
                 )
-            run = _run(tmp_path, data, tag, "--workers", workers, "--junit", str(junit), lean=lean)
+            run = _run(tmp_path, data, tag, "--workers", workers, "--junit", str(junit), fast=fast)
         assert run["exit"] == 1
         reports[tag] = junit.read_bytes().replace(run["run_id"].encode(), b"RUN")
-    assert reports["lean"] == reports["ordinary"]
-    assert b"<failure" in reports["lean"] and b'failures="0"' not in reports["lean"]
+    assert reports["fast"] == reports["reference"]
+    assert b"<failure" in reports["fast"] and b'failures="0"' not in reports["fast"]
     if workers == "1":  # in this process: only rows that did not pass were rebuilt
         passed = {c["eval_id"] for c in json.loads(run["json"])["cases"] if c["status"] == "PASSED"}
         assert rebuilt and passed
@@ -254,49 +257,47 @@ def test_the_junit_report_of_lean_rows_is_the_ordinary_one(tmp_path: Path, worke
 
 
 def test_failing_cases_shown_are_the_ordinary_ones(tmp_path: Path) -> None:
-    """The console shows the first failing cases whole: rebuilt from their lean rows."""
+    """The console shows the first failing cases whole: rebuilt from their kernel rows."""
     data = _write(tmp_path / "rows.jsonl", _plain_rows(1_500), odd=[])
-    lean = _run(tmp_path, data, "lean", "--workers", "1", lean=True)
-    ordinary = _run(tmp_path, data, "ordinary", "--workers", "1", lean=False)
-    assert lean["stdout"] == ordinary["stdout"]
-    assert "case-" in lean["stdout"]
+    fast = _run(tmp_path, data, "fast", "--workers", "1", fast=True)
+    reference = _run(tmp_path, data, "reference", "--workers", "1", fast=False)
+    assert fast["stdout"] == reference["stdout"]
+    assert "case-" in fast["stdout"]
 
 
-def test_only_the_plain_shape_is_lean() -> None:
-    names: dict[str, str] = {}
-    plain = {"id": "a", "prompt": "p", "response": "r", "reference": "r",
-             "predicted_trajectory": [{"tool_name": "t", "tool_input": {"x": 1}}]}  # fmt: skip
-    lean = plain_row(plain, 0, names)
-    assert lean is not None and lean.case_id == "a"
-    assert [(c.name, c.args) for c in lean.predicted] == [("t", {"x": 1})]
-    assert plain_row({k: v for k, v in plain.items() if k != "id"}, 4, names).case_id == "row-4"  # type: ignore[union-attr]
-    for odd in [
-        {**plain, "id": True},
-        {**plain, "id": 1.5},
-        {**plain, "prompt": {"parts": []}},
-        {**plain, "predicted_trajectory": [{"tool_name": "t", "tool_input": [1]}]},
-        {**plain, "predicted_trajectory": [{"tool_name": 3}]},
-        {**plain, "predicted_trajectory": [{"tool_name": "t", "id": "c1"}]},
-        {**plain, "predicted_trajectory": "[]"},
-        {**plain, "input": "p"},
-        {"id": "a", "prompt": "p", "response": "r"},  # no reference turn
-        {"id": "a", "prompt": "p", "reference": "r"},  # no recorded turn
-        ["not", "a", "row"],
-    ]:
-        assert plain_row(odd, 0, names) is None, odd
-
-
-def test_a_metric_the_lean_path_does_not_know_takes_the_ordinary_path() -> None:
+@pytest.mark.filterwarnings("ignore:metric 'bleu' is not computed by the row kernel")
+def test_a_metric_the_kernel_does_not_know_is_scored_beside_it(tmp_path: Path) -> None:
+    """A run with a metric the kernel does not compute (`bleu`) writes what the
+    reference path writes, and the kernel still scores the rows."""
     from assay.engine import build_metrics
 
-    known = build_metrics(None, {"trajectory_exact_match": 1.0, "response_match_score": 0.5})
-    assert LeanPlan.of(known) is not None
-    other = build_metrics(None, {"trajectory_exact_match": 1.0, "bleu": 0.5})
-    assert LeanPlan.of(other) is None
+    criteria = {"trajectory_exact_match": 1.0, "response_match_score": 0.5, "bleu": 0.5}
+    plan = RowPlan.of(build_metrics(None, criteria))
+    assert plan is not None and plan.in_python == ["bleu"]
+    data = _write(tmp_path / "rows.jsonl", _plain_rows(600), odd=[])
+    counted: list[int] = []
+    real = stream_batch._add_cases
+    runs = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            stream_batch,
+            "_add_cases",
+            lambda spec, out, cases: counted.append(len(cases)) or real(spec, out, cases),
+        )
+        patch.setattr(sys.modules[__name__], "CRITERIA", criteria)
+        runs["kernel"] = _run(tmp_path, data, "kernel", "--workers", "1", fast=True)
+        assert sum(counted) == 0  # no row took the reference path
+        runs["reference"] = _run(tmp_path, data, "reference", "--workers", "1", fast=False)
+    assert sum(counted) == 600
+    kernel_run, reference = runs["kernel"], runs["reference"]
+    assert kernel_run["json"] == reference["json"]
+    assert kernel_run["csv"] == reference["csv"]
+    assert kernel_run["stored"] == reference["stored"]
+    assert b"bleu/score" in kernel_run["csv"].splitlines()[0]
 
 
-def test_resume_and_a_bad_row_on_the_lean_path(tmp_path: Path) -> None:
-    """A malformed row stops a lean run after the rows before it (named by line and
+def test_resume_and_a_bad_row_on_the_kernel(tmp_path: Path) -> None:
+    """A malformed row stops a kernel run after the rows before it (named by line and
     field); fixed, the same command resumes and ends with the full run's outputs."""
     rows = _plain_rows(2_300)
     good = rows[2_099]
@@ -316,23 +317,23 @@ def test_resume_and_a_bad_row_on_the_lean_path(tmp_path: Path) -> None:
     _write(data, rows, odd=[])
     resumed = runner.invoke(app, args)
     assert resumed.exit_code == 1 and "resuming run" in resumed.stderr
-    whole = _run(tmp_path, data, "whole", "--workers", "2", lean=False)
+    whole = _run(tmp_path, data, "whole", "--workers", "2", fast=False)
     doc, whole_doc = json.loads((tmp_path / "r.json").read_bytes()), json.loads(whole["json"])
     assert doc["summary"] == whole_doc["summary"]
     assert [c["eval_id"] for c in doc["cases"]] == [c["eval_id"] for c in whole_doc["cases"]]
 
 
-def test_ci_gates_on_the_lean_path(tmp_path: Path) -> None:
-    """`--min-mean` averages the case scores the lean path tallies: the same verdict
-    and lines as the ordinary path, passing and failing."""
+def test_ci_gates_on_the_kernel(tmp_path: Path) -> None:
+    """`--min-mean` averages the case scores the kernel tallies: the same verdict
+    and lines as the reference path, passing and failing."""
     data = _write(tmp_path / "rows.jsonl", _plain_rows(1_200), odd=[])
     for floor, code in (("0.3", 0), ("0.9", 1)):
         gate = ("--min-mean", f"trajectory_exact_match={floor}", "--workers", "1")
-        lean = _run(tmp_path, data, f"lean-{floor}", *gate, lean=True)
-        ordinary = _run(tmp_path, data, f"ordinary-{floor}", *gate, lean=False)
-        assert lean["exit"] == ordinary["exit"] == code, lean["stdout"]
-        assert lean["stdout"] == ordinary["stdout"]
-        assert lean["stored"] == ordinary["stored"]
+        fast = _run(tmp_path, data, f"fast-{floor}", *gate, fast=True)
+        reference = _run(tmp_path, data, f"reference-{floor}", *gate, fast=False)
+        assert fast["exit"] == reference["exit"] == code, fast["stdout"]
+        assert fast["stdout"] == reference["stdout"]
+        assert fast["stored"] == reference["stored"]
 
 
 def test_kept_encoded_results_hold_their_text_not_orjsons_buffer() -> None:
@@ -342,7 +343,7 @@ def test_kept_encoded_results_hold_their_text_not_orjsons_buffer() -> None:
 
     from assay.engine import build_metrics
     from assay.model.results import Score
-    from assay.session.lean_rows import EncodedMetric
+    from assay.rows.kernel import EncodedMetric
 
     (metric,) = build_metrics(None, {"trajectory_precision": 0.5})
     results = [metric.result_from_invocations([Score(i / 1000, f"why {i}")]) for i in range(500)]

@@ -2,20 +2,27 @@
 # cython: cdivision=False, annotation_typing=False
 """The row kernel: a plain recorded row read, scored and written in one pass of C.
 
-The lean row path (`session.lean_rows`, `lean_score`, `lean_encode`) scores a plain row
-through each metric's own code and writes its store document, report case, report row
-and CSV line from pieces. That is the reference. This module is the same computation
-for the runs it knows, without the per-row objects: the row's calls are compared once
-per call matcher into a small table that every trajectory metric reads, the metrics'
-encoded results come from the lean plan's own memo (`LeanPlan.encoded`, built by the
-metrics' own code the first time a value and explanation occur), and the four outputs
-are written straight into byte buffers.
+The fast tier of the row path (`assay.rows`); the ordinary metrics and writers are the
+reference (`engine.scoring`, `store.encode_case`, `report.json_report.case_to_adk`,
+`engine.aggregate.case_rows`). For a plain row (`id`, `prompt`, `response`,
+`reference` and two trajectories of `{tool_name, tool_input}` calls) the row's calls
+are compared once per call matcher into a small table that every trajectory metric
+reads, ROUGE-1 is computed in C, the metrics' encoded results (`EncodedMetric`) are
+built through each metric's own code the first time a value and explanation occur and
+reused after, and the four outputs (the store's document, the report's case, its row,
+its CSV line) are written straight into byte buffers.
+
+A metric the kernel does not compute (`rows.plan.KernelKind.PYTHON`) is scored by its
+own Python on the row's case (`RowPlan.python_results`) and written with the others:
+one such metric never takes the run's other metrics off the kernel.
 
 It exists only compiled (there is no pure Python copy): `assay._native` loads it while
-its compiled copy matches this source. Without it, or for any row or run it does not
-know (`RowKernel.of` returns None; `RowKernel.row` returns None), the lean path runs,
-and the two write the same bytes (tests/session/test_row_kernel.py compares them on
-generated rows).
+its compiled copy matches this source. Without it, the reference path scores every
+row; with it, a row the kernel does not read (`RowKernel.row` returns None: not the
+plain shape, more than MAX_CALLS calls, a metric that could not score it) is the
+reference path's. The two write the same bytes (tests/rows/test_kernel.py compares
+them on hypothesis-generated rows). An exception raised in here is a bug: nothing
+catches it.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -29,20 +36,17 @@ from libc.string cimport memchr, memcmp, memcpy
 
 import orjson
 
-from assay.metrics.argmatch import CallMatcher
 from assay.metrics.calldiff import format_value, same_value
 from assay.metrics.call_equal import match_exact, match_name
-from assay.metrics.lexical import NO_REFERENCE, ResponseMatchScore
+from assay.metrics.lexical import NO_REFERENCE
 from assay.metrics.porter import stem_uncached
 from assay.metrics.tokenize import rouge1_fmeasure
-from assay.metrics import trajectory as _trajectory
 from assay.model.jsonvalue import same_json
 from assay.model.results import MetricResult, Score, Status
-from assay.report.json_stream import csv_fields
-from assay.session.lean_rows cimport EncodedMetric
-from assay.session.lean_rows import LeanCall
-from assay.session.lean_encode import _SHAPES, row_shape
-from assay.store._document import FORMAT
+from assay.report.json_report import _metric_entry, _overall_entry, csv_fields, dumps
+from assay.rows.plan import MAX_METRICS as _MAX_METRICS, KernelKind
+from assay.store._document import FORMAT, metric_entry
+from assay.store._json import dumps_bytes
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
@@ -52,8 +56,9 @@ cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
-# The metrics' kinds in the kernel.
+# The metrics' kinds in the kernel (`rows.plan.KernelKind`).
 cdef enum:
+    K_PYTHON = 0
     K_EXACT = 1
     K_IN_ORDER = 2
     K_ANY_ORDER = 3
@@ -67,13 +72,12 @@ cdef enum:
 cdef enum:
     M_EXACT = 1  # call_equal.match_exact
     M_NAME = 2  # call_equal.match_name
-    M_OTHER = 3  # anything else: the matcher's own function, on LeanCall objects
 
 # At most this many calls on a side (the comparison table is MAX_CALLS x MAX_CALLS):
-# rows with more take the lean path.
+# rows with more take the reference path.
 DEF MAX_CALLS = 64
 DEF MAX_METRICS = 64
-DEF MAX_MATCHERS = 8
+DEF MAX_MATCHERS = 2  # match_exact, match_name
 
 _PLAIN = frozenset(
     {"id", "prompt", "response", "reference", "predicted_trajectory", "reference_trajectory"}
@@ -426,6 +430,89 @@ cdef class _Rouge:
 
 # -- the kernel ---------------------------------------------------------------------------
 
+cdef class EncodedMetric:
+    """One metric's result on a plain row and its parts of the four outputs, each
+    encoded by the reference path's own helpers (the store's `metric_entry`, the JSON
+    report's `_overall_entry` and `_metric_entry`, the metric's `row_columns`, the CSV
+    report's `csv_fields`).
+
+    Results that do not depend on the row beyond their score (a perfect trajectory, a
+    ROUGE value, an informational metric of a row without timings) repeat across rows:
+    the kernel keeps them (`RowKernel.memo`), so a row's metrics are mostly encoded once
+    per run, not once per row.
+    """
+
+    cdef public object result
+    cdef public bytes stored
+    cdef public bytes overall
+    cdef public bytes invocation
+    cdef public object columns
+    cdef public object csv
+    cdef public bytes columns_json
+    cdef public Py_ssize_t columns_id
+    cdef public object explanation_entry
+
+    def __init__(self, metric, result):
+        score = result.per_invocation[0]
+        self.result = result
+        self.stored = _kept(dumps_bytes(metric_entry(result.name, result)))
+        self.overall = _kept(dumps(_overall_entry(result)))
+        self.invocation = _kept(
+            dumps(_metric_entry(result.name, score, result.threshold, result.status is None))
+        )
+        self.columns = metric.row_columns(score)
+        self.csv = csv_fields(list(self.columns.values()))
+        # The report row's part (`,"name/score":...`), and which columns it has: one
+        # number per distinct list of column names (the row's shape is made of them).
+        self.columns_json = b"".join(
+            [b"," + dumps(key) + b":" + dumps(value) for key, value in self.columns.items()]
+        )
+        names = tuple(self.columns)
+        self.columns_id = _COLUMN_LISTS.setdefault(names, len(_COLUMN_LISTS))
+        # The report case's entry in its `explanations` object, if it has one.
+        self.explanation_entry = (
+            None
+            if result.explanation is None
+            else dumps(result.name) + b":" + dumps(result.explanation)
+        )
+
+
+cdef bytes _kept(bytes encoded):
+    """A copy of orjson's output the size of its text: orjson's own keeps the larger
+    buffer it wrote into, which thousands of kept entries would hold."""
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded))
+
+
+_COLUMN_LISTS = {}
+"""A number per distinct list of a metric's row columns (a few per run's metric)."""
+
+_HEAD = ("eval_set_id", "case_id", "run", "invocation_id", "prompt", "response")
+_SHAPES = {}
+"""Each report row's columns by its key (whether it has no reference, then its
+metrics' column lists' numbers), built once each."""
+
+
+cdef tuple _row_shape(tuple key, list metrics):
+    if len(_SHAPES) > 10_000:
+        _SHAPES.clear()
+    names = list(_HEAD) if key[0] else [*_HEAD, "reference"]
+    for m in metrics:
+        names.extend((<EncodedMetric>m).columns)
+    shape = _SHAPES[key] = tuple(names)
+    return shape
+
+
+class _Call:
+    """A tool call as a call matcher reads it: `name`, `args` (and `id`, None)."""
+
+    __slots__ = ("args", "name")
+    id = None
+
+    def __init__(self, name, args):
+        self.name = name
+        self.args = args
+
+
 cdef class KernelRow:
     """One plain row, scored and written (`RowKernel.row`)."""
 
@@ -458,10 +545,13 @@ _PLACEHOLDER_BYTES = _PLACEHOLDER.encode()
 
 
 cdef class RowKernel:
-    """The kernel of one run's lean plan (see the module docstring)."""
+    """The kernel of one run's plan (`rows.plan.RowPlan`; see the module docstring)."""
 
     cdef object plan
-    cdef dict memo
+    cdef dict memo  # (metric, value, explanation) -> EncodedMetric
+    cdef dict by_count  # number of calls -> {metric: EncodedMetric}
+    cdef bint any_python
+    cdef public Py_ssize_t python_rows  # rows whose PYTHON metrics were scored here
     cdef list metric_objects
     cdef int n_metrics
     cdef int kinds[MAX_METRICS]
@@ -503,59 +593,55 @@ cdef class RowKernel:
         self.pieces = _Buffer()
         self.rouge = _Rouge()
         self.templates = {}
+        self.memo = {}
+        self.by_count = {}
+        self.python_rows = 0
 
     @staticmethod
     def of(plan):
-        """The kernel of `plan` (a `LeanPlan`), or None when a metric or matcher of its
-        run is one the kernel does not know (the lean path then scores every row)."""
+        """The kernel of `plan` (a `rows.plan.RowPlan`): each metric of kind PYTHON is
+        scored by its own code on the kernel's rows, every other in here."""
         kernel = RowKernel()
-        if not kernel._setup(plan):
-            return None
+        kernel._setup(plan)
         return kernel
 
-    cdef bint _setup(self, object plan) except -1:
+    cdef int _setup(self, object plan) except -1:
         cdef int i, m, kind
         self.plan = plan
-        self.memo = plan._memo
         self.metric_objects = list(plan.metrics)
-        if len(self.metric_objects) > MAX_METRICS:
-            return False
+        if len(self.metric_objects) > MAX_METRICS or MAX_METRICS != _MAX_METRICS:
+            raise ValueError(f"a plan of at most {MAX_METRICS} metrics")
         self.n_metrics = len(self.metric_objects)
         self.matcher_functions = []
         self.single_wanted = [None] * self.n_metrics
         self.any_by_count = False
+        self.any_python = False
         for i in range(self.n_metrics):
             metric = self.metric_objects[i]
-            kind = _kind(metric)
-            if kind == 0:
-                return False
+            kind = int(plan.kinds[i])
             self.kinds[i] = kind
             self.matcher_of[i] = -1
             self.perfect_when_exact[i] = False
             self.single_check_args[i] = False
+            if kind == K_PYTHON:
+                self.any_python = True
+                continue
             if kind == K_BY_COUNT:
                 self.any_by_count = True
                 continue
             if kind == K_ROUGE:
                 continue
-            matcher = metric.matcher
-            if type(matcher) is not CallMatcher:
-                return False
-            if not matcher.equivalence and kind in (K_ANY_ORDER, K_PRECISION, K_RECALL):
-                return False  # a maximum matching: the lean path's
-            matches = matcher.matches
+            # The plan gives the kernel only the matchers it implements.
+            matches = metric.matcher.matches
+            if matches is not match_exact and matches is not match_name:
+                raise ValueError(f"{metric.name}: a matcher the kernel does not implement")
             for m in range(len(self.matcher_functions)):
                 if self.matcher_functions[m] is matches:
                     break
             else:
                 m = len(self.matcher_functions)
-                if m >= MAX_MATCHERS:
-                    return False
                 self.matcher_functions.append(matches)
-                self.matcher_mode[m] = (
-                    M_EXACT if matches is match_exact else M_NAME if matches is match_name
-                    else M_OTHER
-                )
+                self.matcher_mode[m] = M_EXACT if matches is match_exact else M_NAME
             self.matcher_of[i] = m
             self.perfect_when_exact[i] = bool(metric.perfect_when_exact)
             if kind == K_SINGLE:
@@ -563,13 +649,14 @@ cdef class RowKernel:
                 self.single_check_args[i] = bool(metric.check_args)
         self.n_matchers = len(self.matcher_functions)
         self.explained = [None] * self.n_matchers
-        return True
+        return 0
 
     cpdef object row(self, bytes raw, Py_ssize_t index, str set_id, object run_id,
                      object set_file, bint store, bint cases, bint rows, bint csv):
         """The row at `index` of its file (`raw`, one JSON line) scored and written, or
-        None when it is not a plain row the kernel knows (the lean path then takes it,
-        and reports what is wrong with it)."""
+        None when it is not a plain row the kernel reads, or a metric scored by its own
+        Python could not score it (the reference path then takes it, and reports what
+        is wrong with it)."""
         cdef object row
         try:
             row = _loads(raw)
@@ -608,17 +695,16 @@ cdef class RowKernel:
         cdef Py_ssize_t n_expected = PyList_GET_SIZE(expected) // 2
         if n_actual > MAX_CALLS or n_expected > MAX_CALLS:
             return None
-        try:
-            return self._score_and_write(
-                case_id, prompt, response, reference, predicted, expected, n_actual,
-                n_expected, set_id, run_id, set_file, store, cases, rows, csv,
-            )
-        except Exception:
-            # A matcher, metric or encoder objects (a lone surrogate, ...): the lean path
-            # decides, and the ordinary path reports it.
-            self.doc.size = self.case.size = self.row_line.size = self.csv_line.size = 0
-            self.pieces.size = 0
-            return None
+        cdef list python = None
+        if self.any_python:
+            python = self.plan.python_results(cells, index)
+            if python is None:
+                return None
+            self.python_rows += 1
+        return self._score_and_write(
+            case_id, prompt, response, reference, predicted, expected, n_actual,
+            n_expected, set_id, run_id, set_file, store, cases, rows, csv, python,
+        )
 
     def scan(self, bytes data, Py_ssize_t position, Py_ssize_t lineno, Py_ssize_t offset,
              Py_ssize_t start, str set_id, object run_id, object set_file, bint store,
@@ -626,7 +712,7 @@ cdef class RowKernel:
              dict counted):
         """Score the rows of a chunk of JSON lines (`data`, from byte `position`, line
         `lineno`, the chunk's row `offset`) until its end or a row the kernel leaves to
-        the lean path, adding each to the batch's output `out` as `stream_batch` does
+        the reference path, adding each to the batch's output `out` as `stream_batch` does
         (`statuses` and `counted`: its counts of statuses and encoded results).
 
         Returns (position, lineno, offset) after the rows scored, and the row left:
@@ -705,7 +791,7 @@ cdef class RowKernel:
         self, str case_id, object prompt, object response, object reference,
         list predicted, list expected, Py_ssize_t n_actual, Py_ssize_t n_expected,
         str set_id, object run_id, object set_file, bint store, bint cases, bint rows,
-        bint csv,
+        bint csv, list python,
     ):
         cdef int i, m, kind
         cdef object value
@@ -715,8 +801,9 @@ cdef class RowKernel:
         cdef dict memo = self.memo
         cdef dict by_count = None
         cdef double number
+        cdef Py_ssize_t next_python = 0
         if len(memo) > _MEMO_SIZE:
-            memo.clear()  # bounded: as LeanPlan.score
+            memo.clear()  # bounded: results of a run repeat, but floats and texts need not
         if len(self.templates) > _MEMO_SIZE:
             self.templates.clear()
         for m in range(self.n_matchers):
@@ -724,12 +811,16 @@ cdef class RowKernel:
             self.count_done[m] = -1
             self.explained_done[m] = False
         if self.any_by_count:
-            by_count = self.plan.by_call_count(n_actual)
+            by_count = self._by_call_count(n_actual)
         for i in range(self.n_metrics):
             kind = self.kinds[i]
             explanation = None
             if kind == K_BY_COUNT:
                 one = by_count[i]
+            elif kind == K_PYTHON:
+                # Its own code's result on this row (`RowPlan.python_results`).
+                one = EncodedMetric(self.metric_objects[i], python[next_python])
+                next_python += 1
             else:
                 if kind == K_ROUGE:
                     if reference is None:
@@ -762,7 +853,7 @@ cdef class RowKernel:
                     if explanation is not None and kind != K_ROUGE:
                         one = memo[key] = self._explained(i, value, <str>explanation)
                     else:
-                        one = self.plan.encoded(i, value, explanation)
+                        one = self._encoded(i, value, explanation)
             encoded.append(one)
             status = (<EncodedMetric>one).result.status
             if status is None:
@@ -808,6 +899,32 @@ cdef class RowKernel:
 
     # -- encoded results ----------------------------------------------------------------
 
+    cdef object _encoded(self, int i, object value, object explanation):
+        """Metric `i`'s encoded result of one invocation scored `value` with
+        `explanation`, through the metric's own code, kept for the rows after."""
+        key = (i, value, explanation)
+        found = self.memo.get(key)
+        if found is None:
+            metric = self.metric_objects[i]
+            found = self.memo[key] = EncodedMetric(
+                metric, metric.result_from_invocations([Score(value, explanation)])
+            )
+        return found
+
+    cdef dict _by_call_count(self, Py_ssize_t calls):
+        """The by-call-count metrics' results on a row of `calls` calls, by metric
+        index (each scored by the metric itself once per call count)."""
+        found = self.by_count.get(calls)
+        if found is None:
+            if len(self.by_count) > _MEMO_SIZE:
+                self.by_count.clear()
+            found = self.by_count[calls] = {
+                i: EncodedMetric(self.metric_objects[i],
+                                 self.plan.probe(self.metric_objects[i], calls))
+                for i in range(self.n_metrics) if self.kinds[i] == K_BY_COUNT
+            }  # fmt: skip
+        return <dict>found
+
     cdef object _explained(self, int i, object value, str explanation):
         """Metric `i`'s encoded result for `value` with `explanation`: its template's
         with the explanation put in (see `_Template`), or encoded through the metric's
@@ -816,17 +933,17 @@ cdef class RowKernel:
         cdef Py_ssize_t n, k
         cdef const char* text
         if _PLACEHOLDER in explanation:
-            return self.plan.encoded(i, value, explanation)
+            return self._encoded(i, value, explanation)
         text = PyUnicode_AsUTF8AndSize(explanation, &n)
         for k in range(n):
             if text[k] == 0:
-                return self.plan.encoded(i, value, explanation)  # NUL: csv's own rules
+                return self._encoded(i, value, explanation)  # NUL: csv's own rules
         key = (i, value)
         found = self.templates.get(key, _MISSING)
         if found is _MISSING:
             found = self.templates[key] = self._template(i, value)
         if found is None:
-            return self.plan.encoded(i, value, explanation)
+            return self._encoded(i, value, explanation)
         template = <_Template>found
         base = template.encoded
         self.pieces.size = 0
@@ -888,25 +1005,15 @@ cdef class RowKernel:
                       Py_ssize_t n_expected) except -1:
         cdef Py_ssize_t e, a
         cdef int mode = self.matcher_mode[m]
-        cdef object function
-        cdef list lean_actual, lean_expected
-        if mode == M_OTHER:
-            function = self.matcher_functions[m]
-            lean_actual = _lean_calls(predicted)
-            lean_expected = _lean_calls(expected)
-            for e in range(n_expected):
-                for a in range(n_actual):
-                    self.table[m][e][a] = bool(function(lean_expected[e], lean_actual[a]))
-        else:
-            for e in range(n_expected):
-                for a in range(n_actual):
-                    self.table[m][e][a] = _same_call(
-                        mode,
-                        <object>PyList_GET_ITEM(expected, 2 * e),
-                        <object>PyList_GET_ITEM(expected, 2 * e + 1),
-                        <object>PyList_GET_ITEM(predicted, 2 * a),
-                        <object>PyList_GET_ITEM(predicted, 2 * a + 1),
-                    )
+        for e in range(n_expected):
+            for a in range(n_actual):
+                self.table[m][e][a] = _same_call(
+                    mode,
+                    <object>PyList_GET_ITEM(expected, 2 * e),
+                    <object>PyList_GET_ITEM(expected, 2 * e + 1),
+                    <object>PyList_GET_ITEM(predicted, 2 * a),
+                    <object>PyList_GET_ITEM(predicted, 2 * a + 1),
+                )
         self.table_done[m] = True
         return 0
 
@@ -980,7 +1087,7 @@ cdef class RowKernel:
             if call_name == name and (
                 not self.single_check_args[i]
                 or self.matcher_functions[m](
-                    wanted, LeanCall(call_name, <object>PyList_GET_ITEM(predicted, 2 * a + 1))
+                    wanted, _Call(call_name, <object>PyList_GET_ITEM(predicted, 2 * a + 1))
                 )
             ):
                 return 1.0
@@ -1285,7 +1392,7 @@ cdef class RowKernel:
         key = (reference is None, *[(<EncodedMetric>m).columns_id for m in encoded])
         shape = _SHAPES.get(key)
         if shape is None:
-            shape = row_shape(key, encoded)
+            shape = _row_shape(key, encoded)
         out.put_bytes(b'{"eval_set_id":')
         out.put_json(set_id)
         out.put_bytes(b',"case_id":')
@@ -1478,40 +1585,8 @@ cdef bint _long_digits(const char* line, Py_ssize_t n) noexcept:
     return False
 
 
-_MEMO_SIZE = 20_000  # as lean_score._MEMO_SIZE
+_MEMO_SIZE = 20_000  # encoded results kept (a few KB each): a few tens of MB at most
 _FORMAT_HEAD = b'{"format":' + orjson.dumps(FORMAT) + b',"case_id":'
-
-
-cdef int _kind(object metric):
-    cdef type t = type(metric)
-    if t is _trajectory.TrajectoryExactMatch:
-        return K_EXACT
-    if t is _trajectory.TrajectoryInOrderMatch:
-        return K_IN_ORDER
-    if t is _trajectory.TrajectoryAnyOrderMatch:
-        return K_ANY_ORDER
-    if t is _trajectory.TrajectoryPrecision:
-        return K_PRECISION
-    if t is _trajectory.TrajectoryRecall:
-        return K_RECALL
-    if t is _trajectory.TrajectorySingleToolUse:
-        return K_SINGLE
-    if t is _trajectory.ToolTrajectoryAvgScore:
-        check = metric.check
-        if check is _trajectory._exact:
-            return K_EXACT
-        if check is _trajectory._in_order:
-            return K_IN_ORDER
-        if check is _trajectory._any_order:
-            return K_ANY_ORDER
-        return 0
-    if t is ResponseMatchScore:
-        return K_ROUGE
-    from assay.session.lean_score import _BY_CALL_COUNT
-
-    if t in _BY_CALL_COUNT:
-        return K_BY_COUNT
-    return 0
 
 
 cdef list _calls(object value):
@@ -1546,14 +1621,6 @@ cdef list _calls(object value):
 
 
 _MISSING = object()
-
-
-cdef list _lean_calls(list flat):
-    cdef Py_ssize_t i, n = PyList_GET_SIZE(flat) // 2
-    return [
-        LeanCall(<object>PyList_GET_ITEM(flat, 2 * i), <object>PyList_GET_ITEM(flat, 2 * i + 1))
-        for i in range(n)
-    ]
 
 
 cdef bint _same_call(int mode, object e_name, object e_args, object a_name,

@@ -1,11 +1,23 @@
-"""Types of the compiled row kernel (`row_kernel.pyx`; see its docstring)."""
+"""Types of the compiled row kernel (`kernel.pyx`; see its docstring)."""
 
 from typing import Any
 
-from assay.model.results import Status
-from assay.session.lean_rows import EncodedMetric
-from assay.session.lean_score import LeanPlan
+from assay.metrics.base import Metric
+from assay.model.results import MetricResult, Status
+from assay.rows.plan import RowPlan
 from assay.store import EncodedCase
+
+class EncodedMetric:
+    result: MetricResult
+    stored: bytes
+    overall: bytes
+    invocation: bytes
+    columns: dict[str, Any]
+    csv: str
+    columns_json: bytes
+    columns_id: int
+    explanation_entry: bytes | None
+    def __init__(self, metric: Metric, result: MetricResult) -> None: ...
 
 class KernelRow:
     case_id: str
@@ -18,8 +30,9 @@ class KernelRow:
     csv: bytes | None
 
 class RowKernel:
+    python_rows: int
     @staticmethod
-    def of(plan: LeanPlan) -> RowKernel | None: ...
+    def of(plan: RowPlan) -> RowKernel: ...
     def row(
         self,
         raw: bytes,
