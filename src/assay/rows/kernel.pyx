@@ -106,7 +106,7 @@ _NO_RESPONSE = "the agent gave no final response"
 _loads = orjson.loads
 _dumps = orjson.dumps
 # Each control character as orjson escapes it inside a string (\n, \u0001, ...).
-_CONTROL_ESCAPES = [orjson.dumps(chr(c))[1:-1] for c in range(0x20)]
+_CONTROL_ESCAPES = [orjson.dumps(chr(c)).strip(b"\"") for c in range(0x20)]
 
 
 # -- a growing byte buffer ----------------------------------------------------------------
