@@ -46,7 +46,8 @@ class Judged:
             result = doc["metrics"][METRIC]
             if is_unstable(result.get("details")):
                 ref = case_ref(doc.get("eval_set_id") or "", doc["case_id"], doc["run_index"])
-                out[ref] = [s for p in result["per_invocation"] for s in p["details"][SAMPLE_SCORES]]
+                per = result["per_invocation"]
+                out[ref] = [s for p in per for s in p["details"][SAMPLE_SCORES]]
         return out
 
 
@@ -101,9 +102,7 @@ def test_the_unstable_filter_lists_exactly_the_runs_unstable_items(
         if page.locator("#next").count() == 0:
             break
         page.click("#next")
-        page.wait_for_function(
-            "r => document.querySelector('#case').dataset.case !== r", arg=ref
-        )
+        page.wait_for_function("r => document.querySelector('#case').dataset.case !== r", arg=ref)
     assert set(seen) == set(marked)
     for ref, shown in seen.items():
         expected = "scores " + ", ".join(f"{s:g}" for s in marked[ref])
@@ -119,8 +118,11 @@ def test_the_queue_follows_the_runs_mark_not_the_pooled_scores() -> None:
         "status": "FAILED",
         "score": 0.5,
         "threshold": 1.0,
-        "details": {"sample_split": {"pass": 3, "fail": 3}, "unstable_invocations": 0,
-                    "unstable": False},  # fmt: skip
+        "details": {
+            "sample_split": {"pass": 3, "fail": 3},
+            "unstable_invocations": 0,
+            "unstable": False,
+        },
         "per_invocation": [
             {"details": {"samples": 3, "sample_scores": [1.0, 1.0, 1.0], "unstable": False}},
             {"details": {"samples": 3, "sample_scores": [0.0, 0.0, 0.0], "unstable": False}},
