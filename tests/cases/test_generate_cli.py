@@ -173,19 +173,30 @@ def test_an_existing_file_keeps_its_format(standin: JudgeServer, tmp_path: Path)
     assert len(lines) == 7 and json.loads(lines[1])["prompt"].startswith("Could you list")
 
 
-def test_a_ces_list_without_the_rubric_resources_is_refused_unchanged(
+def test_a_ces_list_gets_the_rubric_resources_its_new_cases_refer_to(
     standin: JudgeServer, tmp_path: Path
 ) -> None:
-    # Generated CES cases refer to rubric expectation resources; the editor adds none
-    # to an existing file (see docs/authoring.md), so it refuses, naming them.
+    # Generated CES cases refer to rubric resources of the whole set
+    # (`evaluationExpectations`): those the file lacks are added with the cases.
+    from google.cloud import ces_v1beta
+
     ces = tmp_path / "mine.ces.json"
-    ces.write_text('{"evaluations": []}\n', encoding="utf-8")
+    ces.write_text('{\n  "evaluations": []\n}\n', encoding="utf-8")
     result = runner.invoke(app, _generate(ces))
-    assert result.exit_code == 2
-    assert "has no expectation resource for (use_list_devices-outcome" in " ".join(
-        result.output.split()
-    )
-    assert ces.read_text("utf-8") == '{"evaluations": []}\n'
+    assert result.exit_code == 0, result.output
+    assert "google-cloud-ces Evaluation" in result.output.splitlines()[-1]
+    text = ces.read_text("utf-8")
+    data = json.loads(text)
+    assert len(data["evaluations"]) == 6
+    held = {r["displayName"] for r in data["evaluationExpectations"]}
+    referred = {n for e in data["evaluations"] for n in e["golden"]["evaluationExpectations"]}
+    assert referred and referred <= held
+    body = dict(data)
+    body.pop("evaluationExpectations")
+    ces_v1beta.ListEvaluationsResponse.from_json(json.dumps(body), ignore_unknown_fields=False)
+    # The same cases again are refused (their ids), and the file stays as it was.
+    again = runner.invoke(app, _generate(ces))
+    assert again.exit_code == 2 and ces.read_text("utf-8") == text
 
 
 def test_an_uneditable_existing_file_is_refused_before_any_call(
