@@ -32,7 +32,8 @@ def test_resources_are_appended_to_the_files_own_array(tmp_path: Path) -> None:
     edit = write_cases(path, [_case("c1", "c1-outcome"), _case("c2", "kept-outcome")])
     assert "google-cloud-ces Evaluation" in edit.validated_with
     text = path.read_text("utf-8")
-    assert '        {"displayName": "kept-outcome", "llmCriteria": {"prompt": "as written"}}' in text
+    kept = '{"displayName": "kept-outcome", "llmCriteria": {"prompt": "as written"}}'
+    assert f"\n        {kept}" in text
     names = [r["displayName"] for r in json.loads(text)["evaluationExpectations"]]
     assert names == ["kept-outcome", "c1-outcome"]  # the held one is not added twice
 
