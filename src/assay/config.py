@@ -86,15 +86,31 @@ def is_scenario_set(evalsets: Sequence[EvalSet]) -> bool:
     return bool(cases) and all(c.scenario is not None and c.reference is None for c in cases)
 
 
+# ADK's rubric metrics by the rubric type each reads. ADK copies a case's rubrics onto
+# every invocation it plays (`LocalEvalService`, also for conversation_scenario cases),
+# where each rubric metric takes those of its own type.
+_CASE_RUBRIC_CRITERIA: dict[str, tuple[str, float]] = {
+    "FINAL_RESPONSE_QUALITY": ("rubric_based_final_response_quality_v1", 0.8),
+    "TOOL_USE_QUALITY": ("rubric_based_tool_use_quality_v1", 1.0),
+    "TRAJECTORY_QUALITY": ("rubric_based_multi_turn_trajectory_quality_v1", 0.8),
+}
+
+
 def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
-    scenarios = [c.scenario for e in evalsets for c in e.cases if c.scenario is not None]
+    """`CES_SCENARIO_CRITERIA` the scenarios call for, plus ADK's rubric metric of
+    each type of rubric the cases hold at case level (where ADK keeps a conversation
+    scenario's rubrics; `scenario_rubrics` reads the scenario's own, CES's)."""
+    cases = [c for e in evalsets for c in e.cases]
+    scenarios = [c.scenario for c in cases if c.scenario is not None]
     wanted = dict(CES_SCENARIO_CRITERIA)
     if not any(s.expectations for s in scenarios):
         del wanted["scenario_expectations"]
-    if not any(s.rubrics for s in scenarios) and not any(
-        c.rubrics for e in evalsets for c in e.cases
-    ):
+    if not any(s.rubrics for s in scenarios):
         del wanted["scenario_rubrics"]
+    types = {r.type for c in cases for r in c.rubrics}
+    for rubric_type, (metric, threshold) in _CASE_RUBRIC_CRITERIA.items():
+        if rubric_type in types:
+            wanted[metric] = threshold
     return wanted
 
 

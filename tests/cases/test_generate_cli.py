@@ -105,16 +105,119 @@ def test_bad_options_exit_2_before_any_call(
     assert standin.requests == []
 
 
-def test_an_existing_file_is_not_overwritten(standin: JudgeServer, tmp_path: Path) -> None:
+MINE = """{
+    "eval_set_id": "mine",
+    "reviewed_by": "ana",
+    "eval_cases": [
+        {
+            "eval_id": "hand_written",
+            "conversation": [
+                {
+                    "invocation_id": "i1",
+                    "user_content": {"role": "user", "parts": [{"text": "Lights off"}]},
+                    "final_response": {"role": "model", "parts": [{"text": "Done."}]}
+                }
+            ],
+            "note": "kept as written"
+        }
+    ]
+}
+"""
+
+
+def test_generated_cases_are_added_to_an_existing_set_without_churn(
+    standin: JudgeServer, tmp_path: Path
+) -> None:
+    from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+
     out = tmp_path / "mine.evalset.json"
-    out.write_text('{"eval_set_id": "mine", "eval_cases": []}\n', encoding="utf-8")
+    out.write_text(MINE, encoding="utf-8")
     result = runner.invoke(app, _generate(out))
-    assert result.exit_code == 2 and "--overwrite" in result.output
+    assert result.exit_code == 0, result.output
+    last = result.output.splitlines()[-1]
+    assert last.startswith(f"wrote {out}: added ") and "google-adk EvalSet" in last
+    text = out.read_text("utf-8")
+    # The hand-written case, the unknown fields and the 4-space layout are as they were.
+    head = MINE[: MINE.index("\n    ]\n}")]
+    assert text.startswith(head)
+    data = json.loads(text)
+    assert data["reviewed_by"] == "ana" and data["eval_cases"][0]["note"] == "kept as written"
+    ids = [c["eval_id"] for c in data["eval_cases"]]
+    assert ids[0] == "hand_written" and len(ids) == 7
+    AdkEvalSet.model_validate_json(text)
+
+    # The same ids again: refused, naming them, and nothing written.
+    again = runner.invoke(app, _generate(out))
+    assert again.exit_code == 2
+    assert f"already has case(s) {', '.join(ids[1:])}" in " ".join(again.output.split())
+    assert "--update" in again.output
+    assert out.read_text("utf-8") == text
+
+    # --update replaces them in place (the stand-in says the same: nothing changes).
+    updated = runner.invoke(app, _generate(out, "--update"))
+    assert updated.exit_code == 0, updated.output
+    assert "unchanged" in updated.output.splitlines()[-1]
+    assert out.read_text("utf-8") == text
+
+
+def test_an_existing_file_keeps_its_format(standin: JudgeServer, tmp_path: Path) -> None:
+    rows = tmp_path / "mine.jsonl"
+    rows.write_text('{"id": "mine", "prompt": "Hi", "reference": "Hello"}\n', encoding="utf-8")
+    wrong = runner.invoke(app, _generate(rows, "--format", "adk"))
+    assert wrong.exit_code == 2 and f"{rows} is vertex" in " ".join(wrong.output.split())
     assert standin.requests == []
-    assert out.read_text("utf-8") == '{"eval_set_id": "mine", "eval_cases": []}\n'
+    result = runner.invoke(app, _generate(rows))
+    assert result.exit_code == 0, result.output
+    lines = rows.read_text("utf-8").splitlines()
+    assert lines[0] == '{"id": "mine", "prompt": "Hi", "reference": "Hello"}'
+    assert len(lines) == 7 and json.loads(lines[1])["prompt"].startswith("Could you list")
+
+
+def test_a_ces_list_gets_the_rubric_resources_its_new_cases_refer_to(
+    standin: JudgeServer, tmp_path: Path
+) -> None:
+    # Generated CES cases refer to rubric resources of the whole set
+    # (`evaluationExpectations`): those the file lacks are added with the cases.
+    from google.cloud import ces_v1beta
+
+    ces = tmp_path / "mine.ces.json"
+    ces.write_text('{\n  "evaluations": []\n}\n', encoding="utf-8")
+    result = runner.invoke(app, _generate(ces))
+    assert result.exit_code == 0, result.output
+    assert "google-cloud-ces Evaluation" in result.output.splitlines()[-1]
+    text = ces.read_text("utf-8")
+    data = json.loads(text)
+    assert len(data["evaluations"]) == 6
+    held = {r["displayName"] for r in data["evaluationExpectations"]}
+    referred = {n for e in data["evaluations"] for n in e["golden"]["evaluationExpectations"]}
+    assert referred and referred <= held
+    body = dict(data)
+    body.pop("evaluationExpectations")
+    ces_v1beta.ListEvaluationsResponse.from_json(json.dumps(body), ignore_unknown_fields=False)
+    # The same cases again are refused (their ids), and the file stays as it was.
+    again = runner.invoke(app, _generate(ces))
+    assert again.exit_code == 2 and ces.read_text("utf-8") == text
+
+
+def test_an_uneditable_existing_file_is_refused_before_any_call(
+    standin: JudgeServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "mine.evalset.json"
+    out.write_text("{not json", encoding="utf-8")
+    result = runner.invoke(app, _generate(out))
+    assert result.exit_code == 2 and "mine.evalset.json" in result.output
+    assert standin.requests == []
+    both = runner.invoke(app, _generate(out, "--overwrite", "--update"))
+    assert both.exit_code == 2 and "--overwrite" in both.output
+
+
+def test_overwrite_replaces_an_existing_file(standin: JudgeServer, tmp_path: Path) -> None:
+    out = tmp_path / "mine.evalset.json"
+    out.write_text(MINE, encoding="utf-8")
     result = runner.invoke(app, _generate(out, "--overwrite"))
     assert result.exit_code == 0, result.output
-    assert len(json.loads(out.read_text("utf-8"))["eval_cases"]) == 6
+    ids = [c["eval_id"] for c in json.loads(out.read_text("utf-8"))["eval_cases"]]
+    assert len(ids) == 6 and "hand_written" not in ids
 
 
 def test_wrong_suffix_for_the_format(standin: JudgeServer, tmp_path: Path) -> None:

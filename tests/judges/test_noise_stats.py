@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from assay.judges.noise import bootstrap_interval, fleiss_kappa, flip_rate, wilson_interval
+from assay.judges.noise import fleiss_kappa, flip_rate, wilson_interval
+from assay.session.judge_noise import mean_interval
 
 # Fleiss (1971), as worked in Wikipedia's "Fleiss' kappa" article: 10 subjects, 14
 # raters each, 5 categories. P-bar = 0.378, P-bar_e = 0.213, kappa = 0.210.
@@ -98,9 +99,9 @@ def test_wilson_interval_known_values() -> None:
 
 def test_bootstrap_interval_covers_the_mean_and_is_reproducible() -> None:
     values = [0.0] * 30 + [1.0] * 10
-    interval = bootstrap_interval(values)
+    interval = mean_interval(values)
     assert interval is not None
     assert interval[0] < 0.25 < interval[1]
-    assert bootstrap_interval(values) == interval  # seeded
-    assert bootstrap_interval([0.5, 0.5]) == (0.5, 0.5)
-    assert bootstrap_interval([]) is None
+    assert mean_interval(values) == interval  # seeded
+    assert mean_interval([0.5, 0.5]) == (0.5, 0.5)
+    assert mean_interval([]) is None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.cases.golden import for_format, golden_case
-from assay.cases.jsonedit import replaced
+from assay.cases.jsonedit import ArrayText, replaced
 from assay.cases.sources import Played
 from assay.cases.target import (
     Target,
@@ -126,6 +126,49 @@ def _render(target: Target, case: EvalCase) -> dict[str, Any]:
     return dict(dumped)
 
 
+def _with_resources(target: Target, cases: Sequence[EvalCase]) -> Target:
+    """A CES list with the rubric resources (`evaluationExpectations`) `cases` refer to
+    and the file lacks, appended in its layout (the key added after `evaluations` when
+    the file has none). Other targets are returned as they are."""
+    if target.fmt != "ces" or target.bare_evaluation or not isinstance(target.data, dict):
+        return target
+    fitted, _ = fit(case_set(target, cases), "ces")  # a loss is refused when rendered
+    wanted = format_module("ces").dump(fitted).get("evaluationExpectations") or []
+    missing = _new_resources(target, wanted)
+    if not missing:
+        return target
+    names = set(missing.split(", "))
+    resources = [r for r in wanted if str(r.get("displayName") or r.get("name")) in names]
+    text, file = target.text, target.file
+    if "evaluationExpectations" in target.data:
+        held = ArrayText.find(text, ("evaluationExpectations",), file)
+        text = held.append_all([held.render(r) for r in resources])
+    else:
+        cases_array = ArrayText.find(text, target.array_path, file)
+        unit = cases_array.indent_unit()
+        if unit is None:
+            body = json.dumps(resources, ensure_ascii=cases_array.ascii_only)
+            member = f', "evaluationExpectations": {body}'
+        else:
+            key_indent = _key_indent(text, cases_array.open_at)
+            indent: int | str = len(unit) if set(unit) == {" "} else unit
+            body = json.dumps(resources, indent=indent, ensure_ascii=cases_array.ascii_only)
+            nl = cases_array.newline
+            body = body.replace("\n", nl + key_indent)
+            member = f',{nl}{key_indent}"evaluationExpectations": {body}'
+        at = cases_array.close_at + 1
+        text = text[:at] + member + text[at:]
+    return Target(target.path, target.fmt, text, json.loads(text), target.array_path)
+
+
+def _key_indent(text: str, i: int) -> str:
+    line_start = text.rfind("\n", 0, i) + 1
+    j = line_start
+    while j < i and text[j] in " \t":
+        j += 1
+    return text[line_start:j]
+
+
 def _new_resources(target: Target, resources: Sequence[Mapping[str, Any]]) -> str:
     """The display names of CES expectation resources the file does not hold yet."""
     held = target.data.get("evaluationExpectations") if isinstance(target.data, dict) else None
@@ -221,6 +264,7 @@ def _plan(
             file=str(path),
             expected="other case ids, or --update to replace their expectations",
         )
+    target = _with_resources(target, cases)
     edit = Edit(path, target.fmt, before, target.text)
     elements = target.elements()
     replacements: dict[int, str] = {}

@@ -5,19 +5,20 @@ no place for is refused, not dropped. The file is written beside the target firs
 back by assay's reader of the format (it must say exactly the fitted set) and by the
 format's own library when installed (google-adk's `EvalSet`; the CES `Evaluation`
 protos of google-cloud-ces, unknown fields refused), and only then moved into place.
-An existing file is never overwritten unless asked (`overwrite=True`).
+An existing file is never overwritten unless asked (`overwrite=True`); to add generated
+cases to an existing eval set, `assay.cases.write_cases(path, result.cases_as(fmt))`
+edits it in place (what `assay cases generate` does when FILE exists). Both check with
+one checker, `assay.cases.validate`.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from assay.cases.validate import own_reader
 from assay.errors import InputError
 from assay.model.core import EvalCase, EvalSet
 
@@ -57,9 +58,10 @@ def write_generated(
         )
     if target.exists() and not overwrite:
         raise InputError(
-            "the file exists; generated cases are written to a new file",
+            "the file exists; write_generated writes a new file",
             file=str(target),
-            expected="a new file name, or --overwrite to replace it",
+            expected="a new file name, overwrite=True to replace it, or "
+            "assay.cases.write_cases to add the cases to it",
         )
     if not cases:
         raise InputError("no case was kept, so nothing was written", file=str(target))
@@ -90,47 +92,10 @@ def _check(fitted: EvalSet, temp: Path, fmt: str, shown: str) -> list[str]:
             file=shown,
         )
     readers = [f"assay's {fmt} reader"]
-    text = temp.read_text(encoding="utf-8")
-    if fmt == "adk" and _installed("google.adk"):
-        readers.append(_adk(text, shown))
-    if fmt == "ces" and temp.suffix.lower() == ".json" and _installed("google.cloud.ces_v1beta"):
-        readers.append(_ces(json.loads(text), shown))
+    own = own_reader(fmt)
+    # A CES YAML file has no JSON text for the protos to parse; assay's reader read it.
+    if own is not None and not (fmt == "ces" and temp.suffix.lower() != ".json"):
+        name, check = own
+        check(temp.read_text(encoding="utf-8"), shown)
+        readers.append(name)
     return readers
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ModuleNotFoundError, ValueError):  # no parent package; hidden (sys.modules None)
-        return False
-
-
-def _adk(text: str, shown: str) -> str:
-    from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
-    from pydantic import ValidationError
-
-    try:
-        AdkEvalSet.model_validate_json(text)
-    except ValidationError as exc:
-        raise InputError(f"google-adk's EvalSet refuses the file: {exc}", file=shown) from None
-    return "google-adk EvalSet"
-
-
-def _ces(data: Any, shown: str) -> str:
-    from google.cloud import ces_v1beta
-
-    body = dict(data)
-    try:
-        if "evaluations" in body:
-            for item in body.pop("evaluationExpectations", []):
-                ces_v1beta.EvaluationExpectation.from_json(
-                    json.dumps(item), ignore_unknown_fields=False
-                )
-            ces_v1beta.ListEvaluationsResponse.from_json(
-                json.dumps(body), ignore_unknown_fields=False
-            )
-        else:
-            ces_v1beta.Evaluation.from_json(json.dumps(body), ignore_unknown_fields=False)
-    except (ValueError, TypeError) as exc:  # json_format.ParseError is a ValueError
-        raise InputError(f"the CES protos refuse the file: {exc}", file=shown) from None
-    return "google-cloud-ces Evaluation"

@@ -32,7 +32,7 @@ def validate_text(target: Target, text: str) -> list[str]:
             f"the edited file would not read back: {exc.detail}", file=target.file
         ) from None
     readers = [f"assay's {target.fmt} reader"]
-    own = _own_reader(target.fmt)
+    own = own_reader(target.fmt)
     if own is None:
         return readers
     name, check = own
@@ -49,12 +49,22 @@ def validate_text(target: Target, text: str) -> list[str]:
     return [*readers, name]
 
 
-def _own_reader(fmt: str) -> tuple[str, Callable[[str, str], None]] | None:
-    if fmt == "adk" and importlib.util.find_spec("google.adk") is not None:
+def own_reader(fmt: str) -> tuple[str, Callable[[str, str], None]] | None:
+    """The format's own library as `(name, check(text, file))`, when it is installed;
+    `check` raises InputError naming the file. (Vertex has none: assay's reader reads
+    the rows as the Vertex SDK does.)"""
+    if fmt == "adk" and _installed("google.adk"):
         return "google-adk EvalSet", _adk
-    if fmt == "ces" and importlib.util.find_spec("google.cloud.ces_v1beta") is not None:
+    if fmt == "ces" and _installed("google.cloud.ces_v1beta"):
         return "google-cloud-ces Evaluation", _ces
     return None
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError):  # no parent package; hidden (sys.modules None)
+        return False
 
 
 def _adk(text: str, file: str) -> None:
@@ -65,9 +75,7 @@ def _adk(text: str, file: str) -> None:
         AdkEvalSet.model_validate_json(text)
     except ValidationError as exc:
         reason = " ".join(str(exc).split())
-        raise InputError(
-            f"google-adk's EvalSet refuses the edited file: {reason}", file=file
-        ) from None
+        raise InputError(f"google-adk's EvalSet refuses the file: {reason}", file=file) from None
 
 
 def _ces(text: str, file: str) -> None:
@@ -89,4 +97,4 @@ def _ces(text: str, file: str) -> None:
             ces_v1beta.Evaluation.from_json(json.dumps(body), ignore_unknown_fields=False)
     except (ParseError, ValueError, TypeError) as exc:
         reason = " ".join(str(exc).split())
-        raise InputError(f"the CES protos refuse the edited file: {reason}", file=file) from None
+        raise InputError(f"the CES protos refuse the file: {reason}", file=file) from None

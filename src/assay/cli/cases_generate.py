@@ -1,12 +1,14 @@
 """`assay cases generate FILE --agent SPEC --model MODEL --count N`: cases from the agent's
-own definition (`assay.cases.generate`), written as a new ADK, CES or Vertex file.
+own definition (`assay.cases.generate`), written as a new ADK, CES or Vertex file, or
+added to an existing eval set in its own format through `assay.cases.write_cases` (the
+other cases keep their text; a case id the file has is refused unless `--update`).
 
 Prints what was refused and why (invented tools, arguments that break a tool's schema,
 near-duplicates) and a coverage table of tools and personas. `--dry-run` prints the
 prompt of the first request and the cost estimate, and calls nothing.
 
-Exit codes: 0 written (or dry run); 2 a usage or input error, or no case kept (nothing
-is written).
+Exit codes: 0 written (or dry run); 2 a usage or input error, a generated id the file
+has already (without `--update`), or no case kept (nothing is written).
 """
 
 from __future__ import annotations
@@ -23,11 +25,17 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from assay.cases.generate_cases import GenerationPlan, GenerationResult
+    from assay.model.core import EvalCase
 
 
 @cases_app.command("generate")
 def generate_command(
-    file: Annotated[Path, typer.Argument(help="The eval set file to write (a new file).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The eval set file: a new file, or an existing one the cases are added to."
+        ),
+    ],
     agent: Annotated[
         str,
         typer.Option(
@@ -65,8 +73,13 @@ def generate_command(
         str | None, typer.Option("--focus", help="What the cases should concentrate on.")
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="The file's format: adk, ces or vertex.")
-    ] = "adk",
+        str | None,
+        typer.Option(
+            "--format",
+            help="A new file's format: adk (default), ces or vertex. An existing file "
+            "keeps its own.",
+        ),
+    ] = None,
     embeddings: Annotated[
         str | None,
         typer.Option(
@@ -84,7 +97,12 @@ def generate_command(
         typer.Option("--dry-run", help="Print the prompt and the cost estimate; call nothing."),
     ] = False,
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace FILE if it exists.")
+        bool,
+        typer.Option("--overwrite", help="Replace FILE with the generated cases only."),
+    ] = False,
+    update: Annotated[
+        bool,
+        typer.Option("--update", help="Adding to FILE: replace the cases it has with the same id."),
     ] = False,
 ) -> None:
     """Generate eval cases from the agent's definition (instruction, sub-agents, tools).
@@ -95,18 +113,16 @@ def generate_command(
     """
     with user_errors():
         from assay.cases.generate_cases import generate, plan
-        from assay.cases.generate_write import FORMATS, write_generated
         from assay.errors import ConfigError
 
-        if fmt not in FORMATS:
-            raise ConfigError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        if overwrite and update:
+            raise ConfigError("give --overwrite (replace the file) or --update (add to it)")
+        target_fmt = _target_format(file, fmt, adding=file.exists() and not overwrite)
         out = stdout_console()
         if dry_run:
             _show_plan(out, plan(agent, model=model, count=count, scenarios=scenarios,
                                  personas=personas, focus=focus))  # fmt: skip
             return
-        if file.exists() and not overwrite:
-            raise ConfigError(f"{file} exists; give a new file name, or --overwrite to replace it")
         result = generate(
             agent,
             model=model,
@@ -118,21 +134,69 @@ def generate_command(
             embedding_model=embedding_model,
         )
         _show_result(out, result, model)
-        readers = write_generated(
-            result.cases_as(fmt),
-            file,
-            fmt,
-            # Only an ADK eval set has a place for the set's name.
-            name=f"{result.agent.name}: generated cases" if fmt == "adk" else None,
-            overwrite=overwrite,
+        if file.exists() and not overwrite:
+            _add(out, file, result.cases_as(target_fmt), update=update)
+        else:
+            _write_new(out, file, result, target_fmt, overwrite=overwrite)
+
+
+def _target_format(file: Path, fmt: str | None, *, adding: bool) -> str:
+    """The format the cases are written in: an existing file's own, else `--format`."""
+    from assay.cases.generate_write import FORMATS
+    from assay.errors import ConfigError
+
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if not adding:
+        return fmt or "adk"
+    from assay.cases.target import read_target
+
+    own = read_target(file).fmt  # refuses what cannot be edited before any model call
+    if fmt is not None and fmt != own:
+        raise ConfigError(
+            f"--format {fmt}: {file} is {own} (cases are added in the file's own format; "
+            "--overwrite replaces the file)"
         )
-        n = len(result.cases)
-        out.print(
-            f"wrote {file} ({n} case{'s' if n != 1 else ''}, {fmt}; read back by "
-            f"{', '.join(readers)})",
-            markup=False,
-            soft_wrap=True,
-        )
+    return own
+
+
+def _add(out: Console, file: Path, cases: list[EvalCase], *, update: bool) -> None:
+    from assay.cases.api import write_cases
+    from assay.errors import InputError
+
+    if not cases:
+        raise InputError("no case was kept, so nothing was written", file=str(file))
+    edit = write_cases(file, cases, update=update)
+    parts = [f"{label} {', '.join(ids)}" for label, ids in
+             (("added", edit.added), ("updated", edit.updated), ("unchanged", edit.unchanged))
+             if ids]  # fmt: skip
+    out.print(
+        f"wrote {file}: {'; '.join(parts)} ({edit.fmt}; read back by "
+        f"{', '.join(edit.validated_with) or 'no reader: nothing changed'})",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _write_new(
+    out: Console, file: Path, result: GenerationResult, fmt: str, *, overwrite: bool
+) -> None:
+    from assay.cases.generate_write import write_generated
+
+    readers = write_generated(
+        result.cases_as(fmt),
+        file,
+        fmt,
+        # Only an ADK eval set has a place for the set's name.
+        name=f"{result.agent.name}: generated cases" if fmt == "adk" else None,
+        overwrite=overwrite,
+    )
+    n = len(result.cases)
+    out.print(
+        f"wrote {file} ({n} case{'s' if n != 1 else ''}, {fmt}; read back by {', '.join(readers)})",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _show_plan(out: Console, planned: GenerationPlan) -> None:

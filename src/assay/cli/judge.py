@@ -26,6 +26,21 @@ from rich.text import Text
 from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
 from assay.cli.judge_align import register as register_align_commands
 from assay.cli.judge_noise import register as register_noise_commands
+from assay.cli.judge_options import (
+    BaseUrlOption,
+    CacheStoreOption,
+    ConcurrencyOption,
+    CriterionOption,
+    JsonOption,
+    JudgeOption,
+    MetricOption,
+    NoCacheOption,
+    NoStoreOption,
+    SamplesOption,
+    TimeoutOption,
+    check_call_limits,
+    parse_criterion,
+)
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,69 +61,22 @@ def _judge_group() -> None:
 EXPLANATION_WIDTH = 160
 
 
-def _criterion(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--criterion is not valid JSON: {exc.msg} at column {exc.colno}"
-        ) from None
-    except RecursionError:
-        raise ConfigError("--criterion is nested too deeply to read") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--criterion must be a JSON object of the metric's options")
-    return value
-
-
 @judge_app.command("calibrate")
 def calibrate_command(
-    judge: Annotated[
-        str,
-        typer.Option(
-            "--judge",
-            help="The judge: openai:NAME, gemini-NAME / gemini:NAME, anthropic:NAME or"
-            " local:PATH.gguf.",
-        ),
-    ],
-    metric: Annotated[
-        str, typer.Option("--metric", "-m", help="The judged metric, e.g. final_response_match_v2.")
-    ],
+    judge: JudgeOption,
+    metric: MetricOption,
     labels: Annotated[
         Path | None,
         typer.Argument(help="Labelled items: JSONL, each line the inputs plus 'label'."),
     ] = None,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="Judge samples per item (metric default).")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", help="Endpoint of the judge API (OpenAI-compatible servers)."),
-    ] = None,
-    criterion: Annotated[
-        str | None,
-        typer.Option("--criterion", help="The metric's options as a JSON object (e.g. rubrics)."),
-    ] = None,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store", help="Store URL holding the judge cache (default .assay/assay.db)."
-        ),
-    ] = None,
-    no_store: Annotated[
-        bool, typer.Option("--no-store", help="Keep judge replies in memory only.")
-    ] = False,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
-    ] = False,
-    judge_concurrency: Annotated[
-        int, typer.Option("--judge-concurrency", help="Judge calls in flight.")
-    ] = 8,
-    judge_timeout: Annotated[
-        float, typer.Option("--judge-timeout", help="Seconds to wait for one judge reply.")
-    ] = 60.0,
+    samples: SamplesOption = None,
+    base_url: BaseUrlOption = None,
+    criterion: CriterionOption = None,
+    store: CacheStoreOption = None,
+    no_store: NoStoreOption = False,
+    no_cache: NoCacheOption = False,
+    judge_concurrency: ConcurrencyOption = 8,
+    judge_timeout: TimeoutOption = 60.0,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON.")] = None,
     min_kappa: Annotated[
         float | None,
@@ -122,9 +90,7 @@ def calibrate_command(
         list[str] | None,
         typer.Option("--run", help="With --from-store: only this run's labels (repeatable)."),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the report as JSON instead of tables.")
-    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Measure a judge against human labels: accuracy, Cohen's kappa, confusion matrix."""
     if from_store or labels is None:
@@ -144,7 +110,7 @@ def calibrate_command(
             metric=metric,
             samples=samples,
             base_url=base_url,
-            criterion=_criterion(criterion),
+            criterion=parse_criterion(criterion),
             store_url=store,
             no_store=no_store,
             use_cache=not no_cache,
@@ -199,12 +165,9 @@ def _from_store_command(
             raise ConfigError("give a labels file (JSONL), or --from-store for stored labels")
         if no_store:
             raise ConfigError("--from-store reads the store: it cannot go with --no-store")
-        if concurrency < 1:
-            raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
-        if timeout_s <= 0:
-            raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+        check_call_limits(concurrency, timeout_s)
         scorer = build_judged_metric(metric, judge=judge, samples=samples, base_url=base_url,
-                                     criterion=_criterion(criterion))  # fmt: skip
+                                     criterion=parse_criterion(criterion))  # fmt: skip
         db = open_existing(store)
         try:
             ids = [find_run(db, r).id for r in runs] if runs else None
@@ -304,10 +267,7 @@ def _calibrate(
     from assay.engine.calibrate import build_judged_metric, load_labels
     from assay.session.calibrate import acalibrate
 
-    if concurrency < 1:
-        raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
-    if timeout_s <= 0:
-        raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+    check_call_limits(concurrency, timeout_s)
     # Usage errors first (metric, judge options), then the data, then the store.
     scorer = build_judged_metric(
         metric, judge=judge, samples=samples, base_url=base_url, criterion=criterion

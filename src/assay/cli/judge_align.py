@@ -22,6 +22,17 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import stderr_console, stdout_console, user_errors
+from assay.cli.judge_options import (
+    BaseUrlOption,
+    ConcurrencyOption,
+    CriterionOption,
+    MetricOption,
+    NoCacheOption,
+    SamplesOption,
+    TimeoutOption,
+    check_call_limits,
+    parse_criterion,
+)
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,9 +57,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 def align_command(
-    metric: Annotated[
-        str, typer.Option("--metric", "-m", help="The judged metric, e.g. final_response_match_v2.")
-    ],
+    metric: MetricOption,
     judge: Annotated[
         str,
         typer.Option("--judge", help="The base judge model: openai:NAME, gemini-NAME, ..."),
@@ -80,31 +89,16 @@ def align_command(
         int, typer.Option("--max-guidelines", help="Distilled guidelines, at most.")
     ] = 8,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the folds and the bootstrap.")] = 0,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="Judge samples per item (metric default).")
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", help="Endpoint of the judge API (OpenAI-compatible servers)."),
-    ] = None,
-    criterion: Annotated[
-        str | None,
-        typer.Option("--criterion", help="The metric's options as a JSON object (e.g. rubrics)."),
-    ] = None,
+    samples: SamplesOption = None,
+    base_url: BaseUrlOption = None,
+    criterion: CriterionOption = None,
     store: StoreOption = None,
     no_save: Annotated[
         bool, typer.Option("--no-save", help="Measure only: do not store the aligned judge.")
     ] = False,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
-    ] = False,
-    judge_concurrency: Annotated[
-        int, typer.Option("--judge-concurrency", help="Judge calls in flight.")
-    ] = 8,
-    judge_timeout: Annotated[
-        float, typer.Option("--judge-timeout", help="Seconds to wait for one judge reply.")
-    ] = 60.0,
+    no_cache: NoCacheOption = False,
+    judge_concurrency: ConcurrencyOption = 8,
+    judge_timeout: TimeoutOption = 60.0,
     as_json: JsonOption = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON.")] = None,
 ) -> None:
@@ -118,10 +112,7 @@ def align_command(
             raise ConfigError("give a labels file or --from-store (one of the two)")
         if run and not from_store:
             raise ConfigError("--run selects the store's labels: use it with --from-store")
-        if judge_concurrency < 1:
-            raise ConfigError(f"--judge-concurrency must be at least 1, got {judge_concurrency}")
-        if judge_timeout <= 0:
-            raise ConfigError(f"--judge-timeout must be positive, got {judge_timeout}")
+        check_call_limits(judge_concurrency, judge_timeout)
         options = AlignOptions(
             folds=folds,
             max_examples=max_examples,
@@ -138,7 +129,7 @@ def align_command(
                 " base model is in `assay judge show`)"
             )
         judge_name = check_name(name or metric)
-        parsed = _criterion(criterion)
+        parsed = parse_criterion(criterion)
         build_judged_metric(
             metric, judge=judge, samples=samples, base_url=base_url, criterion=parsed
         )
@@ -180,23 +171,6 @@ def align_command(
             render_alignment(report, stored, left_out, stdout_console())
             if out is not None:
                 stderr_console().print(Text(f"wrote {out}", style="dim"))
-
-
-def _criterion(text: str | None) -> dict[str, Any] | None:
-    """`--criterion` as the metric's options (a JSON object)."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--criterion is not valid JSON: {exc.msg} at column {exc.colno}"
-        ) from None
-    except RecursionError:
-        raise ConfigError("--criterion is nested too deeply to read") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--criterion must be a JSON object of the metric's options")
-    return value
 
 
 def _open(url: str | None) -> Store:

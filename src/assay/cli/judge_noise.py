@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -29,6 +29,21 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import FromOption, stdout_console, user_errors
+from assay.cli.judge_options import (
+    BaseUrlOption,
+    CacheStoreOption,
+    ConcurrencyOption,
+    CriterionOption,
+    JsonOption,
+    JudgeOption,
+    MetricOption,
+    NoCacheOption,
+    NoStoreOption,
+    SamplesOption,
+    TimeoutOption,
+    check_call_limits,
+    parse_criterion,
+)
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,42 +61,6 @@ Bias = Literal["position", "verbosity", "both"]
 DataArgument = Annotated[
     list[Path], typer.Argument(help="Eval data with recorded responses (files or folders).")
 ]
-JudgeOption = Annotated[
-    str,
-    typer.Option(
-        "--judge",
-        help="The judge: openai:NAME, gemini-NAME / gemini:NAME, anthropic:NAME or"
-        " local:PATH.gguf.",
-    ),
-]
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option("--base-url", help="Endpoint of the judge API (OpenAI-compatible servers)."),
-]
-CriterionOption = Annotated[
-    str | None,
-    typer.Option("--criterion", help="The metric's options as a JSON object (e.g. rubrics)."),
-]
-StoreOption = Annotated[
-    str | None,
-    typer.Option("--store", help="Store URL holding the judge cache (default .assay/assay.db)."),
-]
-NoStoreOption = Annotated[
-    bool, typer.Option("--no-store", help="Keep judge replies in memory only.")
-]
-NoCacheOption = Annotated[
-    bool,
-    typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
-]
-ConcurrencyOption = Annotated[
-    int, typer.Option("--judge-concurrency", help="Judge calls in flight.")
-]
-TimeoutOption = Annotated[
-    float, typer.Option("--judge-timeout", help="Seconds to wait for one judge reply.")
-]
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print the report as JSON instead of tables.")
-]
 
 
 def register(app: typer.Typer) -> None:
@@ -93,9 +72,7 @@ def register(app: typer.Typer) -> None:
 def stability_command(
     data: DataArgument,
     judge: JudgeOption,
-    metric: Annotated[
-        str, typer.Option("--metric", "-m", help="The judged metric, e.g. final_response_match_v2.")
-    ],
+    metric: MetricOption,
     repeats: Annotated[
         int, typer.Option("--repeats", "-k", help="How many times to score the data (2 or more).")
     ] = 5,
@@ -110,7 +87,7 @@ def stability_command(
     from_format: FromOption = None,
     base_url: BaseUrlOption = None,
     criterion: CriterionOption = None,
-    store: StoreOption = None,
+    store: CacheStoreOption = None,
     no_store: NoStoreOption = False,
     no_cache: NoCacheOption = False,
     judge_concurrency: ConcurrencyOption = 8,
@@ -157,16 +134,14 @@ def probe_command(
             help="position, verbosity or both (default: both; position for a pairwise metric).",
         ),
     ] = None,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="Judge samples per item (metric default).")
-    ] = None,
+    samples: SamplesOption = None,
     fail_on_bias: Annotated[
         bool, typer.Option("--fail-on-bias", help="Exit 1 when a bias is found.")
     ] = False,
     from_format: FromOption = None,
     base_url: BaseUrlOption = None,
     criterion: CriterionOption = None,
-    store: StoreOption = None,
+    store: CacheStoreOption = None,
     no_store: NoStoreOption = False,
     no_cache: NoCacheOption = False,
     judge_concurrency: ConcurrencyOption = 8,
@@ -233,24 +208,8 @@ def _metric(
     from assay.engine.calibrate import build_judged_metric
 
     return build_judged_metric(
-        name, judge=judge, samples=samples, base_url=base_url, criterion=_criterion(criterion)
+        name, judge=judge, samples=samples, base_url=base_url, criterion=parse_criterion(criterion)
     )
-
-
-def _criterion(text: str | None) -> dict[str, Any] | None:
-    """`--criterion` as the metric's options (as `assay judge calibrate` reads it)."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"{exc.msg} at column {exc.colno}"
-        raise ConfigError(f"--criterion is not valid JSON: {where}") from None
-    except RecursionError:
-        raise ConfigError("--criterion is nested too deeply to read") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--criterion must be a JSON object of the metric's options")
-    return value
 
 
 def _data(paths: Sequence[Path], from_format: str | None) -> list[EvalSet]:
@@ -275,10 +234,7 @@ def _setup(
     from assay.models.resolve import parse_model
     from assay.session.judge_noise import JudgeSetup
 
-    if concurrency < 1:
-        raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
-    if timeout_s <= 0:
-        raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+    check_call_limits(concurrency, timeout_s)
     parse_model(judge)
     db = None
     if not no_store:

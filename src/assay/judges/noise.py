@@ -6,20 +6,18 @@
   replacement, disagree (1 - the item's pairwise agreement, Fleiss' P_i): 0 when every
   repeat gave the same verdict, 0.5 for two repeats that split.
 - `wilson_interval(k, n)`: a 95 % interval for a proportion k/n.
-- `bootstrap_interval(values)`: a 95 % percentile interval for a mean, resampling the
-  items (seeded, so a report is reproducible).
+
+(The interval of a mean is `assay.engine.stats.bootstrap_ci`, one group per item:
+`assay.session.judge_noise.mean_interval`.)
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 
 #: the z of a two-sided 95 % interval
 Z95 = 1.959963984540054
-#: bootstrap resamples of `bootstrap_interval`
-RESAMPLES = 2000
 
 
 def flip_rate(counts: Sequence[int]) -> float | None:
@@ -65,19 +63,3 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float] | Non
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def bootstrap_interval(
-    values: Sequence[float], *, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[float, float] | None:
-    """A 95 % percentile bootstrap interval of the mean of `values` (None when empty)."""
-    if not values:
-        return None
-    if len(set(values)) == 1:
-        return values[0], values[0]
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    low = means[int(0.025 * (resamples - 1))]
-    high = means[math.ceil(0.975 * (resamples - 1))]
-    return low, high

@@ -9,8 +9,6 @@ The viewer's pages under `/ui` also take the session cookie of its login page
 
 from __future__ import annotations
 
-import ipaddress
-
 import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -26,25 +24,9 @@ from assay.service.errors import (
 )
 from assay.service.ui_session import LOGIN, LOGOUT, UiLogin, is_ui_path, wants_html
 from assay.store import Store
+from assay.view._writes import is_loopback as is_loopback  # `assay serve`'s bind check
 
 PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding `host` keeps the server reachable from this machine only.
-
-    The address is parsed, not matched by prefix: `127.evil.example` is a host name that
-    can resolve anywhere. `localhost` is the one name taken (it is loopback by RFC 6761).
-    """
-    text = host.strip()
-    if text.startswith("[") and text.endswith("]"):
-        text = text[1:-1]
-    if text.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(text).is_loopback
-    except ValueError:
-        return False
 
 
 async def _answer(error: ServiceError, scope: Scope, receive: Receive, send: Send) -> None:

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from assay.engine.stats import bootstrap_ci
 from assay.errors import ConfigError
-from assay.judges.noise import bootstrap_interval, fleiss_kappa, flip_rate, wilson_interval
+from assay.judges.noise import fleiss_kappa, flip_rate, wilson_interval
 from assay.judges.pairwise import PairVerdict, both_orders
 from assay.judges.types import JudgeCallError, JudgeModelOptions
 from assay.metrics.judged.base import JudgedMetric
@@ -49,6 +50,16 @@ PADDING = (
 POSITION_TOLERANCE = 0.1
 
 PASS, FAIL = "pass", "fail"
+
+
+#: bootstrap resamples of `mean_interval`
+RESAMPLES = 2000
+
+
+def mean_interval(values: Sequence[float], *, seed: int = 0) -> tuple[float, float] | None:
+    """A 95 % percentile bootstrap interval of the mean of `values`, resampling the
+    items (seeded, so a report is reproducible); None when empty."""
+    return bootstrap_ci([[v] for v in values], resamples=RESAMPLES, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -189,7 +200,7 @@ class StabilityReport:
 
     @property
     def flip_interval(self) -> tuple[float, float] | None:
-        return bootstrap_interval([i.flip_rate for i in self.rated if i.flip_rate is not None])
+        return mean_interval([i.flip_rate for i in self.rated if i.flip_rate is not None])
 
     @property
     def kappa(self) -> float | None:
@@ -462,7 +473,7 @@ class VerbosityReport:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap_interval([float(s) for s in self.shifts])
+        return mean_interval([float(s) for s in self.shifts])
 
     @property
     def flagged(self) -> bool | None:

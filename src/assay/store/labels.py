@@ -332,10 +332,17 @@ def sample_scores(metric: Mapping[str, Any]) -> list[float]:
 def is_unstable(metric: Mapping[str, Any]) -> bool:
     """Whether the judge's samples on this item straddle the threshold: some sample
     scores pass and some fail, or (with no sample scores kept) the samples' verdicts
-    were not unanimous (`agreement` under 1), or the result says `unstable`."""
+    were not unanimous (`agreement` under 1), or the result says `unstable`.
+
+    A result the run marked (`details.unstable`, `assay.metrics.judged.noise`) is what
+    the run says: its invocations are judged one by one, so two stable invocations on
+    either side of the threshold are not an unstable item. The fallbacks read results
+    stored without the mark."""
+    from assay.metrics.judged.noise import UNSTABLE
+
     details = metric.get("details") or {}
-    if isinstance(details, Mapping) and details.get("unstable") is True:
-        return True
+    if isinstance(details, Mapping) and isinstance(details.get(UNSTABLE), bool):
+        return bool(details[UNSTABLE])
     threshold = metric.get("threshold")
     scores = sample_scores(metric)
     if scores and isinstance(threshold, int | float):

@@ -34,12 +34,20 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
 
 
-def _loopback(host: str) -> bool:
-    """`localhost` or a loopback address literal (never a name that merely starts so)."""
-    if host == "localhost":
+def is_loopback(host: str) -> bool:
+    """Whether `host` is `localhost` or a loopback address (`[::1]` too): what binding
+    it keeps reachable from this machine only, and what a `Host` header must name.
+
+    The address is parsed, not matched by prefix: `127.evil.example` is a host name that
+    can resolve anywhere. `localhost` is the one name taken (it is loopback by RFC 6761).
+    """
+    text = host.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if text.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(text).is_loopback
     except ValueError:
         return False
 
@@ -50,7 +58,7 @@ class WriteRefused(AssayError):
 
 def loopback_host(header: str) -> bool:
     """Whether a `Host` header names `localhost` or a loopback address."""
-    return _loopback(_host_name(header))
+    return is_loopback(_host_name(header))
 
 
 def parse_form(body: bytes, limit: int = MAX_FORM_BYTES) -> dict[str, str] | None:

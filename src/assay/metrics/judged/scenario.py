@@ -123,6 +123,14 @@ class ScenarioRubrics(ScenarioMetric):
     def unscorable(self, case: EvalCase, actual: Sequence[Turn]) -> str | None:
         reason = super().unscorable(case, actual)
         if reason is None and case.scenario is not None and not case.scenario.rubrics:
+            if case.rubrics:
+                # ADK keeps a conversation scenario's rubrics on the case: its rubric
+                # metrics read them from every invocation, by type.
+                return (
+                    f"the scenario of case {case.id!r} has no rubrics of its own; its "
+                    f"{len(case.rubrics)} case rubric(s) are read by ADK's rubric metrics "
+                    "(rubric_based_final_response_quality_v1, rubric_based_tool_use_quality_v1)"
+                )
             return f"the scenario of case {case.id!r} has no rubrics"
         return reason
 
