@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from assay.engine import RunObserver
     from assay.metrics.base import Metric
     from assay.report.json_stream import JsonReportWriter, RowSpool
-    from assay.report.junit_stream import JUnitStreamWriter
+    from assay.report.junit import JUnitWriter
 
 READ_AHEAD = 4
 """Case runs read ahead per slot: enough that a slot never waits for reading, few
@@ -123,7 +123,7 @@ class _Writers:
     set_files: dict[str, str]
     json: JsonReportWriter | None
     spool: RowSpool | None
-    junit: JUnitStreamWriter | None
+    junit: JUnitWriter | None
     tally: Tally
     keep: int
     keep_all: bool

@@ -26,7 +26,7 @@ from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
 from assay.report.json_stream import CasesPart, cases_text, csv_line, rows_text, write_cases_part
-from assay.report.junit_stream import EncodedTestcase, testcase_xml
+from assay.report.junit import EncodedTestcase, testcase_xml
 from assay.session.lean_encode import (
     encoded_calls,
     report_case,
