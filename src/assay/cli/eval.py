@@ -457,7 +457,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
         observers.append(PlainProgress(err, judges=req.judges.stats))
     if req.verbose:
-        from assay.report.console_case import TracebackPrinter
+        from assay.report.console import TracebackPrinter
 
         observers.append(TracebackPrinter(err))
     db = Store.open(req.store_url or None) if req.store_url is not None else None
@@ -643,7 +643,7 @@ class _StoredLine:
         lines = [f"run {result.run_id} stored"] if result.run_id is not None else []
         raised = [c for c in result.cases if c.traceback is not None]
         if raised and not self.verbose:
-            from assay.report.console_case import traceback_hint
+            from assay.report.console import traceback_hint
 
             lines.append(traceback_hint(result.run_id, raised, counted=True))
         return lines
