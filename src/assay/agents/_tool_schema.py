@@ -257,7 +257,7 @@ def _tool_name(fn: Callable[..., object]) -> str:
 def _jsonable_default(value: object) -> tuple[bool, Any]:
     try:
         return True, to_jsonable_python(value)
-    except Exception:  # a default with no JSON form is just not shown to the model
+    except ValueError:  # no JSON form (PydanticSerializationError): not shown to the model
         return False, None
 
 

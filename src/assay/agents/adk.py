@@ -228,7 +228,7 @@ class AdkSession:
                 state_delta=dict(user_input.variables) if user_input.variables else None,
             ):
                 events.append(event)
-        except Exception as exc:
+        except Exception as exc:  # the agent under test (and ADK under it) may raise anything
             if is_quota_error(exc):
                 raise QuotaExhaustedError(
                     f"{where}: the model kept answering 429 (quota exhausted): {exc}"
@@ -299,7 +299,7 @@ def load_adk_agent(path: str | Path) -> AdkAgent:
             continue
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:
+        except Exception as exc:  # the user's module may raise anything while it is imported
             raise AgentError(
                 f"{where}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
                 f"{raised_at(exc)}"

@@ -410,7 +410,7 @@ class FunctionMetric(Metric):
         outcomes: list[Any] = []
         try:
             calls = self._calls(case, actual, expected)
-        except Exception as exc:  # e.g. a turn ADK's models reject
+        except ValueError as exc:  # a turn ADK's models reject (pydantic's ValidationError)
             return self.make_result(None, [], explanation=_failure(self.name, exc).explanation)
         for args in calls:
             try:
@@ -425,13 +425,13 @@ class FunctionMetric(Metric):
         outcomes: list[Any] = []
         try:
             calls = self._calls(case, actual, expected)
-        except Exception as exc:
+        except ValueError as exc:  # as in score_case
             return self.make_result(None, [], explanation=_failure(self.name, exc).explanation)
         for args in calls:
             try:
                 out = self.function(*args)
                 outcomes.append(await out if inspect.isawaitable(out) else out)
-            except Exception as exc:
+            except Exception as exc:  # user code, as in score_case
                 outcomes.append(_Raised(_failure(self.name, exc)))
         return self._finish(outcomes, actual)
 
