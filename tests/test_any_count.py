@@ -45,3 +45,27 @@ def test_any_per_thousand_lines_stays_under_the_ceiling() -> None:
         f"over the ceiling of {CEILING}: type the new code precisely (object, "
         "Mapping[str, object], a Protocol) instead of Any"
     )
+
+
+def test_the_public_api_names_what_it_accepts() -> None:
+    # `evaluate`'s and `EvalTask`'s metrics, agent, config and store are typed by the
+    # aliases of `assay.api_inputs` (unions of what each accepts), never `Any`.
+    import inspect
+
+    from assay import api
+    from assay.testing.assertions import assert_eval
+
+    expected = {
+        "metrics": "Metrics",
+        "agent": "AgentInput",
+        "runnable": "AgentInput",
+        "config": "ConfigInput",
+        "store": "StoreInput",
+    }
+    checked = 0
+    for function in (api.aevaluate, api.evaluate, api.EvalTask, api.EvalTask.evaluate, assert_eval):
+        for name, parameter in inspect.signature(function).parameters.items():
+            if name in expected:
+                assert parameter.annotation == expected[name], (function, name)
+                checked += 1
+    assert checked == 15
