@@ -80,7 +80,7 @@ def is_scenario_set(evalsets: Sequence[EvalSet]) -> bool:
     return bool(cases) and all(c.scenario is not None and c.reference is None for c in cases)
 
 
-def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
+def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, object]:
     scenarios = [c.scenario for e in evalsets for c in e.cases if c.scenario is not None]
     wanted = dict(CES_SCENARIO_CRITERIA)
     if not any(s.expectations for s in scenarios):
@@ -92,7 +92,7 @@ def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
     return wanted
 
 
-def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
+def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, object]:
     """The criteria to use when neither a config nor metric names are given.
 
     CES goldens: the CES golden checks that the data's expectations call for (see
@@ -157,7 +157,7 @@ class EvalConfig(BaseModel):
 
     @field_validator("user_simulator_config")
     @classmethod
-    def _simulator_type(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _simulator_type(cls, value: dict[str, object] | None) -> dict[str, object] | None:
         # As ADK 2.13's discriminated union: a missing or null `type` is the legacy
         # "llm_backed"; any other value must name one of its simulator configs.
         kind = (value or {}).get("type")
@@ -169,7 +169,7 @@ class EvalConfig(BaseModel):
             )
         return value
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> dict[str, object]:
         """The config as ADK writes it (snake_case)."""
         return self.model_dump(exclude_none=True, exclude={"source"})
 

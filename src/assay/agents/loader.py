@@ -67,7 +67,7 @@ def _is_part_of(module_name: str, missing: str) -> bool:
     return module_name == missing or module_name.startswith(missing + ".")
 
 
-def _import_object(spec: str) -> Any:
+def _import_object(spec: str) -> object:
     """Import `package.module:attr` (the working directory is importable, as with python -m)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:

@@ -588,8 +588,8 @@ def _gate(req: _Request, result: Any, err: Console) -> int:
 def _sinks(
     req: _Request,
     evalsets: Sequence[EvalSet],
-    config_doc: dict[str, Any],
-    agent: Any,
+    config_doc: dict[str, object],
+    agent: object,
     *,
     out: Path | None,
     junit: Path | None,
@@ -725,7 +725,7 @@ def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
     return row_files(req.data, req.from_format)
 
 
-def _adk_history(req: _Request, agent: Any) -> bool:
+def _adk_history(req: _Request, agent: object) -> bool:
     """An ADK agent's completed run goes to ADK's eval history (unless --no-adk-history)."""
     if agent is None or (req.sinks is not None and not req.sinks.adk_history):
         return False

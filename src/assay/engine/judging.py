@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.engine.judge_options import JudgeRunOptions as JudgeRunOptions  # re-exported
 from assay.metrics.base import Metric
@@ -74,7 +74,7 @@ async def run_judges(
             await pool.aclose()
 
 
-def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, Any]:
+def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, object]:
     """The `judge/...` summary keys of a run (none when it judged nothing).
 
     `since`: a snapshot of the pool's stats taken when the run started, so a pool

@@ -477,7 +477,7 @@ def tally_metric_table(tally: Tally, summary: dict[str, Any], *, width: int = 12
 
 
 def render_streamed(
-    tally: Tally, summary: dict[str, Any], failing: Sequence[CaseResult], console: Console
+    tally: Tally, summary: dict[str, object], failing: Sequence[CaseResult], console: Console
 ) -> None:
     """Print the metric summary, the first failing cases and the summary line."""
     console.print(tally_metric_table(tally, summary, width=console.width))
