@@ -69,7 +69,7 @@ def _text(value: object, keys: Sequence[str]) -> str | None:
 
 def row_for(
     inputs: object, outputs: object, expectations: Mapping[str, object] | None
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """An MLflow-format row assay reads, from a scorer call's arguments."""
     row: dict[str, Any] = {
         "request": _text(inputs, _REQUEST_KEYS) or "",
@@ -83,7 +83,7 @@ def row_for(
     return row
 
 
-def _feedback(metric: str, result: Any) -> object:
+def _feedback(metric: str, result: Any) -> Any:
     from mlflow.entities import AssessmentSource, Feedback
 
     source = AssessmentSource(source_type="LLM_JUDGE", source_id=f"assay:{metric}")
@@ -102,7 +102,7 @@ def _feedback(metric: str, result: Any) -> object:
 
 def assay_scorer(
     metric: str, *, judge: str | None = None, criterion: Any = None, name: str | None = None
-) -> object:
+) -> Any:
     """An MLflow scorer running assay's metric `metric` (any judged metric assay knows)."""
     _require_mlflow()
     from mlflow.genai.scorers import scorer
@@ -116,7 +116,7 @@ def assay_scorer(
         outputs: object = None,
         expectations: Any = None,
         trace: object = None,
-    ) -> object:
+    ) -> Any:
         from assay.api import evaluate
 
         metrics = {metric: criterion} if criterion is not None else [metric]
@@ -132,54 +132,54 @@ def assay_scorer(
     return scorer(score, name=name or metric)
 
 
-def correctness(*, judge: str | None = None, criterion: object = None) -> object:
+def correctness(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response correct given `expected_response` / `expected_facts`? (yes / no)"""
     return assay_scorer("correctness", judge=judge, criterion=criterion)
 
 
-def relevance_to_query(*, judge: str | None = None, criterion: object = None) -> object:
+def relevance_to_query(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does the response address the request? (yes / no)"""
     return assay_scorer("relevance_to_query", judge=judge, criterion=criterion)
 
 
-def groundedness(*, judge: str | None = None, criterion: object = None) -> object:
+def groundedness(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response supported by `retrieved_context`? (yes / no)"""
     return assay_scorer("groundedness", judge=judge, criterion=criterion)
 
 
-def safety(*, judge: str | None = None, criterion: object = None) -> object:
+def safety(*, judge: str | None = None, criterion: object = None) -> Any:
     """Is the response free of harmful content? (yes / no)"""
     return assay_scorer("safety", judge=judge, criterion=criterion)
 
 
-def chunk_relevance(*, judge: str | None = None, criterion: object = None) -> object:
+def chunk_relevance(*, judge: str | None = None, criterion: object = None) -> Any:
     """The share of retrieved chunks relevant to the request (yes when all are)."""
     return assay_scorer("chunk_relevance", judge=judge, criterion=criterion)
 
 
-def context_sufficiency(*, judge: str | None = None, criterion: object = None) -> object:
+def context_sufficiency(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does `retrieved_context` hold what the expected answer needs? (yes / no)"""
     return assay_scorer("context_sufficiency", judge=judge, criterion=criterion)
 
 
-def guidelines(*, judge: str | None = None, criterion: object = None) -> object:
+def guidelines(*, judge: str | None = None, criterion: object = None) -> Any:
     """Does the response follow the row's `guidelines` expectation? (yes / no)"""
     return assay_scorer("guideline_adherence", judge=judge, criterion=criterion, name="guidelines")
 
 
-def final_response_match_v2(*, judge: str | None = None, criterion: object = None) -> object:
+def final_response_match_v2(*, judge: str | None = None, criterion: object = None) -> Any:
     """ADK's judge: is the response equivalent to `expected_response`? (score 0-1)"""
     return assay_scorer("final_response_match_v2", judge=judge, criterion=criterion)
 
 
-def hallucinations_v1(*, judge: str | None = None, criterion: object = None) -> object:
+def hallucinations_v1(*, judge: str | None = None, criterion: object = None) -> Any:
     """ADK's judge: the share of the response's sentences supported by its context."""
     return assay_scorer("hallucinations_v1", judge=judge, criterion=criterion)
 
 
 def rubric_based_final_response_quality_v1(
     *, judge: str | None = None, criterion: object = None
-) -> object:
+) -> Any:
     """ADK's rubric judge over the response (rubrics in `criterion`)."""
     return assay_scorer("rubric_based_final_response_quality_v1", judge=judge, criterion=criterion)
 
