@@ -16,8 +16,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
 
-CEILING = 27.0
-"""`Any` per 1,000 lines of src: 33.3 at 3d5e62c, 25.6 after the first pass of #34."""
+CEILING = 19.95
+"""`Any` per 1,000 lines of src: 33.3 at 3d5e62c, 25.6 after the first pass of #34, 19.9
+after the second (signatures that only pass a value on or narrow it take `object`; the
+public factories of `assay.mlflow.scorers` keep `Any`: MLflow's scorer objects)."""
 
 
 def any_count(text: str) -> int:
@@ -45,3 +47,27 @@ def test_any_per_thousand_lines_stays_under_the_ceiling() -> None:
         f"over the ceiling of {CEILING}: type the new code precisely (object, "
         "Mapping[str, object], a Protocol) instead of Any"
     )
+
+
+def test_the_public_api_names_what_it_accepts() -> None:
+    # `evaluate`'s and `EvalTask`'s metrics, agent, config and store are typed by the
+    # aliases of `assay.api_inputs` (unions of what each accepts), never `Any`.
+    import inspect
+
+    from assay import api
+    from assay.testing.assertions import assert_eval
+
+    expected = {
+        "metrics": "Metrics",
+        "agent": "AgentInput",
+        "runnable": "AgentInput",
+        "config": "ConfigInput",
+        "store": "StoreInput",
+    }
+    checked = 0
+    for function in (api.aevaluate, api.evaluate, api.EvalTask, api.EvalTask.evaluate, assert_eval):
+        for name, parameter in inspect.signature(function).parameters.items():
+            if name in expected:
+                assert parameter.annotation == expected[name], (function, name)
+                checked += 1
+    assert checked == 15

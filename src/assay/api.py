@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from assay.agents.tools import ToolBehavior
 from assay.api_inputs import (
+    AgentInput,
+    ConfigInput,
     Dataset,
+    Metrics,
+    StoreInput,
     environment,
     interop_sinks,
     load_dataset,
@@ -87,14 +91,14 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 async def aevaluate(
     dataset: Dataset,
-    metrics: Any = None,
-    agent: Any = None,
-    config: Any = None,
+    metrics: Metrics = None,
+    agent: AgentInput = None,
+    config: ConfigInput = None,
     *,
     runs: int | None = None,
     concurrency: int = 4,
     timeout_s: float | None = 300.0,
-    store: Any = None,
+    store: StoreInput = None,
     format: str | None = None,
     mapping: Mapping[str, str] | None = None,
     observers: Sequence[RunObserver] = (),
@@ -304,13 +308,13 @@ class EvalTask:
     def __init__(
         self,
         dataset: Dataset,
-        metrics: Any = None,
+        metrics: Metrics = None,
         experiment: str | None = None,
         metric_column_mapping: Mapping[str, str] | None = None,
         *,
-        config: Any = None,
+        config: ConfigInput = None,
         format: str | None = None,
-        store: Any = None,
+        store: StoreInput = None,
     ) -> None:
         self.dataset = dataset
         self.metrics = metrics
@@ -322,7 +326,7 @@ class EvalTask:
 
     def evaluate(
         self,
-        runnable: Any = None,
+        runnable: AgentInput = None,
         *,
         runs: int | None = None,
         concurrency: int = 4,

@@ -7,10 +7,10 @@ engine runs on, raising an `AssayError` that says what was expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 from assay.agents import Agent, as_agent, load_agent
 from assay.config import (
@@ -27,16 +27,35 @@ from assay.metrics.custom import CustomMetric
 from assay.model.core import EvalSet, Persona
 
 if TYPE_CHECKING:
+    from google.adk.agents.base_agent import BaseAgent
+
     from assay.agents.tools import ToolBehavior
     from assay.engine.options import RunOptions
     from assay.engine.replay import RunMethod
     from assay.session.sinks import RunSink
     from assay.simulation import SimulatorOptions
+    from assay.store import Store
 
 Dataset = Any  # a path, paths, an EvalSet (or several), row dicts or a DataFrame
 
 
-def _is_path(value: object) -> bool:
+MetricInput: TypeAlias = "str | Metric | CustomMetric"
+"""One metric `evaluate` is asked for: a name, a ready `Metric` or a `CustomMetric`."""
+Metrics: TypeAlias = "MetricInput | Sequence[MetricInput] | Mapping[str, object] | None"
+"""`evaluate`'s `metrics`: one or several metrics, `{name: threshold or options}`, or
+None (the config's criteria, else the defaults for the data)."""
+AgentInput: TypeAlias = "str | Agent | BaseAgent | Callable[..., object] | None"
+"""`evaluate`'s `agent`: a spec ("module:attr", an ADK agent folder, an http(s) URL),
+an `Agent`, a Google ADK agent or a callable (sync or async); None: recorded responses."""
+ConfigInput: TypeAlias = "EvalConfig | Mapping[str, object] | str | Path | None"
+"""`evaluate`'s `config`: an `EvalConfig`, a config dict or a path (None: the
+`test_config.json` beside the dataset file, if any)."""
+StoreInput: TypeAlias = "Store | str | Path | bool | None"
+"""`evaluate`'s `store`: an open `Store`, a database URL or file, True (the default
+store) or None / False (nothing stored)."""
+
+
+def _is_path(value: object) -> TypeGuard[str | Path]:
     return isinstance(value, str | Path)
 
 
@@ -99,7 +118,7 @@ def load_dataset(
     )
 
 
-def resolve_config(config: Any, dataset: Dataset) -> EvalConfig | None:
+def resolve_config(config: ConfigInput, dataset: Dataset) -> EvalConfig | None:
     if config is None:
         first = dataset if _is_path(dataset) else None
         if (
@@ -125,7 +144,7 @@ def resolve_config(config: Any, dataset: Dataset) -> EvalConfig | None:
 
 
 def resolve_metrics(
-    metrics: object, config: EvalConfig | None, evalsets: Sequence[EvalSet] = ()
+    metrics: Metrics, config: EvalConfig | None, evalsets: Sequence[EvalSet] = ()
 ) -> list[Metric]:
     """Metric objects from names, `{name: criterion}`, Metric or CustomMetric objects.
 
@@ -167,7 +186,7 @@ def resolve_metrics(
     return result
 
 
-def resolve_agent(agent: object) -> Agent | None:
+def resolve_agent(agent: AgentInput) -> Agent | None:
     if agent is None:
         return None
     if isinstance(agent, str):
@@ -228,7 +247,7 @@ def simulator_options(
     return options
 
 
-def open_store(store: object) -> Any:
+def open_store(store: StoreInput) -> Store | None:
     """`evaluate`'s `store` argument as a `Store` (None: no store)."""
     if store is None or store is False:
         return None

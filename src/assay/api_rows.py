@@ -15,18 +15,19 @@ it) and goes on to the caller as KeyboardInterrupt.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.model.results import EvalResult
 
 if TYPE_CHECKING:
+    from assay.api_inputs import StoreInput
     from assay.api_stream import Planned
 
 
 def evaluate_recorded_streamed(
     planned: Planned,
     *,
-    store: Any,
+    store: StoreInput,
     mapping: Mapping[str, str] | None,
     run_name: str | None,
     fresh: bool,

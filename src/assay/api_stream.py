@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.agents.tools import ToolBehavior
 from assay.engine.replay import RunMethod
@@ -34,8 +34,10 @@ from assay.redact import redact_url
 from assay.session.plan import RunPlan, row_files
 
 if TYPE_CHECKING:
+    from assay.api_inputs import AgentInput, ConfigInput, Dataset, Metrics, StoreInput
     from assay.config import EvalConfig
     from assay.engine import RunObserver
+    from assay.engine.executors import Executor
     from assay.formats.stream import RowFile
     from assay.metrics.base import Metric
     from assay.session.streaming import StreamOutcome
@@ -53,14 +55,14 @@ class Planned:
 
 
 def plan_evaluate(
-    dataset: Any,
-    metrics: Any,
-    agent: Any,
-    config: Any,
+    dataset: Dataset,
+    metrics: Metrics,
+    agent: AgentInput,
+    config: ConfigInput,
     *,
     format: str | None,
     runs: int | None,
-    executor: Any,
+    executor: str | Executor,
     observers: bool,
     keep_cases: int | None,
     mlflow: bool,
@@ -95,12 +97,12 @@ def plan_evaluate(
 
 async def aevaluate_streamed(
     planned: Planned,
-    agent: Any,
+    agent: AgentInput,
     *,
     runs: int | None,
     concurrency: int,
     timeout_s: float | None,
-    store: Any,
+    store: StoreInput,
     mapping: Mapping[str, str] | None,
     run_name: str | None,
     judge: str | None,
@@ -200,7 +202,7 @@ def streamed_result(
     return result
 
 
-def check_keep_cases(keep_cases: Any) -> None:
+def check_keep_cases(keep_cases: object) -> None:
     """`keep_cases` is None or a count, checked before anything runs."""
     if keep_cases is None:
         return

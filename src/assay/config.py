@@ -114,7 +114,7 @@ def _scenario_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
     return wanted
 
 
-def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, Any]:
+def default_criteria(evalsets: Sequence[EvalSet]) -> dict[str, object]:
     """The criteria to use when neither a config nor metric names are given.
 
     CES goldens: the CES golden checks that the data's expectations call for (see
@@ -179,7 +179,7 @@ class EvalConfig(BaseModel):
 
     @field_validator("user_simulator_config")
     @classmethod
-    def _simulator_type(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _simulator_type(cls, value: dict[str, object] | None) -> dict[str, object] | None:
         # As ADK 2.13's discriminated union: a missing or null `type` is the legacy
         # "llm_backed"; any other value must name one of its simulator configs.
         kind = (value or {}).get("type")
@@ -191,7 +191,7 @@ class EvalConfig(BaseModel):
             )
         return value
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> dict[str, object]:
         """The config as ADK writes it (snake_case)."""
         return self.model_dump(exclude_none=True, exclude={"source"})
 

@@ -270,3 +270,14 @@ def test_names_async_tools_partials_and_callable_objects() -> None:
     weird = lambda x: x  # noqa: E731 - a lambda's name is not a valid tool name
     with pytest.raises(ToolSchemaError, match="letters, digits"):
         ToolSpec.from_function(weird)
+
+
+def test_a_default_with_no_json_form_is_left_out_of_the_schema() -> None:
+    marker = object()  # pydantic cannot serialize it: the model is not shown a default
+
+    def pick(mode: str = "brief", sentinel: Any = marker) -> str:
+        return mode
+
+    props = ToolSpec.from_function(pick).parameters["properties"]
+    assert props["mode"]["default"] == "brief"
+    assert "default" not in props["sentinel"]

@@ -421,3 +421,35 @@ def test_unimportable_custom_metric_names_path_and_folders_tried(tmp_path: Path)
     message = str(info.value)
     assert "custom_metrics.gone.code_config.name 'no_such_pkg_q.mod.fn'" in message
     assert str(tmp_path.resolve()) in message
+
+
+def test_an_adk_invocation_that_cannot_be_built_is_the_metrics_note_and_a_bug_is_not(
+    user_module: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Turning assay's turns into ADK's invocations may meet a turn ADK's models reject
+    # (pydantic's ValidationError, a ValueError): that is the metric's explanation. Any
+    # other exception there is a bug in assay and is raised, not swallowed (issue #34).
+    import assay.metrics.custom as custom
+
+    metric = custom_metric_factories(_config(tools=f"{MODULE}.tool_count"))["tools"]()
+    case, turns = _row_case(), [_actual()]
+
+    def rejected(turn: Turn) -> Any:
+        raise ValueError("1 validation error for Invocation")
+
+    monkeypatch.setattr(custom, "to_adk_invocation", rejected)
+    for result in (
+        metric.score_case(case, turns, [None]),
+        asyncio.run(metric.ascore_case(case, turns, [None])),
+    ):
+        assert result.score is None
+        assert "1 validation error for Invocation" in (result.explanation or "")
+
+    def buggy(turn: Turn) -> Any:
+        raise AttributeError("'Turn' object has no attribute 'invocation'")
+
+    monkeypatch.setattr(custom, "to_adk_invocation", buggy)
+    with pytest.raises(AttributeError):
+        metric.score_case(case, turns, [None])
+    with pytest.raises(AttributeError):
+        asyncio.run(metric.ascore_case(case, turns, [None]))

@@ -11,7 +11,8 @@ from rich.console import Console
 
 from assay.model.results import EvalResult, Status
 from assay.report import render_results, summary_text
-from assay.report.console import metric_cell, pass_at_k, short_ids
+from assay.report.console import metric_cell, pass_at_k
+from assay.report.console_runs import short_ids
 
 
 def _render(result: EvalResult, **kwargs: int) -> str:

@@ -25,7 +25,6 @@ import base64
 import binascii
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
@@ -48,7 +47,7 @@ USER_AUTHOR = "user"
 TRANSFER_TOOL = "transfer_to_agent"
 
 
-def as_response_dict(payload: object) -> dict[str, Any]:
+def as_response_dict(payload: object) -> dict[str, object]:
     """A function response payload as ADK carries it: a dict (others under "result")."""
     return payload if isinstance(payload, dict) else {"result": payload}
 

@@ -66,8 +66,8 @@ def walk(root: BaseAgent) -> Iterator[BaseAgent]:
 
 
 def mock_tool_call(
-    tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
-) -> dict[str, Any] | None:
+    tool: BaseTool, args: dict[str, object], tool_context: ToolContext
+) -> dict[str, object] | None:
     """before_tool_callback: the mock answer for this call, or None to run the tool."""
     hook = CURRENT_HOOK.get()
     if hook is None or tool.name in _AGENT_CONTROL_TOOLS or isinstance(tool, AgentTool):
@@ -169,8 +169,8 @@ class AssayPlugin(BasePlugin):
         return None
 
     async def before_tool_callback(
-        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
-    ) -> dict[str, Any] | None:
+        self, *, tool: BaseTool, tool_args: dict[str, object], tool_context: ToolContext
+    ) -> dict[str, object] | None:
         if tool_context.function_call_id:
             self._started[tool_context.function_call_id] = time.perf_counter()
         return None
@@ -179,10 +179,10 @@ class AssayPlugin(BasePlugin):
         self,
         *,
         tool: BaseTool,
-        tool_args: dict[str, Any],
+        tool_args: dict[str, object],
         tool_context: ToolContext,
-        result: dict[str, Any],
-    ) -> dict[str, Any] | None:
+        result: dict[str, object],
+    ) -> dict[str, object] | None:
         started = self._started.pop(tool_context.function_call_id or "", None)
         if started is not None and tool_context.function_call_id:
             ended = time.perf_counter()
@@ -205,7 +205,7 @@ def _instruction_text(value: object) -> str:
     return ""
 
 
-def _declaration(tool: Any) -> dict[str, Any]:
+def _declaration(tool: Any) -> dict[str, object]:
     if isinstance(tool, BaseToolset):
         return {
             "name": type(tool).__name__,
@@ -221,7 +221,7 @@ def _declaration(tool: Any) -> dict[str, Any]:
     return dumped
 
 
-def agent_details(root: BaseAgent) -> dict[str, Any]:
+def agent_details(root: BaseAgent) -> dict[str, object]:
     """ADK's `app_details` for the tree: each LlmAgent's instructions and tools."""
     details: dict[str, Any] = {}
     global_instruction = getattr(root, "global_instruction", "")

@@ -18,7 +18,7 @@ import asyncio
 import copy
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from assay.model.core import EvalCase, Turn, UserInput
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-def initial_state(case: EvalCase, options: SessionOptions) -> dict[str, Any]:
+def initial_state(case: EvalCase, options: SessionOptions) -> dict[str, object]:
     """`options.state` (else a copy of the case's), plus the seeded turns' updates."""
     state = (
         options.state
@@ -39,13 +39,13 @@ def initial_state(case: EvalCase, options: SessionOptions) -> dict[str, Any]:
     return state
 
 
-def apply_input_variables(state: dict[str, Any], user_input: UserInput) -> None:
+def apply_input_variables(state: dict[str, object], user_input: UserInput) -> None:
     """Set the variables `user_input` carries (copies) in `state`."""
     if user_input.variables:
         state.update(copy.deepcopy(user_input.variables))
 
 
-def apply_updates(state: dict[str, Any], turns: Sequence[Turn]) -> None:
+def apply_updates(state: dict[str, object], turns: Sequence[Turn]) -> None:
     """Apply the `variables_update` steps of `turns` to `state`, in order."""
     for turn in turns:
         for step in turn.steps:

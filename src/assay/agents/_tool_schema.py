@@ -153,7 +153,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 class _Unsupported(Exception):
-    def __init__(self, annotation: Any) -> None:
+    def __init__(self, annotation: object) -> None:
         super().__init__(annotation)
         self.annotation = annotation
 
@@ -170,7 +170,7 @@ def _json_type(value: object) -> str | None:
     return "null" if value is None else None
 
 
-def _enum_schema(values: Sequence[object]) -> dict[str, Any]:
+def _enum_schema(values: Sequence[object]) -> dict[str, object]:
     schema: dict[str, Any] = {}
     kinds = {_json_type(v) for v in values}
     if len(kinds) == 1 and None not in kinds:
@@ -179,7 +179,7 @@ def _enum_schema(values: Sequence[object]) -> dict[str, Any]:
     return schema
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def _nullable(schema: dict[str, Any]) -> dict[str, object]:
     if isinstance(schema.get("type"), str) and "$ref" not in schema:
         schema = {**schema, "type": [schema["type"], "null"]}
         if "enum" in schema:
@@ -188,13 +188,13 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _structured(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _structured(annotation: Any, defs: dict[str, object]) -> dict[str, object]:
     schema = TypeAdapter(annotation).json_schema(ref_template="#/$defs/{model}")
     defs.update(schema.pop("$defs", {}))
     return schema
 
 
-def type_schema(annotation: object, defs: dict[str, Any]) -> dict[str, Any]:
+def type_schema(annotation: object, defs: dict[str, object]) -> dict[str, object]:
     """The JSON schema of one annotation; pydantic `$defs` are collected into `defs`."""
     if annotation is Any or annotation is inspect.Parameter.empty:
         return {}
@@ -254,10 +254,10 @@ def _tool_name(fn: Callable[..., object]) -> str:
     return str(name)
 
 
-def _jsonable_default(value: object) -> tuple[bool, Any]:
+def _jsonable_default(value: object) -> tuple[bool, object]:
     try:
         return True, to_jsonable_python(value)
-    except Exception:  # a default with no JSON form is just not shown to the model
+    except ValueError:  # no JSON form (PydanticSerializationError): not shown to the model
         return False, None
 
 
@@ -346,11 +346,11 @@ class ToolSpec:
             adapters=adapters,
         )
 
-    def declaration(self) -> dict[str, Any]:
+    def declaration(self) -> dict[str, object]:
         """``{"name", "description", "parameters"}`` (the shape ADK and Gemini use)."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
-    def bind(self, args: Mapping[str, object]) -> dict[str, Any]:
+    def bind(self, args: Mapping[str, object]) -> dict[str, object]:
         """Keyword arguments for the call, checked and converted; ToolArgumentError if not."""
         unknown = sorted(set(args) - set(self.adapters))
         if unknown:

@@ -89,7 +89,7 @@ class AdkAgent:
     `name` is how assay reports the agent (default: the root agent's name).
     """
 
-    def __init__(self, root_agent: Any, *, app_name: str | None = None, name: str | None = None):
+    def __init__(self, root_agent: object, *, app_name: str | None = None, name: str | None = None):
         if not is_adk_agent(root_agent):
             raise AgentError(
                 f"{type(root_agent).__name__} is not an ADK agent: expected a "
@@ -119,11 +119,11 @@ class AdkAgent:
         self.artifact_service: Any = None
 
     @property
-    def source(self) -> Any:
+    def source(self) -> object:
         """The agent (or App) this adapter was made from, as its module defines it."""
         return self._app if self._app is not None else self._source_root
 
-    def app_details(self) -> dict[str, Any]:
+    def app_details(self) -> dict[str, object]:
         """Each LlmAgent's name, instructions and tool declarations (ADK's app_details)."""
         from assay.agents._adk_tree import agent_details
 
@@ -228,7 +228,7 @@ class AdkSession:
                 state_delta=dict(user_input.variables) if user_input.variables else None,
             ):
                 events.append(event)
-        except Exception as exc:
+        except Exception as exc:  # the agent under test (and ADK under it) may raise anything
             if is_quota_error(exc):
                 raise QuotaExhaustedError(
                     f"{where}: the model kept answering 429 (quota exhausted): {exc}"
@@ -250,7 +250,7 @@ class AdkSession:
         await self._runner.close()
 
 
-def _find_root(module: Any, where: str) -> Any:
+def _find_root(module: Any, where: str) -> object:
     app = getattr(module, "app", None)
     if app is not None and is_adk_agent(app):
         return app
@@ -299,7 +299,7 @@ def load_adk_agent(path: str | Path) -> AdkAgent:
             continue
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:
+        except Exception as exc:  # the user's module may raise anything while it is imported
             raise AgentError(
                 f"{where}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
                 f"{raised_at(exc)}"

@@ -71,7 +71,7 @@ class Agent(Protocol):
         ...
 
 
-def app_details_of(agent: Agent) -> dict[str, Any] | None:
+def app_details_of(agent: Agent) -> dict[str, object] | None:
     """The agent's instructions and tool declarations, when its adapter knows them."""
     describe = getattr(agent, "app_details", None)
     if not callable(describe):

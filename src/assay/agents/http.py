@@ -143,7 +143,7 @@ def _step(event: Event) -> Step:
     return Step(variables_update=event.delta)
 
 
-def mock_json(mock: ToolMock) -> dict[str, Any]:
+def mock_json(mock: ToolMock) -> dict[str, object]:
     """A tool mock as the request's ``tool_mocks`` entries carry it."""
     return {
         "name": mock.call.name,
@@ -176,7 +176,7 @@ class HttpSession:
         self.turns: list[Turn] = list(options.history)
         self.state = initial_state(case, options)
 
-    def request_body(self, user_input: UserInput) -> dict[str, Any]:
+    def request_body(self, user_input: UserInput) -> dict[str, object]:
         """The JSON posted for `user_input`."""
         mode = self._hook.behavior
         mocks = [] if mode is ToolBehavior.REAL else [mock_json(m) for m in self._hook.mocks]
@@ -256,7 +256,7 @@ class HttpAgent:
             lambda client: client.aclose(),
         )
 
-    async def post(self, body: dict[str, Any]) -> AgentReply:
+    async def post(self, body: dict[str, object]) -> AgentReply:
         """POST one request; the parsed reply, or AgentError / QuotaExhaustedError."""
         client = self._clients.get()
         pacing = pacing_in_run("http", self.url, fallback=self._own_pacing)

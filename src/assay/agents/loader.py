@@ -67,7 +67,7 @@ def _is_part_of(module_name: str, missing: str) -> bool:
     return module_name == missing or module_name.startswith(missing + ".")
 
 
-def _import_object(spec: str) -> Any:
+def _import_object(spec: str) -> object:
     """Import `package.module:attr` (the working directory is importable, as with python -m)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -90,7 +90,7 @@ def _import_object(spec: str) -> Any:
             f"--agent {spec!r}: cannot import module {module_name!r} ({exc}); run from the "
             "folder that contains it or install it"
         ) from None
-    except Exception as exc:
+    except Exception as exc:  # the user's module may raise anything while it is imported
         raise AgentError(
             f"--agent {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
             f"{raised_at(exc)}"

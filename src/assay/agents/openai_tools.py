@@ -88,7 +88,7 @@ def _content(payload: object) -> str:
     return json.dumps(payload, ensure_ascii=False, default=str)
 
 
-def history_messages(turns: Sequence[Turn]) -> list[dict[str, Any]]:
+def history_messages(turns: Sequence[Turn]) -> list[dict[str, object]]:
     """Earlier turns as chat messages: user text, assistant text and tool calls, results.
 
     Calls without ids get ``hist_<turn>_<n>``; a response without an id answers the
@@ -165,7 +165,7 @@ def user_text(user_input: UserInput) -> str:
     return ""
 
 
-def _state_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _state_delta(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
     """Keys a tool set or changed (removed ones as None), JSON-safe copies."""
     delta = {k: v for k, v in after.items() if k not in before or before[k] != v}
     delta.update({k: None for k in before if k not in after})
@@ -235,7 +235,7 @@ class OpenAIToolsSession:
             usage=usage,
         )
 
-    async def _run_tool(self, call_id: str, function: Any) -> tuple[list[Step], Any]:
+    async def _run_tool(self, call_id: str, function: Any) -> tuple[list[Step], object]:
         name: str = function.name
         args: dict[str, Any] = {}
         problem: str | None = None
@@ -266,11 +266,13 @@ class OpenAIToolsSession:
             steps.append(Step(variables_update=_state_delta(before, self.state)))
         return steps, payload
 
-    def _real(self, spec: ToolSpec, args: dict[str, Any], problem: str | None) -> Callable[[], Any]:
+    def _real(
+        self, spec: ToolSpec, args: dict[str, object], problem: str | None
+    ) -> Callable[[], object]:
         """The call of the real tool, as the hook wants it (async for async tools)."""
         state = self.state
 
-        def kwargs() -> dict[str, Any]:
+        def kwargs() -> dict[str, object]:
             if problem is not None:
                 raise ToolArgumentError(problem)
             bound = spec.bind(args)
@@ -280,12 +282,12 @@ class OpenAIToolsSession:
 
         if spec.is_async:
 
-            async def run_async() -> Any:
+            async def run_async() -> object:
                 return await spec.fn(**kwargs())
 
             return run_async
 
-        def run() -> Any:
+        def run() -> object:
             return spec.fn(**kwargs())
 
         return run
@@ -300,7 +302,7 @@ class OpenAIToolsAgent:
     def __init__(
         self,
         model: str,
-        tools: Sequence[Callable[..., Any]] = (),
+        tools: Sequence[Callable[..., object]] = (),
         *,
         instructions: str | None = None,
         base_url: str | None = None,
@@ -357,11 +359,11 @@ class OpenAIToolsAgent:
         self._own_pacing = ModelRegistry(concurrency=OWN_CONCURRENCY, max_retries=max_retries)
         self._endpoint: str | None = None
 
-    def declarations(self) -> list[dict[str, Any]]:
+    def declarations(self) -> list[dict[str, object]]:
         """The tools as ``{"name", "description", "parameters"}``."""
         return [spec.declaration() for spec in self.tools.values()]
 
-    def app_details(self) -> dict[str, Any]:
+    def app_details(self) -> dict[str, object]:
         """Instructions and tool declarations in ADK's app-details shape (for judges)."""
         declarations = self.declarations()
         return {
@@ -376,7 +378,7 @@ class OpenAIToolsAgent:
             }
         }
 
-    async def complete(self, messages: Sequence[dict[str, Any]]) -> tuple[Any, Usage]:
+    async def complete(self, messages: Sequence[dict[str, object]]) -> tuple[Any, Usage]:
         """One chat completion: (the reply message, its token usage).
 
         Rate limits, server errors, timeouts and lost connections are retried

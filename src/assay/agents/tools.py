@@ -57,7 +57,7 @@ class ToolMock:
     note: str | None = None
 
 
-def no_mock_error(call: ToolCall) -> dict[str, Any]:
+def no_mock_error(call: ToolCall) -> dict[str, object]:
     """The payload an agent gets for a FAKE call that no mock answers."""
     return {
         "error": (
@@ -109,7 +109,9 @@ class ToolHook:
             return no_mock_error(call)
         return None
 
-    async def execute(self, call: ToolCall, real: Callable[[], object] | None) -> tuple[Any, float]:
+    async def execute(
+        self, call: ToolCall, real: Callable[[], object] | None
+    ) -> tuple[object, float]:
         """Answer `call` (mock, real tool, or the no-mock error) and time it.
 
         `real` runs the tool: a sync function (run in a worker thread) or one returning
@@ -122,7 +124,7 @@ class ToolHook:
         self.timings.append((call.name, seconds))
         return payload, seconds
 
-    async def _answer(self, call: ToolCall, real: Callable[[], object] | None) -> Any:
+    async def _answer(self, call: ToolCall, real: Callable[[], object] | None) -> object:
         mocked = self.intercept(call)
         if mocked is not None or self.behavior is ToolBehavior.FAKE:
             return mocked
@@ -140,7 +142,7 @@ class ToolHook:
         return payload
 
 
-async def _await(value: Awaitable[object]) -> Any:
+async def _await(value: Awaitable[object]) -> object:
     return await value
 
 

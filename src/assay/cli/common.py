@@ -7,7 +7,9 @@ Every command module imports this one and nothing else of `assay.cli`; `assay.cl
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import inspect
 import os
 import signal
 import sys
@@ -15,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar, get_type_hints
 
 import typer
 from rich.console import Console
@@ -25,6 +27,46 @@ from assay.errors import AssayError, AssayWarning, ConfigError, InputError, Unkn
 
 if TYPE_CHECKING:
     from assay.model.core import EvalSet
+
+Options = TypeVar("Options")
+
+
+def options_command(
+    options: type[Options],
+) -> Callable[[Callable[[Options], None]], Callable[..., None]]:
+    """Make `command(opts)` a typer command whose parameters are the fields of the frozen
+    dataclass `options`, in order: each field's annotation (typer's `Annotated[...,
+    typer.Option(...)]` included) and default become a parameter's, so the command's
+    flags, help and defaults are the fields' and adding an option is adding a field.
+    The command gets its options gathered in one `options` object."""
+    if not dataclasses.is_dataclass(options):
+        raise TypeError(f"{options.__name__} is not a dataclass")
+    hints = get_type_hints(options, include_extras=True)
+    parameters = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if field.default is dataclasses.MISSING
+            else field.default,
+            annotation=hints[field.name],
+        )
+        for field in dataclasses.fields(options)
+    ]  # fmt: skip
+
+    def decorate(command: Callable[[Options], None]) -> Callable[..., None]:
+        def typer_command(**values: object) -> None:
+            command(options(**values))
+
+        typer_command.__name__ = command.__name__
+        typer_command.__qualname__ = command.__qualname__
+        typer_command.__module__ = command.__module__
+        typer_command.__doc__ = command.__doc__
+        typer_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        typer_command.__annotations__ = {p.name: p.annotation for p in parameters}
+        return typer_command
+
+    return decorate
+
 
 StoreOption = Annotated[
     str | None, typer.Option("--store", help="Store URL (default .assay/assay.db).")

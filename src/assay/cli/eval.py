@@ -40,6 +40,7 @@ from assay.cli.common import (
     check_format,
     frozen_heap_released,
     gc_paused,
+    options_command,
     parse_mapping,
     parse_metric_flags,
     sigterm_as_interrupt,
@@ -66,34 +67,38 @@ if TYPE_CHECKING:
     from assay.store import Store
 
 
-def eval_command(
-    data: Annotated[list[Path], typer.Argument(help="Eval set / dataset files.")],
-    from_format: FromOption = None,
-    map_: MapOption = None,
+@dataclass(frozen=True)
+class EvalOptions:
+    """`assay eval`'s options: one field per option, its typer declaration and default
+    (`options_command` makes the command's parameters of them, in this order)."""
+
+    data: Annotated[list[Path], typer.Argument(help="Eval set / dataset files.")]
+    from_format: FromOption = None
+    map_: MapOption = None
     config: Annotated[
         Path | None,
         typer.Option("--config", help="test_config.json (default: the one beside the data)."),
-    ] = None,
+    ] = None
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", "-m", help="NAME or NAME=THRESHOLD; replaces the criteria."),
-    ] = None,
+    ] = None
     prices: Annotated[
         Path | None,
         typer.Option("--prices", help="Price table (JSON) for max_cost, over the shipped one."),
-    ] = None,
+    ] = None
     agent: Annotated[
         str | None,
         typer.Option(
             "--agent",
             help="Agent to run: module:attribute, an ADK agent folder, or an http(s):// URL.",
         ),
-    ] = None,
+    ] = None
     runs: Annotated[
         int | None,
         typer.Option(help="Runs of every case (default: 1 per golden, 5 per scenario)."),
-    ] = None,
-    concurrency: Annotated[int, typer.Option(help="Cases evaluated at once.")] = 4,
+    ] = None
+    concurrency: Annotated[int, typer.Option(help="Cases evaluated at once.")] = 4
     workers: Annotated[
         int | None,
         typer.Option(
@@ -101,7 +106,7 @@ def eval_command(
             min=1,
             help="Processes scoring recorded rows (default: every core from 10,000 rows).",
         ),
-    ] = None,
+    ] = None
     executor: Annotated[
         str,
         typer.Option(
@@ -109,7 +114,7 @@ def eval_command(
             help="Where case runs execute: local (this process) or ray (a Ray cluster;"
             " needs assay[ray], see docs/scale.md).",
         ),
-    ] = "local",
+    ] = "local"
     ray_address: Annotated[
         str | None,
         typer.Option(
@@ -117,10 +122,10 @@ def eval_command(
             help="Ray cluster to join with --executor ray (default: RAY_ADDRESS, else a"
             " local cluster for this run).",
         ),
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option(help="Per-case agent timeout in seconds (0: none).")
-    ] = 300.0,
+    ] = None
+    timeout: Annotated[float, typer.Option(help="Per-case agent timeout in seconds (0: none).")] = (
+        300.0
+    )
     tools: Annotated[
         str,
         typer.Option(
@@ -128,7 +133,7 @@ def eval_command(
             help="Tool calls: real (run the tools), fake (mock responses only; unmocked calls"
             " get an error) or mixed (mocks where given, else the real tool).",
         ),
-    ] = "real",
+    ] = "real"
     run_method: Annotated[
         str | None,
         typer.Option(
@@ -137,7 +142,7 @@ def eval_command(
             " expected earlier turns) or naive (one session). Default: stable for CES"
             " goldens, naive for other conversations.",
         ),
-    ] = None,
+    ] = None
     user_model: Annotated[
         str | None,
         typer.Option(
@@ -145,19 +150,19 @@ def eval_command(
             help="Model of the simulated user of scenario cases: openai:NAME, gemini-NAME,"
             " anthropic:NAME or local:PATH.gguf.",
         ),
-    ] = None,
+    ] = None
     persona_file: Annotated[
         Path | None,
         typer.Option("--persona-file", help="Personas (JSON/YAML list or CES export)."),
-    ] = None,
+    ] = None
     stop_signal: Annotated[
         str | None,
         typer.Option("--stop-signal", help="What the simulated user says to end (</finished>)."),
-    ] = None,
+    ] = None
     max_turns: Annotated[
         int | None,
         typer.Option("--max-turns", help="Simulated user turns when a scenario sets none."),
-    ] = None,
+    ] = None
     cache_user_replies: Annotated[
         bool,
         typer.Option(
@@ -165,24 +170,24 @@ def eval_command(
             help="Keep the simulated user's replies in the reply cache (the store's): the"
             " same conversation replays them without calls. Default: a fresh user each run.",
         ),
-    ] = False,
+    ] = False
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Start a new run even if an unfinished one matches.")
-    ] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None,
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None,
-    html: HtmlOption = None,
-    store: StoreOption = None,
+    ] = False
+    out: Annotated[Path | None, typer.Option("--out", help="Write the JSON report.")] = None
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML.")] = None
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the rows as CSV.")] = None
+    html: HtmlOption = None
+    store: StoreOption = None
     no_store: Annotated[
         bool,
         typer.Option(
             "--no-store", help="Do not record the run (judge replies are cached for it only)."
         ),
-    ] = False,
+    ] = False
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only the summary line; no table or bar.")
-    ] = False,
+    ] = False
     verbose: Annotated[
         bool,
         typer.Option(
@@ -190,7 +195,7 @@ def eval_command(
             "-v",
             help="Print each agent exception's traceback (the agent's frames) as it happens.",
         ),
-    ] = False,
+    ] = False
     judge: Annotated[
         str | None,
         typer.Option(
@@ -198,10 +203,10 @@ def eval_command(
             help="LLM judge for judged metrics without their own judge_model: openai:NAME,"
             " gemini-NAME / gemini:NAME, anthropic:NAME or local:PATH.gguf.",
         ),
-    ] = None,
+    ] = None
     judge_concurrency: Annotated[
         int, typer.Option("--judge-concurrency", help="Judge calls in flight per backend.")
-    ] = 8,
+    ] = 8
     judge_samples: Annotated[
         int | None,
         typer.Option(
@@ -209,11 +214,11 @@ def eval_command(
             help="Judge samples per item for every judged metric (over each metric's"
             " num_samples); items whose samples straddle the threshold are marked unstable.",
         ),
-    ] = None,
+    ] = None
     no_cache: Annotated[
         bool,
         typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
-    ] = False,
+    ] = False
     no_adk_history: Annotated[
         bool,
         typer.Option(
@@ -221,7 +226,7 @@ def eval_command(
             help="Do not write ADK eval history (<agent folder>/.adk/eval_history/) for ADK"
             " agents.",
         ),
-    ] = False,
+    ] = False
     mlflow: Annotated[
         str | None,
         typer.Option(
@@ -229,21 +234,27 @@ def eval_command(
             help="Also log the run to MLflow at this tracking URI (sqlite:///mlflow.db,"
             " http://host:5000, ...); needs assay[mlflow].",
         ),
-    ] = None,
+    ] = None
     mlflow_experiment: Annotated[
         str, typer.Option("--mlflow-experiment", help="MLflow experiment of the run.")
-    ] = "assay",
-    case: CaseOption = None,
-    tag: TagOption = None,
-    limit: LimitOption = None,
-    sample: SampleOption = None,
-    seed: SeedOption = 0,
-    name: NameOption = None,
-    min_pass_rate: MinPassRateOption = None,
-    min_mean: MinMeanOption = None,
-) -> None:
+    ] = "assay"
+    case: CaseOption = None
+    tag: TagOption = None
+    limit: LimitOption = None
+    sample: SampleOption = None
+    seed: SeedOption = 0
+    name: NameOption = None
+    min_pass_rate: MinPassRateOption = None
+    min_mean: MinMeanOption = None
+
+
+@options_command(EvalOptions)
+def eval_command(opts: EvalOptions) -> None:
     """Evaluate eval sets: run an agent on them, or score their recorded responses."""
-    with user_errors(), _interrupt_said((out, junit, csv_path, html), stored=not no_store):
+    with (
+        user_errors(),
+        _interrupt_said((opts.out, opts.junit, opts.csv_path, opts.html), stored=not opts.no_store),
+    ):
         from assay.engine import RunOptions
         from assay.engine.executors import named
         from assay.engine.judge_options import JudgeRunOptions
@@ -253,74 +264,83 @@ def eval_command(
         from assay.judges.stats import JudgeStats
 
         # Checked first: an unknown executor or a missing ray extra is a usage error.
-        executor_obj = named(executor, ray_address=ray_address)
-        if workers is not None and executor.strip().lower() != "local":
+        executor_obj = named(opts.executor, ray_address=opts.ray_address)
+        if opts.workers is not None and opts.executor.strip().lower() != "local":
             raise ConfigError(
                 "--workers sets the local processes that score recorded rows; with"
-                f" --executor {executor} the cluster's CPUs do that (--concurrency tasks"
+                f" --executor {opts.executor} the cluster's CPUs do that (--concurrency tasks"
                 " at once): drop --workers"
             )
         judges = JudgeRunOptions(
-            model=judge,
-            concurrency=judge_concurrency,
-            use_cache=not no_cache,
+            model=opts.judge,
+            concurrency=opts.judge_concurrency,
+            use_cache=not opts.no_cache,
             stats=JudgeStats(),  # shown live by the progress lines
-            num_samples=judge_samples,
+            num_samples=opts.judge_samples,
         )
-        cfg = _config_for(config, data[0])
+        cfg = _config_for(opts.config, opts.data[0])
         # A folder stands for the eval files under it (its config was found above).
         from assay.formats.folders import expand_inputs
 
-        data = expand_inputs(data, from_format)
+        data = expand_inputs(opts.data, opts.from_format)
         options = RunOptions(
-            runs=runs,
-            concurrency=concurrency,
-            timeout_s=timeout or None,
-            tool_behavior=tools,  # type: ignore[arg-type]  # parsed by RunOptions
-            run_method=run_method,  # type: ignore[arg-type]
+            runs=opts.runs,
+            concurrency=opts.concurrency,
+            timeout_s=opts.timeout or None,
+            tool_behavior=opts.tools,  # type: ignore[arg-type]  # parsed by RunOptions
+            run_method=opts.run_method,  # type: ignore[arg-type]
             simulator=_simulator_options(
-                user_model, persona_file, stop_signal, max_turns, cfg, cache_user_replies
+                opts.user_model,
+                opts.persona_file,
+                opts.stop_signal,
+                opts.max_turns,
+                cfg,
+                opts.cache_user_replies,
             ),
         )
         from assay.report.gates import check_rate, parse_min_means
 
-        check_rate(min_pass_rate, "--min-pass-rate")
+        check_rate(opts.min_pass_rate, "--min-pass-rate")
         selection = CaseSelection(
-            ids=tuple(case or ()), tags=tuple(tag or ()), limit=limit, sample=sample, seed=seed
+            ids=tuple(opts.case or ()),
+            tags=tuple(opts.tag or ()),
+            limit=opts.limit,
+            sample=opts.sample,
+            seed=opts.seed,
         )
         request = _Request(
             data=data,
-            from_format=from_format,
-            mapping=parse_mapping(map_),
+            from_format=opts.from_format,
+            mapping=parse_mapping(opts.map_),
             config=cfg,
-            metric_flags=parse_metric_flags(metric) if metric else None,
-            prices_file=str(prices) if prices is not None else None,
-            agent=agent,
+            metric_flags=parse_metric_flags(opts.metric) if opts.metric else None,
+            prices_file=str(opts.prices) if opts.prices is not None else None,
+            agent=opts.agent,
             options=options,
             judges=judges,
-            store_url=None if no_store else (store or ""),
-            fresh=fresh,
-            quiet=quiet,
-            verbose=verbose,
-            persona_file=persona_file,
+            store_url=None if opts.no_store else (opts.store or ""),
+            fresh=opts.fresh,
+            quiet=opts.quiet,
+            verbose=opts.verbose,
+            persona_file=opts.persona_file,
             sinks=SinkOptions(
-                adk_history=not no_adk_history,
-                mlflow_uri=mlflow,
-                mlflow_experiment=mlflow_experiment,
+                adk_history=not opts.no_adk_history,
+                mlflow_uri=opts.mlflow,
+                mlflow_experiment=opts.mlflow_experiment,
             ),
             selection=selection,
-            name=name,
-            min_pass_rate=min_pass_rate,
-            min_means=parse_min_means(min_mean),
-            html=html,
-            workers=workers,
+            name=opts.name,
+            min_pass_rate=opts.min_pass_rate,
+            min_means=parse_min_means(opts.min_mean),
+            html=opts.html,
+            workers=opts.workers,
             executor=executor_obj,
         )
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run
         with sigterm_as_interrupt(), frozen_heap_released():
-            code = _run_eval(request, out=out, junit=junit, csv_path=csv_path)
+            code = _run_eval(request, out=opts.out, junit=opts.junit, csv_path=opts.csv_path)
     raise typer.Exit(code)
 
 
@@ -466,7 +486,7 @@ def _run_eval(req: _Request, *, out: Path | None, junit: Path | None, csv_path: 
         # No terminal (CI logs): a plain line every few seconds instead of a bar.
         observers.append(PlainProgress(err, judges=req.judges.stats))
     if req.verbose:
-        from assay.report.console_case import TracebackPrinter
+        from assay.report.console import TracebackPrinter
 
         observers.append(TracebackPrinter(err))
     db = Store.open(req.store_url or None) if req.store_url is not None else None
@@ -577,8 +597,8 @@ def _gate(req: _Request, result: Any, err: Console) -> int:
 def _sinks(
     req: _Request,
     evalsets: Sequence[EvalSet],
-    config_doc: dict[str, Any],
-    agent: Any,
+    config_doc: dict[str, object],
+    agent: object,
     *,
     out: Path | None,
     junit: Path | None,
@@ -652,7 +672,7 @@ class _StoredLine:
         lines = [f"run {result.run_id} stored"] if result.run_id is not None else []
         raised = [c for c in result.cases if c.traceback is not None]
         if raised and not self.verbose:
-            from assay.report.console_case import traceback_hint
+            from assay.report.console import traceback_hint
 
             lines.append(traceback_hint(result.run_id, raised, counted=True))
         return lines
@@ -714,7 +734,7 @@ def _streamable(req: _Request, err: Console) -> list[RowFile] | None:
     return row_files(req.data, req.from_format)
 
 
-def _adk_history(req: _Request, agent: Any) -> bool:
+def _adk_history(req: _Request, agent: object) -> bool:
     """An ADK agent's completed run goes to ADK's eval history (unless --no-adk-history)."""
     if agent is None or (req.sinks is not None and not req.sinks.adk_history):
         return False

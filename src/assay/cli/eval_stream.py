@@ -83,7 +83,7 @@ def run_agent_streamed(
     gc.freeze()
     observers = []
     if req.verbose:
-        from assay.report.console_case import TracebackPrinter
+        from assay.report.console import TracebackPrinter
 
         observers.append(TracebackPrinter(err))
     return AgentStreamingRun(
@@ -136,7 +136,7 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
     """Print a streamed run's results and return its exit code (see the module docstring)."""
     from assay.engine.aggregate import build_result
     from assay.report import render_results, summary_text
-    from assay.report.console_stream import render_streamed, tally_summary_text
+    from assay.report.console import render_streamed, tally_summary_text
     from assay.report.gates import failed_gates_of, gate_exit_code, report_gates
 
     err = stderr_console()
@@ -179,7 +179,7 @@ def report_streamed(req: StreamedRequest, outcome: StreamOutcome, metrics: Seque
         err.print(Text(f"run {outcome.run_id} stored", style="dim"))
     raised = [c for c in outcome.kept if c.traceback is not None]
     if raised and not req.quiet and not req.verbose:
-        from assay.report.console_case import traceback_hint
+        from assay.report.console import traceback_hint
 
         hint = traceback_hint(outcome.run_id, raised, counted=outcome.kept_all)
         err.print(Text(hint, style="dim"), soft_wrap=True)

@@ -33,7 +33,7 @@ def runs_command(
     """List stored runs, newest first (full ids: pass one, a unique prefix or `latest`)."""
     if ctx.invoked_subcommand is not None:
         return
-    from assay.report.console import runs_table, short_ids
+    from assay.report.console_runs import runs_table, short_ids
 
     with user_errors():
         from assay.store.reading import open_existing
@@ -92,7 +92,7 @@ def show_command(
         finally:
             db.close()
         if case is not None:
-            from assay.report.console_case import print_cases, select_case
+            from assay.report.console_runs import print_cases, select_case
 
             print_cases(stdout_console(), select_case(result.cases, case))
             return

@@ -10,6 +10,7 @@ import importlib.util
 import os
 import secrets
 import sys
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +20,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli.common import StoreOption, command_app, stderr_console, user_errors
+from assay.cli.common import (
+    StoreOption,
+    command_app,
+    options_command,
+    stderr_console,
+    user_errors,
+)
 from assay.errors import ConfigError
 
 keys_app = command_app("keys", "API keys of the evaluation service (`assay serve`).")
@@ -37,53 +44,57 @@ def _check_workers_can_share(url: str) -> None:
         )
 
 
-def serve_command(
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    store: StoreOption = None,
+@dataclass(frozen=True)
+class ServeOptions:
+    """`assay serve`'s options: one field per option, its typer declaration and default
+    (`options_command` makes the command's parameters of them, in this order)."""
+
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1"
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000
+    store: StoreOption = None
     no_auth: Annotated[
         bool,
         typer.Option("--no-auth", help="Accept requests without an API key (loopback only)."),
-    ] = False,
+    ] = False
     agent: Annotated[
         str | None,
         typer.Option("--agent", help="Agent evaluation runs call: module:attr, ADK folder or URL."),
-    ] = None,
+    ] = None
     max_body_bytes: Annotated[
         int, typer.Option("--max-body-bytes", help="Largest request body accepted.")
-    ] = 4_000_000,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    ] = 4_000_000
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info"
     run_lease: Annotated[
         float,
         typer.Option(
             "--run-lease",
             help="Seconds without a heartbeat after which another server takes over a run.",
         ),
-    ] = 120.0,
+    ] = 120.0
     case_timeout: Annotated[
         float,
         typer.Option(
             "--case-timeout",
             help="Seconds one case run of an evaluation run may take before it is an ERROR.",
         ),
-    ] = 300.0,
+    ] = 300.0
     grpc_port: Annotated[
         int | None,
         typer.Option(
             "--grpc-port", help="Also serve CES over gRPC on this port (the 'ces' extra)."
         ),
-    ] = None,
+    ] = None
     rate_limit: Annotated[
         float | None,
         typer.Option(
             "--rate-limit",
             help="Requests per second per API key (per address without auth); 429 beyond.",
         ),
-    ] = None,
+    ] = None
     rate_burst: Annotated[
         int | None,
         typer.Option("--rate-burst", help="Requests a client may make at once (default: rate)."),
-    ] = None,
+    ] = None
     judge_model: Annotated[
         str | None,
         typer.Option(
@@ -91,7 +102,7 @@ def serve_command(
             help="Judge for what the service is asked to judge (Vertex pointwise/pairwise "
             "metrics), e.g. openai:gpt-4o-mini.",
         ),
-    ] = None,
+    ] = None
     allow_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -99,7 +110,7 @@ def serve_command(
             help="A model run requests may name as judgeModel or userModel, besides "
             "--judge-model (repeatable); any other is refused with 400.",
         ),
-    ] = None,
+    ] = None
     files_root: Annotated[
         Path | None,
         typer.Option(
@@ -107,22 +118,25 @@ def serve_command(
             help="Folder CES imports may read from and exports write into (file:// URIs "
             "under it); default: none, the server touches no files for its clients.",
         ),
-    ] = None,
+    ] = None
     no_docs: Annotated[
         bool,
         typer.Option(
             "--no-docs",
             help="Serve no /docs and /redoc pages (they load their scripts from a CDN).",
         ),
-    ] = False,
+    ] = False
     workers: Annotated[
         int,
         typer.Option(
             "--workers",
             help="Server processes sharing the port (use the cores; runs execute in them).",
         ),
-    ] = 1,
-) -> None:
+    ] = 1
+
+
+@options_command(ServeOptions)
+def serve_command(opts: ServeOptions) -> None:
     """Serve the evaluation API (REST under /v1, MCP at /mcp, docs at /docs)."""
     err = stderr_console()
     with user_errors():
@@ -140,121 +154,128 @@ def serve_command(
         from assay.service.workers import SETTINGS_ENV, ServeSettings
         from assay.store import Store
 
-        if no_auth and not is_loopback(host):
+        if opts.no_auth and not is_loopback(opts.host):
             raise ConfigError(
-                f"--no-auth is refused on --host {host}: without API keys anyone who can "
+                f"--no-auth is refused on --host {opts.host}: without API keys anyone who can "
                 "reach the address could use the service. Bind 127.0.0.1, ::1 or localhost, "
                 "or keep auth on and create a key with `assay keys create --name NAME`"
             )
-        if max_body_bytes <= 0:
-            raise ConfigError(f"--max-body-bytes must be positive (got {max_body_bytes})")
-        if not 1.0 <= run_lease <= 86_400.0:
-            raise ConfigError(f"--run-lease must be from 1 to 86400 seconds (got {run_lease})")
-        if not 0.1 <= case_timeout <= 86_400.0:
+        if opts.max_body_bytes <= 0:
+            raise ConfigError(f"--max-body-bytes must be positive (got {opts.max_body_bytes})")
+        if not 1.0 <= opts.run_lease <= 86_400.0:
+            raise ConfigError(f"--run-lease must be from 1 to 86400 seconds (got {opts.run_lease})")
+        if not 0.1 <= opts.case_timeout <= 86_400.0:
             raise ConfigError(
-                f"--case-timeout must be from 0.1 to 86400 seconds (got {case_timeout})"
+                f"--case-timeout must be from 0.1 to 86400 seconds (got {opts.case_timeout})"
             )
-        if rate_limit is not None and not 0 < rate_limit <= 1_000_000:
-            raise ConfigError(f"--rate-limit must be above 0 requests/s (got {rate_limit})")
-        if rate_burst is not None and (rate_limit is None or rate_burst < 1):
+        if opts.rate_limit is not None and not 0 < opts.rate_limit <= 1_000_000:
+            raise ConfigError(f"--rate-limit must be above 0 requests/s (got {opts.rate_limit})")
+        if opts.rate_burst is not None and (opts.rate_limit is None or opts.rate_burst < 1):
             raise ConfigError("--rate-burst needs --rate-limit, and must be at least 1")
-        if judge_model is not None:
+        if opts.judge_model is not None:
             from assay.judges.align import is_aligned_ref, parse_ref
             from assay.models.resolve import parse_model
 
             # a mistyped model is a usage error at start (an aligned judge's name is
             # looked up in the store by each run)
-            parse_ref(judge_model) if is_aligned_ref(judge_model) else parse_model(judge_model)
-        allowed_models = tuple(allow_model or ())
+            if is_aligned_ref(opts.judge_model):
+                parse_ref(opts.judge_model)
+            else:
+                parse_model(opts.judge_model)
+        allowed_models = tuple(opts.allow_model or ())
         for model in allowed_models:
             from assay.models.resolve import parse_model
 
             parse_model(model)
-        if files_root is not None and not files_root.is_dir():
-            raise ConfigError(f"--files-root {files_root}: no such folder")
-        if not 1 <= workers <= MAX_WORKERS:
-            raise ConfigError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers})")
-        if workers > 1 and grpc_port == 0:
+        if opts.files_root is not None and not opts.files_root.is_dir():
+            raise ConfigError(f"--files-root {opts.files_root}: no such folder")
+        if not 1 <= opts.workers <= MAX_WORKERS:
+            raise ConfigError(f"--workers must be from 1 to {MAX_WORKERS} (got {opts.workers})")
+        if opts.workers > 1 and opts.grpc_port == 0:
             raise ConfigError("--grpc-port 0 (any free port) cannot be shared by --workers > 1")
-        db = Store.open(store)
-        if workers > 1:
+        db = Store.open(opts.store)
+        if opts.workers > 1:
             _check_workers_can_share(db.url)
         try:
             loaded = grpc_server = None
-            if agent is not None:
+            if opts.agent is not None:
                 from assay.agents.loader import load_agent
 
-                loaded = load_agent(agent)
-            if not no_auth and not any(k.active for k in db.api_keys.list_keys()):
+                loaded = load_agent(opts.agent)
+            if not opts.no_auth and not any(k.active for k in db.api_keys.list_keys()):
                 err.print(
                     Text(
                         "warning: the store has no active API key, so every request will be "
                         f"refused; create one with `assay keys create --name NAME"
-                        f"{' --store ' + store if store else ''}`",
+                        f"{' --store ' + opts.store if opts.store else ''}`",
                         style="yellow",
                     ),
                     soft_wrap=True,
                 )
-            if workers > 1:
+            if opts.workers > 1:
                 settings = ServeSettings(
                     store_url=db.engine.url.render_as_string(hide_password=False),
-                    auth=not no_auth,
-                    agent=agent,
-                    max_body_bytes=max_body_bytes,
-                    run_lease_s=run_lease,
-                    case_timeout_s=case_timeout,
-                    grpc_host=host,
-                    grpc_port=grpc_port,
-                    rate_limit=rate_limit,
-                    rate_burst=rate_burst,
-                    judge_model=judge_model,
-                    files_root=str(files_root.resolve()) if files_root is not None else None,
+                    auth=not opts.no_auth,
+                    agent=opts.agent,
+                    max_body_bytes=opts.max_body_bytes,
+                    run_lease_s=opts.run_lease,
+                    case_timeout_s=opts.case_timeout,
+                    grpc_host=opts.host,
+                    grpc_port=opts.grpc_port,
+                    rate_limit=opts.rate_limit,
+                    rate_burst=opts.rate_burst,
+                    judge_model=opts.judge_model,
+                    files_root=str(opts.files_root.resolve())
+                    if opts.files_root is not None
+                    else None,
                     ui_secret=secrets.token_hex(32),  # one /ui session secret for all
-                    api_docs=not no_docs,
+                    api_docs=not opts.no_docs,
                     allowed_models=allowed_models,
                 )
             else:
                 app = create_app(
                     db,
-                    auth=not no_auth,
+                    auth=not opts.no_auth,
                     agent=loaded,
-                    agent_spec=agent,
-                    max_body_bytes=max_body_bytes,
-                    run_lease_s=run_lease,
-                    case_timeout_s=case_timeout,
-                    rate_limit=rate_limit,
-                    rate_burst=rate_burst,
-                    judge_model=judge_model,
-                    files_root=files_root,
-                    api_docs=not no_docs,
+                    agent_spec=opts.agent,
+                    max_body_bytes=opts.max_body_bytes,
+                    run_lease_s=opts.run_lease,
+                    case_timeout_s=opts.case_timeout,
+                    rate_limit=opts.rate_limit,
+                    rate_burst=opts.rate_burst,
+                    judge_model=opts.judge_model,
+                    files_root=opts.files_root,
+                    api_docs=not opts.no_docs,
                     limits=ServiceLimits(allowed_models=allowed_models),
                 )
-                grpc_server = _start_grpc(app, host, grpc_port, auth=not no_auth)
+                grpc_server = _start_grpc(app, opts.host, opts.grpc_port, auth=not opts.no_auth)
         except BaseException:
             db.close()
             raise
-    shown = f"[{host}]" if ":" in host else host
-    auth = "off (loopback only)" if no_auth else "API key required"
-    processes = f"; {workers} worker processes" if workers > 1 else ""
+    shown = f"[{opts.host}]" if ":" in opts.host else opts.host
+    auth = "off (loopback only)" if opts.no_auth else "API key required"
+    processes = f"; {opts.workers} worker processes" if opts.workers > 1 else ""
     err.print(
-        f"assay service on http://{shown}:{port} (store {db.url}; auth {auth}{processes}; "
-        f"{'no API docs pages' if no_docs else 'API docs at /docs'}; "
-        f"the runs in a browser at http://{shown}:{port}/ui)",
+        f"assay service on http://{shown}:{opts.port} (store {db.url}; auth {auth}{processes}; "
+        f"{'no API docs pages' if opts.no_docs else 'API docs at /docs'}; "
+        f"the runs in a browser at http://{shown}:{opts.port}/ui)",
         soft_wrap=True,
     )
-    if workers > 1:
+    if opts.workers > 1:
         # Each worker opens the store and loads the agent itself (see service.workers).
         db.close()
-        if grpc_port is not None:
-            err.print(f"CES over gRPC on {shown}:{grpc_port} (insecure channel)", soft_wrap=True)
+        if opts.grpc_port is not None:
+            err.print(
+                f"CES over gRPC on {shown}:{opts.grpc_port} (insecure channel)", soft_wrap=True
+            )
         os.environ[SETTINGS_ENV] = settings.model_dump_json()
         uvicorn.run(
             "assay.service.workers:app_from_environment",
             factory=True,
-            workers=workers,
-            host=host,
-            port=port,
-            log_level=log_level,
+            workers=opts.workers,
+            host=opts.host,
+            port=opts.port,
+            log_level=opts.log_level,
         )
         return
     if grpc_server is not None:
@@ -263,7 +284,7 @@ def serve_command(
 
     freeze_startup_heap()
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=opts.host, port=opts.port, log_level=opts.log_level)
     finally:
         if grpc_server is not None:
             grpc_server[0].stop(grace=None)

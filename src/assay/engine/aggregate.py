@@ -23,7 +23,7 @@ def _std(values: Sequence[float]) -> float | None:
 
 def case_rows(
     result: CaseResult, metrics: Sequence[Metric], agent_run: bool
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """One row per invocation (at least one per case run), with `{metric}/score` columns."""
     rows: list[dict[str, Any]] = []
     invocations: list[InvocationResult | None] = list(result.invocations) or [None]
@@ -85,7 +85,7 @@ def case_latencies(case: CaseResult) -> list[float]:
     return values
 
 
-def agent_columns(latencies: Sequence[float], failures: Sequence[float]) -> dict[str, Any]:
+def agent_columns(latencies: Sequence[float], failures: Sequence[float]) -> dict[str, object]:
     """An agent run's summary columns from its rows' latencies and failures (0 or 1)."""
     return {
         "latency_in_seconds/mean": mean(latencies),
@@ -101,7 +101,7 @@ def summarize(
     *,
     agent_run: bool,
     runs: int | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, object], dict[str, object]]:
     """The summary dict and, for repeated runs, per-case statistics.
 
     Computed from the cases, so the same numbers as the rows give without building them.
@@ -132,8 +132,8 @@ def summarize(
 def _repeated(
     by_case: dict[tuple[str | None, str], list[CaseResult]],
     metrics: Sequence[Metric],
-    summary: dict[str, Any],
-) -> dict[str, Any]:
+    summary: dict[str, object],
+) -> dict[str, object]:
     """pass@k / pass^k per case and overall, k being each case's own number of runs.
 
     Cases may run a different number of times (CES: goldens once, scenarios five
@@ -185,7 +185,7 @@ def build_result(
     summary, repeated = summarize(cases, metrics, agent_run=agent_run)
     metric_list = list(metrics)
 
-    def rows() -> list[dict[str, Any]]:
+    def rows() -> list[dict[str, object]]:
         return [row for case in cases for row in case_rows(case, metric_list, agent_run)]
 
     return EvalResult(

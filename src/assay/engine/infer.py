@@ -210,7 +210,7 @@ def with_tools_not_run(inference: Inference, hooks: Sequence[ToolHook]) -> Infer
     return inference
 
 
-def with_app_details(case: EvalCase, details: dict[str, Any] | None) -> EvalCase:
+def with_app_details(case: EvalCase, details: dict[str, object] | None) -> EvalCase:
     """`case` with the agent's `app_details` in its metadata (for the judges), if known."""
     if not details:
         return case

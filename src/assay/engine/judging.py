@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.engine.judge_options import JudgeRunOptions as JudgeRunOptions  # re-exported
 from assay.metrics.base import Metric
@@ -75,7 +75,7 @@ async def run_judges(
             await pool.aclose()
 
 
-def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, Any]:
+def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, object]:
     """The `judge/...` summary keys of a run (none when it judged nothing).
 
     `since`: a snapshot of the pool's stats taken when the run started, so a pool
@@ -87,7 +87,7 @@ def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> di
     return stats.summary()
 
 
-def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, Any]:
+def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, int]:
     """`judge/unstable/{metric}`: the case results of each metric whose judge samples
     straddled its threshold, for every metric with a sample split; `judge/unstable`
     their total. None of these keys when no judged item had more than one sample."""
@@ -101,6 +101,6 @@ def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, Any]:
             counts[name] = counts.get(name, 0) + int(is_unstable(result.details))
     if not counts:
         return {}
-    out: dict[str, Any] = {"judge/unstable": sum(counts.values())}
+    out: dict[str, int] = {"judge/unstable": sum(counts.values())}
     out.update({f"judge/unstable/{name}": n for name, n in sorted(counts.items())})
     return out

@@ -61,7 +61,7 @@ async def safe_ascore(
 ) -> MetricResult:
     try:
         return await metric.ascore_case(case, actual, expected)
-    except Exception as exc:
+    except Exception as exc:  # as in safe_score: a metric (user code too) may raise anything
         return _calculation_failure(metric, exc)
 
 

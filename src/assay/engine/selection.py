@@ -12,7 +12,6 @@ import fnmatch
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from assay.errors import ConfigError
 from assay.model.core import EvalCase, EvalSet
@@ -38,7 +37,7 @@ class CaseSelection:
     def active(self) -> bool:
         return bool(self.ids or self.tags or self.limit or self.sample)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """The selection as a document (stored with the run; resume matches on it)."""
         return {
             "ids": list(self.ids),

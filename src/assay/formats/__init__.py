@@ -18,7 +18,6 @@ import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from assay.errors import InputError, UnknownFormatError
 from assay.formats._common import gc_paused, read_structured
@@ -142,7 +141,7 @@ def load_rows(
     return evalset
 
 
-def dump(evalset: EvalSet, fmt: str) -> Any:
+def dump(evalset: EvalSet, fmt: str) -> object:
     return format_module(fmt).dump(evalset)
 
 

@@ -56,7 +56,7 @@ def snake(key: str) -> str:
 # -- reading helpers -----------------------------------------------------------------
 
 
-def get_field(obj: Mapping[str, object], loc: Loc, key: str) -> tuple[Any, Loc]:
+def get_field(obj: Mapping[str, object], loc: Loc, key: str) -> tuple[object, Loc]:
     """The value under `key` in snake or camel case (null = absent) and its location."""
     value = obj.get(key)
     if value is not None:
@@ -87,11 +87,11 @@ def get_number(obj: Mapping[str, object], loc: Loc, key: str) -> float | None:
     return float(value)
 
 
-def unknown_keys(obj: Mapping[str, object], known: frozenset[str]) -> dict[str, Any]:
+def unknown_keys(obj: Mapping[str, object], known: frozenset[str]) -> dict[str, object]:
     return {k: v for k, v in obj.items() if v is not None and snake(k) not in known}
 
 
-def norm(value: object, structural: bool = True) -> Any:
+def norm(value: object, structural: bool = True) -> object:
     """Comparable form: snake_case structural keys, no nulls, no empty containers.
 
     User data (tool args, responses, state) is copied verbatim by the renderers, so it
@@ -120,7 +120,7 @@ def same_shape(raw: object, rendered: object) -> bool:
     return bool(a == b)
 
 
-def snake_struct(value: object, structural: bool = True) -> Any:
+def snake_struct(value: object, structural: bool = True) -> object:
     """`value` with its structural keys in snake_case (user data keeps its keys)."""
     if structural and isinstance(value, dict):
         return {snake(k): snake_struct(v, snake(k) not in _DATA_KEYS) for k, v in value.items()}
@@ -129,7 +129,7 @@ def snake_struct(value: object, structural: bool = True) -> Any:
     return value
 
 
-def keep_if_lossy(unmapped: dict[str, Any], key: str, raw: object, rendered: object) -> None:
+def keep_if_lossy(unmapped: dict[str, object], key: str, raw: object, rendered: object) -> None:
     """Keep `raw` (in snake_case) under `key` when its rendering would lose something."""
     if not same_shape(raw, rendered):
         unmapped[key] = snake_struct(raw)
@@ -138,7 +138,7 @@ def keep_if_lossy(unmapped: dict[str, Any], key: str, raw: object, rendered: obj
 # -- parts, contents, steps ----------------------------------------------------------
 
 
-def read_parts(content: object, loc: Loc) -> list[tuple[Loc, dict[str, Any]]]:
+def read_parts(content: object, loc: Loc) -> list[tuple[Loc, dict[str, object]]]:
     obj = loc.expect_dict(content, "a Content object {role, parts[]}")
     parts, at = get_field(obj, loc, "parts")
     if parts is None:
@@ -158,7 +158,7 @@ def is_thought(part: Mapping[str, object]) -> bool:
     return not thoughts_are_text() and part.get("thought") is True
 
 
-def text_of(parts: list[tuple[Loc, dict[str, Any]]]) -> str | None:
+def text_of(parts: list[tuple[Loc, dict[str, object]]]) -> str | None:
     texts = [
         t for pl, p in parts if (t := get_str(p, pl, "text")) is not None and not is_thought(p)
     ]
@@ -306,7 +306,7 @@ def read_session(raw: object, loc: Loc) -> SessionInput:
 # -- rendering (snake_case, as google-adk validates it) --------------------------------
 
 
-def render_call(c: ToolCall) -> dict[str, Any]:
+def render_call(c: ToolCall) -> dict[str, object]:
     return {**({"id": c.id} if c.id is not None else {}), "name": c.name, "args": c.args}
 
 
@@ -318,18 +318,18 @@ def render_response(r: ToolResponse) -> dict[str, Any]:
     return out if r.response is None else {**out, "response": body}
 
 
-def render_text(text: str) -> dict[str, Any]:
+def render_text(text: str) -> dict[str, object]:
     return {"role": "model", "parts": [{"text": text}]}
 
 
-def render_user(u: UserInput) -> dict[str, Any]:
+def render_user(u: UserInput) -> dict[str, object]:
     parts: list[dict[str, Any]] = [] if u.text is None else [{"text": u.text}]
     parts += [{"inline_data": {"mime_type": b.mime_type, "data": b.data}} for b in u.blobs]
     parts += [{"function_response": render_response(r)} for r in u.tool_responses]
     return {"role": "user", "parts": parts}
 
 
-def render_steps(steps: list[Step]) -> dict[str, Any]:
+def render_steps(steps: list[Step]) -> dict[str, object]:
     ranks = [_RANK.get(s.kind, -1) for s in steps]
     if min(ranks, default=0) >= 0 and ranks == sorted(ranks):
         return {
@@ -360,7 +360,7 @@ def render_steps(steps: list[Step]) -> dict[str, Any]:
     return {"invocation_events": events}
 
 
-def _rubric_content(r: Rubric) -> dict[str, Any]:
+def _rubric_content(r: Rubric) -> dict[str, object]:
     return {"text_property": r.text} if r.text is not None else {}
 
 
@@ -372,7 +372,7 @@ def render_rubrics(rubrics: list[Rubric]) -> list[dict[str, Any]]:
     ]
 
 
-def render_persona(p: Persona | str) -> Any:
+def render_persona(p: Persona | str) -> object:
     if isinstance(p, str):
         return p
     behaviors = [] if p.personality is None else [
@@ -382,11 +382,11 @@ def render_persona(p: Persona | str) -> Any:
     return {"id": p.id, "description": p.description or "", "behaviors": behaviors}
 
 
-def render_session(s: SessionInput) -> dict[str, Any]:
+def render_session(s: SessionInput) -> dict[str, object]:
     return {"app_name": s.app_name or "", "user_id": s.user_id or "", "state": s.state}
 
 
-def pick(raw: object, rendered: object, same: Callable[[Any], bool]) -> Any:
+def pick(raw: object, rendered: object, same: Callable[[object], bool]) -> object:
     """The verbatim input while it still means what the model says, else the rendering."""
     if raw is not None:
         try:

@@ -67,7 +67,7 @@ CASE = _prototype(EvalCase, id="")
 SET = _prototype(EvalSet, id="")
 
 
-def maker(prototype: M) -> Callable[[], tuple[M, dict[str, Any]]]:
+def maker(prototype: M) -> Callable[[], tuple[M, dict[str, object]]]:
     """A function making copies of `prototype`: each call returns a new instance and its
     field dict, for the caller to fill in.
 
@@ -87,7 +87,7 @@ def maker(prototype: M) -> Callable[[], tuple[M, dict[str, Any]]]:
     copy_state = state.copy
     new_object = object.__new__
 
-    def make() -> tuple[M, dict[str, Any]]:
+    def make() -> tuple[M, dict[str, object]]:
         obj: Any = new_object(cls)
         values = copy_template()
         full = copy_state()
@@ -109,7 +109,7 @@ new_case = maker(CASE)
 new_set = maker(SET)
 
 
-def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> ToolCall:
+def tool_call(name: str, args: dict[str, object], call_id: str | None = None) -> ToolCall:
     """A call; `args` is adopted, not copied."""
     obj, values = new_call()
     values["id"] = call_id
@@ -126,7 +126,7 @@ def tool_response(name: str, response: object, call_id: str | None = None) -> To
     return obj
 
 
-def call_step_of(name: str, args: dict[str, Any]) -> Step:
+def call_step_of(name: str, args: dict[str, object]) -> Step:
     """`Step(tool_call=ToolCall(name, args))`; `args` is adopted, not copied.
 
     `_vertex_fields.trajectory` inlines this for speed; the two must build the same
@@ -140,7 +140,7 @@ def call_step_of(name: str, args: dict[str, Any]) -> Step:
     return step
 
 
-def step_shell(kind: str) -> tuple[Step, dict[str, Any]]:
+def step_shell(kind: str) -> tuple[Step, dict[str, object]]:
     """A step of `kind` and its field dict; the caller must set `values[kind]`.
 
     KeyError for a kind that is not one of `STEP_KINDS`.
@@ -175,7 +175,7 @@ def user_input(text: str | None) -> UserInput:
     return obj
 
 
-def turn_shell(text: str | None) -> tuple[Turn, dict[str, Any], list[Step]]:
+def turn_shell(text: str | None) -> tuple[Turn, dict[str, object], list[Step]]:
     """A turn with a text-only user input, its field dict, and its (empty) steps list.
 
     The caller appends the steps and sets other fields (`final_response`, ...) in the
@@ -194,7 +194,7 @@ def turn(
     text: str | None,
     steps: list[Step],
     final_response: str | None,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> Turn:
     """A turn with a text-only user input; `extra` sets other Turn fields.
 
@@ -222,8 +222,8 @@ def eval_case(
     case_id: str,
     reference: list[Turn] | None,
     actual: list[Turn] | None,
-    metadata: dict[str, Any],
-    extra: dict[str, Any] | None = None,
+    metadata: dict[str, object],
+    extra: dict[str, object] | None = None,
 ) -> EvalCase:
     """A case; `extra` sets other EvalCase fields with already valid values.
 
@@ -242,7 +242,7 @@ def set_shell(
     set_id: str,
     name: str | None = None,
     description: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: dict[str, object] | None = None,
 ) -> tuple[EvalSet, dict[str, Any]]:
     """An eval set with an empty cases list, and its field dict; `metadata` is adopted."""
     obj, values = new_set()
@@ -259,7 +259,7 @@ def eval_set(
     cases: list[EvalCase],
     name: str | None = None,
     description: str | None = None,
-    metadata: dict[str, Any] | None = None,
+    metadata: dict[str, object] | None = None,
 ) -> EvalSet:
     obj, values = set_shell(set_id, name, description, metadata)
     values["cases"] = cases

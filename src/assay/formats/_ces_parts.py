@@ -177,7 +177,7 @@ def read_turn(loc: Loc, data: object, meta: dict[str, Any], index: int) -> Turn:
     return Turn(user_input=UserInput(**fields), steps=steps, expectations=expectations)
 
 
-def read_scenario(loc: Loc, sc: dict[str, Any]) -> Scenario:
+def read_scenario(loc: Loc, sc: dict[str, object]) -> Scenario:
     """An Evaluation's `scenario` (its `evaluationExpectations` are read by the caller)."""
     fields: dict[str, Any] = {}
     for key, value in sc.items():

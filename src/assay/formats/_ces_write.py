@@ -45,7 +45,7 @@ def dump(evalset: EvalSet) -> Any:
     return out
 
 
-def _resources(evalset: EvalSet) -> list[dict[str, Any]]:
+def _resources(evalset: EvalSet) -> list[dict[str, object]]:
     """The set's own resources, then one per case rubric no resource says already."""
     out = list(evalset.metadata.get(RESOURCES, []))
     have = {(r.get(DISPLAY) or r.get("name"), r["llmCriteria"]["prompt"]) for r in out}
@@ -69,7 +69,7 @@ def write(evalset: EvalSet, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _dump_case(case: EvalCase) -> dict[str, Any]:
+def _dump_case(case: EvalCase) -> dict[str, object]:
     """A fitted case as an Evaluation (only fields of the `Evaluation` message)."""
     display = case.metadata.get(DISPLAY, case.id)
     out: dict[str, Any] = {} if case.id == display else {"name": case.id}
@@ -95,18 +95,18 @@ def _dump_case(case: EvalCase) -> dict[str, Any]:
     return out
 
 
-def _dump_tool(name: str) -> dict[str, Any]:
+def _dump_tool(name: str) -> dict[str, object]:
     if "/toolsets/" in name:
         toolset, sep, tool_id = name.partition("/tools/")
         return {"toolsetTool": {"toolset": toolset, **({"toolId": tool_id} if sep else {})}}
     return {"tool": name}
 
 
-def _dump_call(call: ToolCall) -> dict[str, Any]:
+def _dump_call(call: ToolCall) -> dict[str, object]:
     return {**({"id": call.id} if call.id else {}), **_dump_tool(call.name), "args": call.args}
 
 
-def _dump_response(resp: ToolResponse) -> dict[str, Any]:
+def _dump_response(resp: ToolResponse) -> dict[str, object]:
     return {
         **({"id": resp.id} if resp.id else {}),
         **_dump_tool(resp.name),
@@ -114,7 +114,7 @@ def _dump_response(resp: ToolResponse) -> dict[str, Any]:
     }
 
 
-def _dump_expectation(e: Expectation) -> dict[str, Any]:
+def _dump_expectation(e: Expectation) -> dict[str, object]:
     out: dict[str, Any] = {} if e.note is None else {"note": e.note}
     if e.tool_call is not None:
         out["toolCall"] = _dump_call(e.tool_call)
@@ -131,7 +131,7 @@ def _dump_expectation(e: Expectation) -> dict[str, Any]:
     return {"expectation": out}
 
 
-def _dump_turn(t: Turn, span: object) -> dict[str, Any]:
+def _dump_turn(t: Turn, span: object) -> dict[str, object]:
     ui = t.user_input
     steps: list[dict[str, Any]] = []
     if ui.variables is not None:
@@ -174,7 +174,7 @@ def _dump_turn(t: Turn, span: object) -> dict[str, Any]:
     return out
 
 
-def _dump_scenario(s: Scenario) -> dict[str, Any]:
+def _dump_scenario(s: Scenario) -> dict[str, object]:
     out: dict[str, Any] = {}
     if s.task is not None:
         out["task"] = s.task
@@ -193,7 +193,7 @@ def _dump_scenario(s: Scenario) -> dict[str, Any]:
     return out
 
 
-def _dump_scenario_expectation(e: ScenarioExpectation) -> dict[str, Any]:
+def _dump_scenario_expectation(e: ScenarioExpectation) -> dict[str, object]:
     out: dict[str, Any] = {}
     if e.tool_expectation is not None:
         te: dict[str, Any] = {"expectedToolCall": _dump_call(e.tool_expectation.expected_tool_call)}

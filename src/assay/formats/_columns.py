@@ -139,7 +139,7 @@ def parse_chunks(value: object, file: str | None, case_id: str | None, path: str
     return chunks
 
 
-def dump_chunks(chunks: list[Chunk]) -> list[dict[str, Any]]:
+def dump_chunks(chunks: list[Chunk]) -> list[dict[str, object]]:
     return [c.model_dump(exclude_none=True) for c in chunks]
 
 
@@ -179,7 +179,7 @@ EXPECTED_FIELDS = (
 
 def parse_expected(
     source: Mapping[str, object], file: str | None, case_id: str, prefix: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The `EXPECTED_FIELDS` present in `source` (a row, or MLflow's `expectations`), parsed.
 
     `prefix` is the JSON path of `source`.
@@ -192,7 +192,7 @@ def parse_expected(
     return out
 
 
-def dump_expected(case: EvalCase, expected_response: str | None) -> dict[str, Any]:
+def dump_expected(case: EvalCase, expected_response: str | None) -> dict[str, object]:
     """The columns of `EXPECTED_FIELDS` for `case`, with `expected_response` as given."""
     out: dict[str, Any] = {}
     if expected_response is not None:
@@ -210,7 +210,7 @@ def dump_expected(case: EvalCase, expected_response: str | None) -> dict[str, An
 
 
 def add_metadata(
-    row: dict[str, Any],
+    row: dict[str, object],
     metadata: Mapping[str, object],
     skip: tuple[str, ...],
     fail: Callable[[str], InputError],
@@ -227,7 +227,7 @@ def add_metadata(
         row[key] = value
 
 
-def to_csv(records: list[dict[str, Any]]) -> str:
+def to_csv(records: list[dict[str, object]]) -> str:
     """CSV text of row dicts; lists and objects become JSON strings, null an empty cell."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns_of(records), lineterminator="\n")

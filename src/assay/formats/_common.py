@@ -61,7 +61,7 @@ NESTED_TOO_DEEP = (
 )
 
 
-def parse_json(text: str, file: str) -> Any:
+def parse_json(text: str, file: str) -> object:
     try:
         with gc_paused():
             return json.loads(text)
@@ -81,7 +81,7 @@ _scan_json: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: 
 _JSON_SPACE = " \t\r"  # JSON's whitespace within a line
 
 
-def parse_jsonl(text: str, file: str) -> list[Any]:
+def parse_jsonl(text: str, file: str) -> list[object]:
     """One JSON value per line; blank lines are skipped.
 
     Lines end at LF, CRLF or CR only: U+2028, U+0085 and the other separators of
@@ -129,7 +129,7 @@ def parse_jsonl(text: str, file: str) -> list[Any]:
     return rows
 
 
-def _loads_line(line: str, lineno: int, file: str) -> Any:
+def _loads_line(line: str, lineno: int, file: str) -> object:
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:
@@ -140,7 +140,7 @@ def _loads_line(line: str, lineno: int, file: str) -> Any:
         raise InputError(NESTED_TOO_DEEP, file=file, path=f"line {lineno}") from None
 
 
-def parse_yaml(text: str, file: str) -> Any:
+def parse_yaml(text: str, file: str) -> object:
     # Imported here: a run of JSON files and a JSON config (most runs) does not pay
     # PyYAML's import at every start.
     import yaml
@@ -171,7 +171,7 @@ def read_any_csv_cell() -> None:
         csv.field_size_limit(CSV_CELL_LIMIT)
 
 
-def parse_csv(text: str, file: str) -> list[dict[str, Any]]:
+def parse_csv(text: str, file: str) -> list[dict[str, object]]:
     read_any_csv_cell()
     reader = csv.DictReader(io.StringIO(text))
     rows: list[dict[str, Any]] = []
@@ -190,7 +190,7 @@ def parse_csv(text: str, file: str) -> list[dict[str, Any]]:
     return rows
 
 
-def read_structured(path: Path) -> Any:
+def read_structured(path: Path) -> object:
     """Parse a file by its suffix: .json, .jsonl/.ndjson, .yaml/.yml, .csv, .parquet."""
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
@@ -208,7 +208,7 @@ def read_structured(path: Path) -> Any:
     return parse_json(text, name)
 
 
-def get(obj: Mapping[str, object], snake_key: str, default: object = None) -> Any:
+def get(obj: Mapping[str, object], snake_key: str, default: object = None) -> object:
     """Look a key up in snake_case or camelCase; a JSON `null` counts as absent."""
     value = obj.get(snake_key)
     if value is None:
@@ -216,7 +216,7 @@ def get(obj: Mapping[str, object], snake_key: str, default: object = None) -> An
     return default if value is None else value
 
 
-def snake_keys(value: object) -> Any:
+def snake_keys(value: object) -> object:
     """Recursively convert mapping keys to snake_case (for structural, not user, data)."""
     if isinstance(value, Mapping):
         return {to_snake(k) if isinstance(k, str) else k: snake_keys(v) for k, v in value.items()}
@@ -266,7 +266,7 @@ class Loc:
             raise self.error(f"got {type_name(value)}", expected=what)
         return dict(value)
 
-    def expect_list(self, value: object, what: str = "a list") -> list[Any]:
+    def expect_list(self, value: object, what: str = "a list") -> list[object]:
         if not isinstance(value, list):
             raise self.error(f"got {type_name(value)}", expected=what)
         return value

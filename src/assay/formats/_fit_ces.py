@@ -17,7 +17,6 @@ scenario expectations, and metadata keys that are not `Evaluation` fields.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
 from assay.formats._golden import answer_to_final_response, as_expectations
@@ -247,12 +246,12 @@ def blob_kind(mime_type: str) -> str:
     return "image" if mime_type.startswith("image/") else "blob"
 
 
-def synth_resource(rubric_id: str, text: str) -> dict[str, Any]:
+def synth_resource(rubric_id: str, text: str) -> dict[str, object]:
     """The EvaluationExpectation resource a rubric is written as."""
     return {DISPLAY: rubric_id, "llmCriteria": {"prompt": text}}
 
 
-def is_synth(resource: dict[str, Any]) -> bool:
+def is_synth(resource: dict[str, object]) -> bool:
     """Whether a resource says no more than a rubric (display name and prompt)."""
     criteria = resource.get("llmCriteria")
     return (

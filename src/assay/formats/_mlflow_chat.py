@@ -87,7 +87,7 @@ def conversation(
 
 def response_of(
     value: Any, file: str | None, case_id: str, path: str
-) -> tuple[str, Usage | None, dict[str, Any] | None]:
+) -> tuple[str, Usage | None, dict[str, object] | None]:
     """(text, token usage, the object itself) of a response string or object."""
     if isinstance(value, str):
         return value, None, None
@@ -128,7 +128,7 @@ def _response_text(value: Mapping[str, object]) -> str | None:
     return None
 
 
-def with_text(raw: dict[str, Any], text: str | None, usage: Usage | None) -> dict[str, Any]:
+def with_text(raw: dict[str, Any], text: str | None, usage: Usage | None) -> dict[str, object]:
     """A copy of the response object `raw` with its text and token counts replaced."""
     out = copy.deepcopy(raw)
     if text is not None:

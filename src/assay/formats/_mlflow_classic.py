@@ -73,7 +73,7 @@ def is_classic(keys: set[str], rows: list[Any]) -> bool:
     return not ("inputs" in keys and any(isinstance(r.get("inputs"), Mapping) for r in rows[:20]))
 
 
-def parse_literal(value: object, *, file: str | None, path: str) -> Any:
+def parse_literal(value: object, *, file: str | None, path: str) -> object:
     """A cell holding JSON or a Python literal (lists/dicts as pandas writes them), parsed.
 
     `ast.literal_eval` reads literals only (never code), so a hostile cell cannot run.
@@ -117,7 +117,7 @@ def _ambiguous(columns: list[str], field: str, verb: str, file: str | None) -> I
     )
 
 
-def _is_list_column(rows: list[dict[str, Any]], column: str) -> bool:
+def _is_list_column(rows: list[dict[str, object]], column: str) -> bool:
     for row in rows:
         value = row.get(column)
         if value not in (None, ""):
@@ -125,7 +125,7 @@ def _is_list_column(rows: list[dict[str, Any]], column: str) -> bool:
     return False
 
 
-def classic_rows(rows: list[Any], *, file: str | None) -> list[Any]:
+def classic_rows(rows: list[object], *, file: str | None) -> list[object]:
     """Rows of classic columns renamed (and their list cells parsed) to assay's fields."""
     columns = columns_of(rows)
     request = _only(columns, _REQUEST, "request", file)

@@ -47,7 +47,7 @@ class MlflowTrace:
     spans: list[MlflowSpan] = field(default_factory=list)
     assessments: list[Any] = field(default_factory=list)
 
-    def meta(self, key: str) -> Any:
+    def meta(self, key: str) -> object:
         for where in ("trace_metadata", "request_metadata", "tags"):
             bag = self.info.get(where)
             if isinstance(bag, Mapping) and bag.get(key) not in (None, ""):

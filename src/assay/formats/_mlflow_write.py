@@ -11,7 +11,7 @@ from assay.formats._mlflow_chat import RAW_RESPONSE, SYSTEM, prompt_key, with_te
 from assay.model.core import EvalCase, Turn
 
 
-def case_row(case: EvalCase, index: int, flat: bool = False) -> dict[str, Any]:
+def case_row(case: EvalCase, index: int, flat: bool = False) -> dict[str, object]:
     def fail(message: str) -> InputError:
         return InputError(
             f"cannot be written as an MLflow row: {message}",
@@ -98,7 +98,7 @@ def case_row(case: EvalCase, index: int, flat: bool = False) -> dict[str, Any]:
     return row
 
 
-def inputs_of(kept: dict[str, Any] | None, request: object) -> dict[str, Any]:
+def inputs_of(kept: dict[str, object] | None, request: object) -> dict[str, object]:
     """MLflow 3 `inputs`: the row's own (prompt updated), else `{request: TEXT}` or, for a
     conversation, `{messages: [...]}` (the keyword arguments of a predict_fn)."""
     if kept is None:

@@ -49,7 +49,7 @@ def conversation_key(spans: Sequence[Span], attribute: str | None = None) -> str
     return None
 
 
-def decoded_json(value: object) -> Any:
+def decoded_json(value: object) -> object:
     """A JSON-encoded attribute decoded (plain strings stay strings)."""
     if isinstance(value, str):
         try:
@@ -79,7 +79,7 @@ def _message_texts(messages: object, role: str) -> list[str]:
     return texts
 
 
-def _openinference_messages(attrs: dict[str, Any], prefix: str, role: str) -> list[str]:
+def _openinference_messages(attrs: dict[str, object], prefix: str, role: str) -> list[str]:
     """`llm.input_messages.{i}.message.role/content` flattened attributes, by role."""
     out = []
     index = 0

@@ -42,7 +42,7 @@ def trajectory(
     at: tuple[str, int, str],
     names: dict[str, str],
     owned: bool,
-) -> list[dict[str, Any]] | None:
+) -> list[dict[str, object]] | None:
     """Append the steps of a trajectory cell to `steps`; return its steps' other keys
     (None when there are none).
 
@@ -113,8 +113,8 @@ def trajectory(
 
 
 def optional_columns(
-    row: dict[str, Any], file: str | None, case_id: str, prefix: str, response: str | None
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    row: dict[str, object], file: str | None, case_id: str, prefix: str, response: str | None
+) -> tuple[dict[str, object] | None, dict[str, object] | None, str | None]:
     """Parse the less common columns of `row` (at JSON path `prefix`).
 
     Returns the case fields they set (rubric groups' layout under `RUBRIC_GROUPS`),
@@ -193,7 +193,7 @@ def _flag(value: object, file: str | None, case_id: str, path: str) -> bool:
 
 def _rubric_groups(
     value: object, file: str | None, case_id: str, path: str
-) -> tuple[list[Rubric], dict[str, Any] | None]:
+) -> tuple[list[Rubric], dict[str, object] | None]:
     groups = decode_json(value, dict, file, case_id, path, "an object of named rubric groups")
     rubrics: list[Rubric] = []
     layout: dict[str, Any] = {}

@@ -31,7 +31,7 @@ from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
 HISTORY_COLUMNS = ("history", "conversation_history")
 
 
-def dump_history(turns: list[Turn], fail: Callable[[str], InputError]) -> list[dict[str, Any]]:
+def dump_history(turns: list[Turn], fail: Callable[[str], InputError]) -> list[dict[str, object]]:
     """The `history` messages of `turns` (the turns before a row's own)."""
     out: list[dict[str, Any]] = []
     for number, t in enumerate(turns, 1):
@@ -50,7 +50,7 @@ def dump_history(turns: list[Turn], fail: Callable[[str], InputError]) -> list[d
 
 def _step_message(
     step: Step, number: int, total: int, fail: Callable[[str], InputError]
-) -> dict[str, Any]:
+) -> dict[str, object]:
     if step.tool_call is not None:
         call = {"name": step.tool_call.name, "args": step.tool_call.args}
         return {"role": "model", "parts": [{"function_call": call}]}
@@ -94,7 +94,7 @@ def parse_history(raw: object, file: str | None, case_id: str, where: str) -> li
 
 def _parts(
     message: object, error: Callable[[str, str], InputError], at: str
-) -> list[Mapping[str, Any]]:
+) -> list[Mapping[str, object]]:
     if not isinstance(message, Mapping):
         raise error(f"got {type(message).__name__}", at)
     content = message.get("content")

@@ -13,7 +13,7 @@ from assay.formats._vertex_history import dump_history
 from assay.model.core import EvalCase, EvalSet, Rubric, Step, Turn
 
 
-def dump(evalset: EvalSet) -> Any:
+def dump(evalset: EvalSet) -> object:
     """Rows (a list), or the `eval_cases` envelope when the set has set-level data."""
     if not (evalset.name or evalset.description or evalset.metadata):
         return rows(evalset, "id")
@@ -33,7 +33,7 @@ def dump(evalset: EvalSet) -> Any:
     return envelope
 
 
-def rows(evalset: EvalSet, id_key: str = "id") -> list[dict[str, Any]]:
+def rows(evalset: EvalSet, id_key: str = "id") -> list[dict[str, object]]:
     """One Vertex row per case (see `assay.formats.vertex` for what a row can hold)."""
     return [_row(case, i, id_key) for i, case in enumerate(evalset.cases)]
 
@@ -46,7 +46,7 @@ def write(evalset: EvalSet, path: Path) -> None:
         write_records(dump(evalset), path)
 
 
-def _row(case: EvalCase, index: int, id_key: str) -> dict[str, Any]:
+def _row(case: EvalCase, index: int, id_key: str) -> dict[str, object]:
     def fail(message: str) -> InputError:
         return InputError(
             f"cannot be written as a Vertex row: {message}",
@@ -151,7 +151,7 @@ def _text(t: Turn, fail: Any) -> str | None:
     return ui.text
 
 
-def _dump_steps(steps: list[Step], fields: list[dict[str, Any]] | None, fail: Any) -> list[Any]:
+def _dump_steps(steps: list[Step], fields: list[dict[str, object]] | None, fail: Any) -> list[Any]:
     out: list[dict[str, Any]] = []
     for step in steps:
         if step.tool_call is not None:
@@ -171,13 +171,13 @@ def _dump_steps(steps: list[Step], fields: list[dict[str, Any]] | None, fail: An
     return out
 
 
-def _dump_rubric_groups(case: EvalCase) -> dict[str, Any]:
+def _dump_rubric_groups(case: EvalCase) -> dict[str, object]:
     layout = case.metadata.get(RUBRIC_GROUPS) or {}
     by_id = {r.id: r for r in case.rubrics}
     used: set[str] = set()
     out: dict[str, Any] = {}
 
-    def entry(rubric: Rubric, kept: Mapping[str, object]) -> dict[str, Any]:
+    def entry(rubric: Rubric, kept: Mapping[str, object]) -> dict[str, object]:
         item: dict[str, Any] = {
             "rubric_id": rubric.id,
             "content": {"property": {"description": rubric.text}},

@@ -143,7 +143,7 @@ def load_data(
     )
 
 
-def _ext(obj: Mapping[str, object], loc: Loc) -> tuple[dict[str, Any], Loc]:
+def _ext(obj: Mapping[str, object], loc: Loc) -> tuple[dict[str, object], Loc]:
     value, at = c.get_field(obj, loc, EXT)
     if value is None:
         return {}, at
@@ -209,7 +209,9 @@ def _adk_user(u: UserInput) -> UserInput:
     return u.model_copy(update={"dtmf": None, "event": None, "variables": None})
 
 
-def _load_invocation(raw: object, loc: Loc, um: dict[str, Any], ext: object, ext_loc: Loc) -> Turn:
+def _load_invocation(
+    raw: object, loc: Loc, um: dict[str, object], ext: object, ext_loc: Loc
+) -> Turn:
     inv = loc.expect_dict(raw, _INVOCATION)
     ext = ext_loc.expect_dict(ext if ext is not None else {})
     data = {k: v for k, v in ext.items() if k != "user_input"}
@@ -253,12 +255,12 @@ def _load_invocation(raw: object, loc: Loc, um: dict[str, Any], ext: object, ext
     return turn
 
 
-def _said(turn: Turn) -> tuple[list[Any], str | None]:
+def _said(turn: Turn) -> tuple[list[object], str | None]:
     return [s for s in turn.steps if s.agent_transfer is None], turn.final_response
 
 
 def _load_scenario(
-    raw: object, loc: Loc, unmapped: dict[str, Any], ext: object, ext_loc: Loc
+    raw: object, loc: Loc, unmapped: dict[str, object], ext: object, ext_loc: Loc
 ) -> Scenario:
     obj = loc.expect_dict(raw, f"conversation_scenario: {_SCENARIO}")
     ext_loc = ext_loc.key("scenario")
@@ -304,7 +306,7 @@ def _load_scenarios_file(obj: Mapping[str, object], root: Loc) -> EvalSet:
 # -- writing -----------------------------------------------------------------------------
 
 
-def dump(evalset: EvalSet) -> dict[str, Any]:
+def dump(evalset: EvalSet) -> dict[str, object]:
     """The eval set as an ADK `*.evalset.json` object (snake_case).
 
     The set is fitted first (`assay.formats._fit_adk`); a set whose fit loses a field
@@ -335,7 +337,10 @@ def write(evalset: EvalSet, path: Path) -> None:
 
 
 def _put_metadata(
-    out: dict[str, Any], metadata: Mapping[str, object], known: frozenset[str], ext: dict[str, Any]
+    out: dict[str, object],
+    metadata: Mapping[str, object],
+    known: frozenset[str],
+    ext: dict[str, Any],
 ) -> None:
     for key, value in metadata.items():
         if key == UNMAPPED:
@@ -346,12 +351,12 @@ def _put_metadata(
             out[key] = value
 
 
-def _sub(mapping: Mapping[str, object], key: str) -> dict[str, Any]:
+def _sub(mapping: Mapping[str, object], key: str) -> dict[str, object]:
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
 
 
-def _dump_case(case: EvalCase) -> dict[str, Any]:
+def _dump_case(case: EvalCase) -> dict[str, object]:
     um = _sub(case.metadata, UNMAPPED)
     out: dict[str, Any] = {"eval_id": case.id}
     ext = case.model_dump(mode="json", include=set(_CASE_EXT), exclude_defaults=True)
@@ -392,7 +397,9 @@ def _dump_case(case: EvalCase) -> dict[str, Any]:
     return out
 
 
-def _dump_scenario(s: Scenario, um: Mapping[str, object], ext: dict[str, Any]) -> dict[str, Any]:
+def _dump_scenario(
+    s: Scenario, um: Mapping[str, object], ext: dict[str, object]
+) -> dict[str, object]:
     out: dict[str, Any] = {}
     if s.starting_prompt is not None:
         out["starting_prompt"] = s.starting_prompt
@@ -413,8 +420,8 @@ def _dump_scenario(s: Scenario, um: Mapping[str, object], ext: dict[str, Any]) -
 
 
 def _dump_invocation(
-    turn: Turn, um: Mapping[str, object], turns_ext: dict[str, Any], index: str
-) -> dict[str, Any]:
+    turn: Turn, um: Mapping[str, object], turns_ext: dict[str, object], index: str
+) -> dict[str, object]:
     out: dict[str, Any] = {}
     if turn.id is not None:
         out["invocation_id"] = turn.id

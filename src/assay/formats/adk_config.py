@@ -38,7 +38,7 @@ def load_data(
     raise UnknownFormatError(_NOT_AN_EVAL_SET, file=file, expected="an eval set file")
 
 
-def dump(evalset: EvalSet) -> Any:
+def dump(evalset: EvalSet) -> object:
     """Eval sets cannot be written as configs: always raises."""
     raise UnknownFormatError(
         f"eval set {evalset.id!r} cannot be written as adk-config, which holds evaluation "
@@ -52,7 +52,7 @@ def write(evalset: EvalSet, path: Path) -> None:
     dump(evalset)
 
 
-def _snake_all(value: object) -> Any:
+def _snake_all(value: object) -> object:
     if isinstance(value, Mapping):
         return {to_snake(k): _snake_all(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -60,7 +60,7 @@ def _snake_all(value: object) -> Any:
     return value
 
 
-def _criterion(value: float | dict[str, Any]) -> float | dict[str, Any]:
+def _criterion(value: float | dict[str, object]) -> float | dict[str, object]:
     if not isinstance(value, dict):
         return value
     out = {}
@@ -70,7 +70,7 @@ def _criterion(value: float | dict[str, Any]) -> float | dict[str, Any]:
     return out
 
 
-def dump_config(cfg: EvalConfig) -> dict[str, Any]:
+def dump_config(cfg: EvalConfig) -> dict[str, object]:
     """The config as google-adk writes `test_config.json` (snake_case keys)."""
     out: dict[str, Any] = {"criteria": {name: _criterion(v) for name, v in cfg.criteria.items()}}
     if cfg.user_simulator_config is not None:

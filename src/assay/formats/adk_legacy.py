@@ -48,7 +48,7 @@ _TURN = "a turn {query, expected_tool_use[], expected_intermediate_agent_respons
 _EXTRA = "adk_legacy_extra"
 
 
-def _is_turns(items: list[Any]) -> bool:
+def _is_turns(items: list[object]) -> bool:
     return bool(items) and all(
         isinstance(t, Mapping) and "query" in t and set(t) <= _TURN_KEYS for t in items
     )
@@ -82,7 +82,7 @@ def _text(obj: Mapping[str, object], loc: Loc, key: str, required: bool = False)
     return loc.key(key).expect_str(obj[key], f"{key}: a string")
 
 
-def _load_turn(raw: object, loc: Loc, turn_id: str, extras: dict[str, Any]) -> Turn:
+def _load_turn(raw: object, loc: Loc, turn_id: str, extras: dict[str, object]) -> Turn:
     row = loc.expect_dict(raw, _TURN)
     steps: list[Step] = []
     uses = row.get("expected_tool_use")
@@ -188,7 +188,7 @@ def load_path(path: Path, data: object, mapping: Mapping[str, str] | None) -> Ev
     return load_data(data, file=str(path))
 
 
-def _dump_turn(turn: Turn, loc: Loc, extra: Mapping[str, object]) -> dict[str, Any]:
+def _dump_turn(turn: Turn, loc: Loc, extra: Mapping[str, object]) -> dict[str, object]:
     u = turn.user_input
     if u.blobs or u.tool_responses or u.dtmf or u.event or u.variables:
         raise loc.error("the legacy format holds only text user input", expected="--to adk")
@@ -212,7 +212,7 @@ def _dump_turn(turn: Turn, loc: Loc, extra: Mapping[str, object]) -> dict[str, A
     return {**row, **extra}
 
 
-def _dump_rows(case: EvalCase) -> list[dict[str, Any]]:
+def _dump_rows(case: EvalCase) -> list[dict[str, object]]:
     loc = Loc(None, "$", case.id)
     if case.scenario is not None:
         raise loc.error(
@@ -226,7 +226,7 @@ def _dump_rows(case: EvalCase) -> list[dict[str, Any]]:
     ]
 
 
-def dump(evalset: EvalSet) -> list[dict[str, Any]]:
+def dump(evalset: EvalSet) -> list[dict[str, object]]:
     """One case without a session: the list of turns; otherwise the named form."""
     cases = evalset.cases
     if len(cases) == 1 and cases[0].session_input is None:

@@ -215,7 +215,9 @@ def _evaluation(loc: Loc, data: object) -> EvalCase:
     )
 
 
-def _expectation_refs(loc: Loc, body: Mapping[str, object], meta: dict[str, Any]) -> list[Rubric]:
+def _expectation_refs(
+    loc: Loc, body: Mapping[str, object], meta: dict[str, object]
+) -> list[Rubric]:
     refs: list[str] = []
     rubrics: list[Rubric] = []
     for item_loc, item in loc.key("evaluationExpectations").items(

@@ -58,7 +58,7 @@ from assay.formats._common import gc_paused, type_name
 from assay.formats._mlflow_classic import parse_literal
 
 
-def rows_of(data: object, file: str | None, what: str) -> list[Any]:
+def rows_of(data: object, file: str | None, what: str) -> list[object]:
     """The rows of a list, or of a dict of equally long column lists."""
     if isinstance(data, list):
         return data
@@ -103,7 +103,7 @@ def clean_rows(rows: list[Any], file: str | None) -> list[Any]:
     return rows
 
 
-def _to_chunks(value: object) -> Any:
+def _to_chunks(value: object) -> object:
     if isinstance(value, str):
         return [{"doc_uri": value}]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -111,7 +111,7 @@ def _to_chunks(value: object) -> Any:
     return value
 
 
-def _to_str_list(value: object) -> Any:
+def _to_str_list(value: object) -> object:
     if not isinstance(value, str):
         return value
     if value.lstrip().startswith("["):
@@ -145,8 +145,8 @@ def parse_map_options(items: list[str]) -> dict[str, str]:
 
 
 def apply_mapping(
-    rows: list[Any], mapping: Mapping[str, str], *, file: str | None, known: frozenset[str]
-) -> list[Any]:
+    rows: list[object], mapping: Mapping[str, str], *, file: str | None, known: frozenset[str]
+) -> list[object]:
     """Rename columns `{SRC: DST}` in every row; coerce mapped values (see module doc)."""
     columns = columns_of(rows)
     present = set(columns)

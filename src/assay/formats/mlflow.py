@@ -225,8 +225,8 @@ def _v3_parts(
     file: str | None,
     case_id: str,
     where: str,
-    metadata: dict[str, Any],
-) -> tuple[Any, str, Mapping[str, Any], str, Any]:
+    metadata: dict[str, object],
+) -> tuple[object, str, Mapping[str, object], str, object]:
     inputs = row["inputs"]
     if not isinstance(inputs, Mapping):
         raise row_error(
@@ -280,7 +280,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
     return fitted, losses + fit_answers(fitted)
 
 
-def dump(evalset: EvalSet, *, flat: bool = False) -> list[dict[str, Any]]:
+def dump(evalset: EvalSet, *, flat: bool = False) -> list[dict[str, object]]:
     """One row per case: MLflow 3 rows (`inputs`, `outputs`, `expectations`: what
     `mlflow.genai.evaluate` takes), or with `flat` Databricks' flat columns for cases
     that did not come from MLflow 3 rows.

@@ -71,7 +71,7 @@ def _skip(file: str | None, message: str) -> None:
     warnings.warn(TraceSkipped(f"{file or 'traces'}: {message}"), stacklevel=3)
 
 
-def _expectations(trace: MlflowTrace) -> dict[str, Any]:
+def _expectations(trace: MlflowTrace) -> dict[str, object]:
     """`expected_response` / `expected_facts` / `guidelines` logged on the trace."""
     found: dict[str, Any] = {}
     for raw in trace.assessments:
@@ -149,7 +149,9 @@ def _build(items: Any, file: str | None, case_key: str | None) -> EvalSet:
     return eval_set(Path(file).stem.split(".")[0] if file else "mlflow-traces", cases)
 
 
-def _case(key: str, turns: list[tuple[Any, Turn, dict[str, Any]]], file: str | None) -> EvalCase:
+def _case(
+    key: str, turns: list[tuple[object, Turn, dict[str, object]]], file: str | None
+) -> EvalCase:
     ordered = sorted(turns, key=lambda t: str(t[0]) if not isinstance(t[0], int | float) else t[0])
     actual = [t for _, t, _ in ordered]
     expected = [e for _, _, e in ordered]
@@ -179,7 +181,7 @@ def _str(value: object) -> str | None:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _list(value: object) -> list[Any]:
+def _list(value: object) -> list[object]:
     if value is None:
         return []
     return list(value) if isinstance(value, list | tuple) else [value]

@@ -31,7 +31,6 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from assay.errors import InputError
 from assay.formats._build import eval_set
@@ -63,7 +62,7 @@ def _skip(file: str | None, message: str) -> None:
     warnings.warn(TraceSkipped(f"{file or 'traces'}: {message}"), stacklevel=3)
 
 
-def json_documents(text: str, file: str | None) -> Iterator[Any]:
+def json_documents(text: str, file: str | None) -> Iterator[object]:
     """Each document of a trace file: one JSON value (a list: its items), or one per
     line; a line that is not JSON (a truncated last line) is skipped with a warning."""
     try:
@@ -82,7 +81,7 @@ def json_documents(text: str, file: str | None) -> Iterator[Any]:
             _skip(file, f"line {number} is not JSON ({exc.msg}; truncated?): skipped")
 
 
-def _any_value(value: object) -> Any:
+def _any_value(value: object) -> object:
     """An OTLP `AnyValue` as a plain Python value."""
     if not isinstance(value, Mapping):
         return value
@@ -98,7 +97,7 @@ def _any_value(value: object) -> Any:
     return None
 
 
-def _attributes(items: object) -> dict[str, Any]:
+def _attributes(items: object) -> dict[str, object]:
     if not isinstance(items, list):
         return {}
     return {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.errors import InputError
 
@@ -62,7 +62,7 @@ def count_rows(path: Path) -> int:
     return int(_open(path).metadata.num_rows)
 
 
-def iter_rows(path: Path, batch_rows: int = READ_ROWS) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_rows(path: Path, batch_rows: int = READ_ROWS) -> Iterator[tuple[int, dict[str, object]]]:
     """Each row as `(row number, cells)`, numbered from 1, null cells left out."""
     parquet = _open(path)
     number = 0
@@ -81,7 +81,7 @@ def iter_rows(path: Path, batch_rows: int = READ_ROWS) -> Iterator[tuple[int, di
         ) from None
 
 
-def head_rows(path: Path, count: int = 20) -> list[dict[str, Any]]:
+def head_rows(path: Path, count: int = 20) -> list[dict[str, object]]:
     """The first `count` rows (enough to tell the format)."""
     rows = []
     for _, cells in iter_rows(path, batch_rows=count):
@@ -91,6 +91,6 @@ def head_rows(path: Path, count: int = 20) -> list[dict[str, Any]]:
     return rows
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[dict[str, object]]:
     """Every row of the file (for formats loaded whole)."""
     return [cells for _, cells in iter_rows(path)]

@@ -111,7 +111,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
     return evalset.model_copy(update={"cases": kept}), losses
 
 
-def dump(evalset: EvalSet) -> list[dict[str, Any]]:
+def dump(evalset: EvalSet) -> list[dict[str, object]]:
     """One trace row per case; every case needs recorded (`actual`) turns."""
     rows = []
     for case in evalset.cases:

@@ -97,7 +97,7 @@ def fit(evalset: EvalSet) -> tuple[EvalSet, list[Loss]]:
     )
 
 
-def dump(evalset: EvalSet) -> Any:
+def dump(evalset: EvalSet) -> object:
     """Rows (or the `eval_cases` envelope); refuses a set whose fit loses a field."""
     fitted, losses = fit(evalset)
     if losses:

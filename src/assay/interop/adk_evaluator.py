@@ -28,7 +28,7 @@ from assay.model.results import CaseResult, EvalResult
 NUM_RUNS = 2  # ADK's default number of runs per case
 
 
-def _import_agent_module(agent_module: str) -> Any:
+def _import_agent_module(agent_module: str) -> object:
     try:
         module = importlib.import_module(agent_module)
     except ModuleNotFoundError as exc:
@@ -72,7 +72,7 @@ async def load_agent_module(
     return AdkAgent(root, app_name=app_name)
 
 
-def _as_config(eval_config: Any, criteria: Mapping[str, float] | None) -> EvalConfig:
+def _as_config(eval_config: object, criteria: Mapping[str, float] | None) -> EvalConfig:
     if criteria:
         return parse_config({"criteria": dict(criteria)}, source="criteria")
     if eval_config is None:
@@ -84,7 +84,7 @@ def _as_config(eval_config: Any, criteria: Mapping[str, float] | None) -> EvalCo
     return parse_config(eval_config, source="eval_config")
 
 
-def _as_evalset(eval_set: Any) -> EvalSet:
+def _as_evalset(eval_set: object) -> EvalSet:
     if isinstance(eval_set, EvalSet):
         return eval_set
     from assay.formats import adk
@@ -106,16 +106,16 @@ class AgentEvaluator:
     @staticmethod
     async def evaluate_eval_set(
         agent_module: str,
-        eval_set: Any,
+        eval_set: object,
         criteria: dict[str, float] | None = None,
-        eval_config: Any = None,
+        eval_config: object = None,
         num_runs: int = NUM_RUNS,
         agent_name: str | None = None,
         print_detailed_results: bool = True,
-        artifact_service: Any = None,
+        artifact_service: object = None,
         output_file: str | None = None,
         app_name: str | None = None,
-        eval_set_results_manager: Any = None,
+        eval_set_results_manager: object = None,
     ) -> None:
         """Run every case of `eval_set` `num_runs` times; AssertionError on a missed criterion.
 
@@ -157,10 +157,10 @@ class AgentEvaluator:
         agent_name: str | None = None,
         initial_session_file: str | None = None,
         print_detailed_results: bool = True,
-        artifact_service: Any = None,
+        artifact_service: object = None,
         output_file: str | None = None,
         app_name: str | None = None,
-        eval_set_results_manager: Any = None,
+        eval_set_results_manager: object = None,
     ) -> None:
         """Evaluate a file, or every `*.test.json` under a folder, each with its own config."""
         if num_runs < 1:
@@ -220,7 +220,7 @@ def _conclude(
     print_detailed_results: bool,
     output_file: str | None,
     app_name: str | None,
-    manager: Any,
+    manager: object,
 ) -> None:
     __tracebackhide__ = True  # pytest shows the failure message, not this frame
     by_case: dict[str, list[CaseResult]] = {}

@@ -133,7 +133,7 @@ def eval_set_result(
     }
 
 
-def adk_case_result(case: CaseResult, *, run_id: str | None = None) -> dict[str, Any]:
+def adk_case_result(case: CaseResult, *, run_id: str | None = None) -> dict[str, object]:
     """One case run as exactly ADK's `EvalCaseResult` keys (assay's extras dropped)."""
     doc = case_to_adk(case, run_id=run_id)
     return {key: doc[key] for key in _CASE_KEYS}

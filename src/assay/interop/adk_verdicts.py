@@ -224,7 +224,7 @@ def csv_rows(eval_set_id: str, eval_id: str, cases: Sequence[CaseResult]) -> lis
     return rows
 
 
-def append_csv(rows: Sequence[dict[str, Any]], output_file: str | Path) -> None:
+def append_csv(rows: Sequence[dict[str, object]], output_file: str | Path) -> None:
     """Append rows to `output_file`, writing the header only when the file is new."""
     if not rows:
         return

@@ -81,7 +81,7 @@ def summary_metrics(summary: Mapping[str, object]) -> dict[str, float]:
     return out
 
 
-def _table(rows: Sequence[Mapping[str, object]]) -> dict[str, list[Any]]:
+def _table(rows: Sequence[Mapping[str, object]]) -> dict[str, list[object]]:
     """The rows as columns (what `log_table` takes), values made JSON-safe."""
     columns: dict[str, list[Any]] = {}
     for row in rows:

@@ -35,13 +35,13 @@ def case_scope() -> Iterator[None]:
         close_scope(token)
 
 
-def open_scope() -> Token[dict[tuple[Any, ...], str | None] | None]:
+def open_scope() -> Token[dict[tuple[object, ...], str | None] | None]:
     """`case_scope` without the context manager's generator, for the per-row path:
     pass the token to `close_scope` in a `finally`."""
     return _MEMO.set({})
 
 
-def close_scope(token: Token[dict[tuple[Any, ...], str | None] | None]) -> None:
+def close_scope(token: Token[dict[tuple[object, ...], str | None] | None]) -> None:
     _MEMO.reset(token)
 
 

@@ -72,17 +72,17 @@ class CustomMetric:
 # -- the row a Vertex-style function sees -----------------------------------------------
 
 
-def _trajectory(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def _trajectory(calls: Sequence[ToolCall]) -> list[dict[str, object]]:
     return [{"tool_name": c.name, "tool_input": dict(c.args)} for c in calls]
 
 
-def _chunks(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+def _chunks(chunks: Sequence[Chunk]) -> list[dict[str, object]]:
     return [c.model_dump(exclude_none=True) for c in chunks]
 
 
 def invocation_row(
     actual: Turn, expected: Turn | None, case: EvalCase, *, single_turn: bool
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The Vertex-style row of one invocation; absent values are left out, not None."""
     row: dict[str, Any] = {k: v for k, v in case.metadata.items() if isinstance(k, str)}
     row["case_id"] = case.id
@@ -126,7 +126,7 @@ def _search_folders(config: EvalConfig) -> list[str]:
 
 def resolve_function(
     path: str, *, metric: str, where: str = "config", folders: Sequence[str] = ()
-) -> Callable[..., Any]:
+) -> Callable[..., object]:
     """Import `package.module.function`; a clear ConfigError when that is impossible.
 
     `folders` are tried on `sys.path` (before it) while importing, as ADK puts the eval
@@ -222,11 +222,11 @@ def to_score(value: object, metric: str) -> Score:
     return _number(value, metric)
 
 
-async def _awaited(value: Awaitable[object]) -> Any:
+async def _awaited(value: Awaitable[object]) -> object:
     return await value
 
 
-def _settle_sync(value: object, metric: str) -> Any:
+def _settle_sync(value: object, metric: str) -> object:
     """The result of a sync call path; an awaitable is run to completion if possible."""
     if not inspect.isawaitable(value):
         return value
@@ -268,7 +268,7 @@ def _adk(module: str) -> Any:
         ) from None
 
 
-def make_adk_eval_metric(name: str, criterion: object, path: str | None) -> Any:
+def make_adk_eval_metric(name: str, criterion: object, path: str | None) -> object:
     """ADK's `EvalMetric` for a custom metric, with its criterion when it has a threshold."""
     eval_metrics = _adk("eval_metrics")
     crit = None
@@ -282,7 +282,7 @@ def make_adk_eval_metric(name: str, criterion: object, path: str | None) -> Any:
     return eval_metrics.EvalMetric(metric_name=name, criterion=crit, custom_function_path=path)
 
 
-def to_adk_invocation(turn: Turn) -> Any:
+def to_adk_invocation(turn: Turn) -> object:
     """A Turn as ADK's `Invocation` (tool calls, responses, intermediate messages)."""
     invocation_cls = _adk("eval_case").Invocation
     data: dict[str, Any] = {
@@ -328,7 +328,7 @@ def to_adk_invocation(turn: Turn) -> Any:
     return invocation_cls.model_validate(data)
 
 
-def to_adk_scenario(case: EvalCase) -> Any:
+def to_adk_scenario(case: EvalCase) -> object:
     """ADK's `ConversationScenario` for a scenario case that has its two required fields."""
     sc = case.scenario
     if sc is None or sc.starting_prompt is None or sc.conversation_plan is None:
@@ -351,7 +351,7 @@ class FunctionMetric(Metric):
 
     def __init__(
         self,
-        function: Callable[..., Any],
+        function: Callable[..., object],
         style: Style,
         *,
         threshold: float | None = None,
@@ -365,7 +365,7 @@ class FunctionMetric(Metric):
 
     def _calls(
         self, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[tuple[object, ...]]:
         """The argument tuples to call the function with: one per invocation, or per case."""
         if self.style == "adk":
             eval_metric = self.adk_eval_metric.model_copy(deep=True)
@@ -387,7 +387,7 @@ class FunctionMetric(Metric):
             ]
         return [(a, e, case) for a, e in zip(actual, expected, strict=True)]
 
-    def _finish(self, outcomes: list[Any], actual: Sequence[Turn]) -> MetricResult:
+    def _finish(self, outcomes: list[object], actual: Sequence[Turn]) -> MetricResult:
         if self.style == "adk":
             out = outcomes[0]
             if isinstance(out, _Raised):
@@ -410,7 +410,7 @@ class FunctionMetric(Metric):
         outcomes: list[Any] = []
         try:
             calls = self._calls(case, actual, expected)
-        except Exception as exc:  # e.g. a turn ADK's models reject
+        except ValueError as exc:  # a turn ADK's models reject (pydantic's ValidationError)
             return self.make_result(None, [], explanation=_failure(self.name, exc).explanation)
         for args in calls:
             try:
@@ -425,13 +425,13 @@ class FunctionMetric(Metric):
         outcomes: list[Any] = []
         try:
             calls = self._calls(case, actual, expected)
-        except Exception as exc:
+        except ValueError as exc:  # as in score_case
             return self.make_result(None, [], explanation=_failure(self.name, exc).explanation)
         for args in calls:
             try:
                 out = self.function(*args)
                 outcomes.append(await out if inspect.isawaitable(out) else out)
-            except Exception as exc:
+            except Exception as exc:  # user code, as in score_case
                 outcomes.append(_Raised(_failure(self.name, exc)))
         return self._finish(outcomes, actual)
 

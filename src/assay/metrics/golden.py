@@ -108,7 +108,7 @@ def pair_calls(expected: list[ToolCall], actual: list[ToolCall]) -> list[int | N
     return pairs
 
 
-def _call_json(call: ToolCall | None) -> dict[str, Any] | None:
+def _call_json(call: ToolCall | None) -> dict[str, object] | None:
     return None if call is None else {"name": call.name, "args": call.args}
 
 
@@ -150,7 +150,7 @@ class _ExtraCallOptions(MetricOptions):
 
     @field_validator("extra_tool_call_behavior", mode="before")
     @classmethod
-    def _behavior(cls, value: Any) -> Any:
+    def _behavior(cls, value: object) -> object:
         if isinstance(value, str):
             name = value.strip().upper()
             if name not in ExtraToolCallBehavior.__members__:
@@ -175,7 +175,7 @@ class GoldenExpectationsOptions(MetricOptions):
 
     @field_validator("value_match", mode="before")
     @classmethod
-    def _lower(cls, value: Any) -> Any:
+    def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
 
@@ -338,7 +338,7 @@ def _observed_transfers(turn: Turn) -> list[str]:
     return targets
 
 
-def _observed_variables(turn: Turn) -> dict[str, Any]:
+def _observed_variables(turn: Turn) -> dict[str, object]:
     merged: dict[str, Any] = {}
     for step in turn.steps:
         if step.variables_update is not None:
@@ -381,7 +381,7 @@ class GoldenExpectations(_GoldenMetric):
         )
         return Score((len(judged) - len(failed)) / len(judged), explanation or None, details)
 
-    def _check(self, exp: Expectation, actual: Turn) -> dict[str, Any] | None:
+    def _check(self, exp: Expectation, actual: Turn) -> dict[str, object] | None:
         if exp.tool_response is not None:
             name, want = exp.tool_response.name, exp.tool_response.response
             responses = [r.response for r in actual.tool_responses() if r.name == name]
@@ -409,7 +409,7 @@ class GoldenExpectations(_GoldenMetric):
         return None  # tool calls (the tool metrics) and mock tool responses (inputs)
 
 
-def _outcome(kind: str, expected: object, observed: object, ok: bool) -> dict[str, Any]:
+def _outcome(kind: str, expected: object, observed: object, ok: bool) -> dict[str, object]:
     return {
         "kind": kind,
         "expected": expected,

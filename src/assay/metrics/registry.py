@@ -252,8 +252,8 @@ def check_threshold(
 
 
 def _drop_foreign_keys(
-    name: str, raw: dict[str, Any], fields: Mapping[str, Any], where: str | None = None
-) -> dict[str, Any]:
+    name: str, raw: dict[str, object], fields: Mapping[str, Any], where: str | None = None
+) -> dict[str, object]:
     """Ignore (with one warning) criterion keys the metric does not define, as ADK does.
 
     ADK's `BaseCriterion` allows extra keys, and public configs carry some (e.g.
@@ -281,7 +281,9 @@ def _drop_foreign_keys(
     return {k: v for k, v in raw.items() if k not in foreign}
 
 
-def _raw_options(name: str, criterion: float | int | Mapping[str, object] | None) -> dict[str, Any]:
+def _raw_options(
+    name: str, criterion: float | int | Mapping[str, object] | None
+) -> dict[str, object]:
     """The criterion as an options dict: a bare number is the threshold."""
     if criterion is None:
         return {}

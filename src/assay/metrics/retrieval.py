@@ -14,7 +14,7 @@ are the case's `expected_retrieved_context`, else the retrieval steps of the exp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from assay.metrics.base import Metric
 from assay.metrics.registry import register
@@ -84,12 +84,12 @@ class DocumentRecall(Metric):
             details={"found": sorted(found), "missing": sorted(want - got)},
         )
 
-    def row_columns(self, score: Score) -> dict[str, Any]:
+    def row_columns(self, score: Score) -> dict[str, object]:
         cols = super().row_columns(score)
         cols[RECALL_COLUMN] = score.value
         return cols
 
-    def summary_columns(self, values: Sequence[float]) -> dict[str, Any]:
+    def summary_columns(self, values: Sequence[float]) -> dict[str, object]:
         cols = super().summary_columns(values)
         cols[f"{RECALL_COLUMN}/average"] = mean(values)
         return cols

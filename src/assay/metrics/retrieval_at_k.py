@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, StrictInt
 
@@ -143,12 +143,12 @@ class _AtK(Metric):
     def _mlflow_name(self) -> str:
         return f"{self.name.removesuffix('_k')}_{self._k()}"
 
-    def row_columns(self, score: Score) -> dict[str, Any]:
+    def row_columns(self, score: Score) -> dict[str, object]:
         cols = super().row_columns(score)
         cols[f"{self._mlflow_name()}/score"] = score.value
         return cols
 
-    def summary_columns(self, values: Sequence[float]) -> dict[str, Any]:
+    def summary_columns(self, values: Sequence[float]) -> dict[str, object]:
         cols = super().summary_columns(values)
         m = mean(values)
         if m is not None and values:

@@ -33,7 +33,7 @@ class JsonOptions(MetricOptions):
     allow_code_fence: bool = False
 
 
-def parse_json(text: str, *, allow_code_fence: bool) -> tuple[Any, str | None]:
+def parse_json(text: str, *, allow_code_fence: bool) -> tuple[object, str | None]:
     """(the parsed value, None) or (None, why it is not JSON)."""
     if allow_code_fence and (fenced := _FENCE.match(text)):
         text = fenced.group(1)
@@ -53,7 +53,7 @@ def json_path(path: Any) -> str:
     return out
 
 
-def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+def schema_validator(schema: dict[str, object]) -> jsonschema.protocols.Validator:
     """A validator of the schema's declared draft (2020-12 when none), schema checked.
 
     Raises ValueError naming what is wrong with the schema itself.
@@ -107,7 +107,7 @@ class JsonSchemaOptions(JsonOptions):
 
     @field_validator("schema_")
     @classmethod
-    def _valid_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+    def _valid_schema(cls, schema: dict[str, object]) -> dict[str, object]:
         schema_validator(schema)
         return schema
 

@@ -52,7 +52,7 @@ class ToolMessage:
     tool_calls: list[ToolCall]
 
 
-def _arguments(raw: object, where: str) -> dict[str, Any]:
+def _arguments(raw: object, where: str) -> dict[str, object]:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw.strip() else {}
@@ -123,7 +123,7 @@ def tool_name_score(predicted: Sequence[ToolCall], reference: Sequence[ToolCall]
     return Verdict(0.0, f"tool names {names} differ from the reference {want}")
 
 
-def _loose(value: object) -> Any:
+def _loose(value: object) -> object:
     """A value as the non-strict comparison sees it."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)

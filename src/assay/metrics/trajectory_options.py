@@ -61,7 +61,7 @@ class ToolTrajectoryOptions(TrajectoryOptions):
 
     @field_validator("match_type", mode="before")
     @classmethod
-    def _match_type(cls, value: Any) -> MatchType:
+    def _match_type(cls, value: object) -> MatchType:
         return parse_match_type(value)
 
 

@@ -31,7 +31,7 @@ NO_REFERENCE_TURN = "no reference turn at this index to compare tool calls with"
 _NO_SCHEMA = object()  # a declared tool without a parameter schema (a built-in tool)
 
 
-def _json_schema(gemini: object) -> Any:
+def _json_schema(gemini: object) -> object:
     """A Gemini `Schema` (upper-case types, `nullable`) as JSON Schema; JSON Schema as is."""
     if isinstance(gemini, list):
         return [_json_schema(v) for v in gemini]
@@ -54,7 +54,7 @@ def _json_schema(gemini: object) -> Any:
     return out
 
 
-def _declarations(tools: Iterable[object]) -> Iterable[Mapping[str, Any]]:
+def _declarations(tools: Iterable[object]) -> Iterable[Mapping[str, object]]:
     for tool in tools:
         if not isinstance(tool, Mapping):
             continue
@@ -65,7 +65,7 @@ def _declarations(tools: Iterable[object]) -> Iterable[Mapping[str, Any]]:
             yield tool
 
 
-def declared_tools(case: EvalCase, index: int | None) -> dict[str, Any] | None:
+def declared_tools(case: EvalCase, index: int | None) -> dict[str, object] | None:
     """Declared tool name -> its parameter JSON Schema (`_NO_SCHEMA` when it has none).
 
     None when the case declares no tools at all (then only the call's shape is checked).

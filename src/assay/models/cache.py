@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
@@ -76,7 +76,7 @@ judge_cache_key = reply_cache_key
 class CacheTable(Protocol):
     """The persistent table behind `StoreReplyCache` (the store's `JudgeCache`)."""
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, Any]: ...
+    def get_many(self, keys: Iterable[str]) -> dict[str, object]: ...
 
     def put_many(self, entries: Iterable[tuple[str, str, str, object]]) -> None: ...
 

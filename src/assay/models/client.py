@@ -160,7 +160,7 @@ class ModelClient:
         )
 
     async def _sample(
-        self, key: str, prompt: list[dict[str, Any]], settings: GenerationSettings
+        self, key: str, prompt: list[dict[str, object]], settings: GenerationSettings
     ) -> Outcome:
         name = self.backend.backend
         if self.use_cache:
@@ -183,7 +183,7 @@ class ModelClient:
             future.set_result(outcome)
         return outcome
 
-    async def _call(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
+    async def _call(self, prompt: list[dict[str, object]], settings: GenerationSettings) -> Outcome:
         if self._parallelism is None:
             return await self._call_with_retries(prompt, settings)
         if self._semaphore is None:
@@ -192,7 +192,7 @@ class ModelClient:
             return await self._call_with_retries(prompt, settings)
 
     async def _call_with_retries(
-        self, prompt: list[dict[str, Any]], settings: GenerationSettings
+        self, prompt: list[dict[str, object]], settings: GenerationSettings
     ) -> Outcome:
         name = self.backend.backend
         attempt = 0

@@ -82,7 +82,7 @@ class GenerationSettings:
             json_schema=dict(schema) if schema is not None else None,
         )
 
-    def as_key(self) -> dict[str, Any]:
+    def as_key(self) -> dict[str, object]:
         """The settings as a plain dict for the cache key (unset ones left out)."""
         key: dict[str, Any] = {}
         if self.temperature is not None:

@@ -74,7 +74,7 @@ class Finding:
     actual: Any = None
     metric: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data: dict[str, Any] = {"cause": self.cause.value, "text": self.text}
         for key in ("invocation", "tool", "argument", "metric"):
             if getattr(self, key) is not None:
@@ -113,7 +113,7 @@ class CaseAnalysis:
             line += f"; and {len(texts) - limit} more"
         return line
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "case_id": self.case_id,
             "eval_set_id": self.eval_set_id,
@@ -176,7 +176,7 @@ class FailureAnalysis:
             self._index = {c.key: c for c in self.cases}
         return self._index.get(case_run_key(case.eval_set_id, case.case_id, case.run_index))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "failed": len(self.cases),
             "by_cause": {c.value: [a.key for a in cases] for c, cases in self.by_cause().items()},

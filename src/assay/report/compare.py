@@ -34,7 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import NormalDist
-from typing import Any
 
 from assay.errors import InputError
 from assay.metrics.judged.noise import is_unstable
@@ -132,8 +131,8 @@ class CaseDelta:
     def key(self) -> str:
         return f"{self.eval_set_id}/{self.case_id}" if self.eval_set_id else self.case_id
 
-    def to_dict(self) -> dict[str, Any]:
-        def side(s: CaseSide) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        def side(s: CaseSide) -> dict[str, object]:
             return {
                 "status": s.status.value,
                 "scores": s.scores,
@@ -206,7 +205,7 @@ class MetricDelta:
             return "not paired"
         return "within noise" if self.gated else "no threshold"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "metric": self.name,
             "base_mean": self.base_mean,
@@ -290,7 +289,7 @@ class Comparison:
             parts.append("metrics worse beyond noise: " + ", ".join(m.name for m in regressed))
         return ", ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "base_run": self.base_id,
             "other_run": self.other_id,

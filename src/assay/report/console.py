@@ -1,13 +1,15 @@
-"""The terminal report: a per-case table, a per-metric summary for big runs, a summary line."""
+"""The terminal report of `assay eval`: a per-case table, a per-metric summary for big
+runs, a summary line; the same pieces for a streamed run, counted by its `Tally`; and
+the live traceback lines of `assay eval -v`. Stored runs (`assay runs`, `assay report
+--compare`) are shown by `console_runs`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
 from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
@@ -16,6 +18,9 @@ from rich.text import Text
 from assay.metrics.efficiency import is_efficiency
 from assay.metrics.judged.noise import is_unstable
 from assay.model.results import CaseResult, EvalResult, MetricResult, Status
+
+if TYPE_CHECKING:
+    from assay.engine.tally import Tally
 
 #: above this many case runs the table shows a per-metric summary and failing cases only
 MAX_CASE_ROWS = 50
@@ -222,17 +227,33 @@ def metric_summary_table(result: EvalResult, metrics: Sequence[str], *, width: i
         if mean is None and scores:
             mean = sum(scores) / len(scores)
         thresholds = {m.threshold for m in results}
-        threshold = thresholds.pop() if len(thresholds) == 1 else None
-        table.add_row(
-            Text(name),
-            _num(threshold),
-            _num(mean),
-            _num(result.summary.get(f"{name}/std")),
-            Text(str(sum(m.status is Status.PASSED for m in results)), style="green"),
-            Text(str(sum(m.status is Status.FAILED for m in results)), style="red"),
-            Text(str(sum(m.status is Status.NOT_EVALUATED for m in results)), style="yellow"),
+        counts = Counts(
+            passed=sum(m.status is Status.PASSED for m in results),
+            failed=sum(m.status is Status.FAILED for m in results),
+            not_evaluated=sum(m.status is Status.NOT_EVALUATED for m in results),
         )
+        add_metric_row(table, name, thresholds, mean, result.summary.get(f"{name}/std"), counts)
     return table
+
+
+def add_metric_row(
+    table: Table,
+    name: str,
+    thresholds: Collection[float | None],
+    mean: float | None,
+    std: float | None,
+    counts: Counts,
+) -> None:
+    """One metric's row of the per-metric summary (a threshold shown when only one)."""
+    table.add_row(
+        Text(name),
+        _num(next(iter(thresholds)) if len(thresholds) == 1 else None),
+        _num(mean),
+        _num(std),
+        Text(str(counts.passed), style="green"),
+        Text(str(counts.failed), style="red"),
+        Text(str(counts.not_evaluated), style="yellow"),
+    )
 
 
 def metric_summary_frame(metrics: Sequence[str], width: int) -> Table:
@@ -261,9 +282,8 @@ def stack_notes(cases: Sequence[CaseResult]) -> bool:
     return any(len(case_note(c)) > NOTE_COLUMN for c in cases)
 
 
-def summary_text(result: EvalResult) -> Text:
-    """`3 passed, 1 failed, 0 not evaluated (4 case runs)` plus pass@k when repeated."""
-    counts = count_statuses(result.cases)
+def result_line(counts: Counts, noun: str = "case") -> Text:
+    """`Result: 3 passed, 1 failed, 0 not evaluated (4 cases)`, `noun` counting them."""
     text = Text("Result: ", style="bold")
     text.append(f"{counts.passed} passed", style="green")
     text.append(", ")
@@ -272,8 +292,15 @@ def summary_text(result: EvalResult) -> Text:
     text.append(
         f"{counts.not_evaluated} not evaluated", style="yellow" if counts.not_evaluated else ""
     )
-    noun = "case run" if run_count(result) > 1 else "case"
     text.append(f" ({counts.total} {noun}{'s' if counts.total != 1 else ''})")
+    return text
+
+
+def summary_text(result: EvalResult) -> Text:
+    """`3 passed, 1 failed, 0 not evaluated (4 case runs)` plus pass@k when repeated."""
+    text = result_line(
+        count_statuses(result.cases), "case run" if run_count(result) > 1 else "case"
+    )
     repeated = pass_at_k(result)
     if repeated is not None:
         k, at_k, all_k = repeated
@@ -451,90 +478,90 @@ def _runs_label(run_numbers: Sequence[int], runs: int) -> str:
     return f"[runs {', '.join(str(n) for n in run_numbers)}]"
 
 
-#: below this many columns the runs table drops its low-value columns
-RUNS_WIDE = 120
-#: run ids are shown as unique prefixes of at least this many characters
-MIN_ID_PREFIX = 8
+# A streamed run: the same pieces, counted by the run's `Tally` (no per-case results kept).
 
 
-def short_ids(ids: Sequence[str], unique: Callable[[str], bool] | None = None) -> dict[str, str]:
-    """Each id's shortest prefix (at least `MIN_ID_PREFIX` characters) that no other of
-    `ids` starts with and, when given, that `unique(prefix)` accepts (the store resolves
-    it to this id alone): a prefix every command takes in place of the full id."""
-    found: dict[str, str] = {}
-    for run_id in ids:
-        size = min(MIN_ID_PREFIX, len(run_id))
-        while size < len(run_id) and (
-            any(o != run_id and o.startswith(run_id[:size]) for o in ids)
-            or (unique is not None and not unique(run_id[:size]))
-        ):
-            size += 1
-        found[run_id] = run_id[:size]
-    return found
+def tally_summary_text(tally: Tally) -> Text:
+    """`3 passed, 1 failed, 0 not evaluated (4 cases)`, as `summary_text` words it."""
+    statuses = tally.statuses
+    counts = Counts(
+        statuses[Status.PASSED], statuses[Status.FAILED], statuses[Status.NOT_EVALUATED]
+    )
+    return result_line(counts)
 
 
-#: the runs table's columns that give way when the terminal is too narrow, first first;
-#: the id, the status and the counts always stay
-_RUNS_DROPPABLE = ("agent", "name", "cases", "created", "eval sets")
-_RUNS_FLEXIBLE = ("name", "eval sets", "agent")
-
-
-def runs_table(
-    infos: Sequence[Any], *, width: int = RUNS_WIDE, short: dict[str, str] | None = None
-) -> Table:
-    """Stored runs (`assay.store.RunInfo`), one row each, ids as unique prefixes (`short`).
-    Below `RUNS_WIDE` columns the counts share one `pass/fail/n.e.` column and the date
-    loses its year; columns that still do not fit give way (`_RUNS_DROPPABLE`); long text
-    is cut with an ellipsis, never folded over lines. The id and the status stay whole."""
-    short = short or {}
-    wide = width >= RUNS_WIDE
-    columns: dict[str, list[str | Text]] = {"id": [short.get(i.id, i.id) for i in infos]}
-    if any(info.name for info in infos):
-        columns["name"] = [Text(info.name or "") for info in infos]  # never markup
-    columns["created"] = [str(i.created_at)[:19] if wide else str(i.created_at)[5:16]
-                          for i in infos]  # fmt: skip
-    columns["status"] = [info.status for info in infos]
-    columns["eval sets"] = [Text(", ".join(info.eval_set_ids)) for info in infos]
-    columns["agent"] = [Text(info.agent or "") for info in infos]
-    columns["cases"] = [str(info.case_count) for info in infos]
-    counts = [
-        (
-            Text(str(info.passed), style="green"),
-            Text(str(info.failed), style="red" if info.failed else ""),
-            Text(str(info.not_evaluated), style="yellow" if info.not_evaluated else ""),
+def tally_metric_table(tally: Tally, summary: dict[str, Any], *, width: int = 120) -> Table:
+    """Per metric: threshold, mean and standard deviation, and status counts."""
+    names = [n for n in tally.names if not is_efficiency(n)]
+    table = metric_summary_frame(names, width)
+    for name in names:
+        statuses = tally.metric_statuses[name]
+        counts = Counts(
+            statuses[Status.PASSED], statuses[Status.FAILED], statuses[Status.NOT_EVALUATED]
         )
-        for info in infos
-    ]
-    if wide:
-        for index, header in enumerate(("passed", "failed", "not eval.")):
-            columns[header] = [c[index] for c in counts]
-    else:
-        columns["pass/fail/n.e."] = [Text("/").join(c) for c in counts]
-    longest = {h: max([len(h), *(len(str(v)) for v in vs)]) for h, vs in columns.items()}
-
-    def needed(names: Sequence[str]) -> int:  # each column takes 2 more: padding, divider
-        return sum(min(longest[n], 12) if n in _RUNS_FLEXIBLE else longest[n] for n in names) \
-            + 2 * len(names)  # fmt: skip
-
-    shown = list(columns)
-    for name in _RUNS_DROPPABLE:
-        if name in shown and (needed(shown) > width or (name == "agent" and not wide)):
-            shown.remove(name)
-    # The flexible columns share what is left, the shortest first.
-    left = width - needed([n for n in shown if n not in _RUNS_FLEXIBLE])
-    widths = {n: longest[n] for n in shown}
-    flexible = sorted((n for n in shown if n in _RUNS_FLEXIBLE), key=lambda n: longest[n])
-    for taken, name in enumerate(flexible):
-        widths[name] = max(
-            min(longest[name], 8), min(longest[name], left // (len(flexible) - taken) - 2)
-        )
-        left -= widths[name] + 2
-    table = Table(title="Runs", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))  # fmt: skip
-    numeric = {"cases", "passed", "failed", "not eval.", "pass/fail/n.e."}
-    for name in shown:
-        table.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[name],
-                         justify="right" if name in numeric else "left")  # fmt: skip
-    for row in range(len(infos)):
-        table.add_row(*(columns[name][row] for name in shown))
+        mean, std = summary.get(f"{name}/mean"), summary.get(f"{name}/std")
+        add_metric_row(table, name, tally.thresholds[name], mean, std, counts)
     return table
+
+
+def render_streamed(
+    tally: Tally, summary: dict[str, object], failing: Sequence[CaseResult], console: Console
+) -> None:
+    """Print the metric summary, the first failing cases and the summary line."""
+    console.print(tally_metric_table(tally, summary, width=console.width))
+    metrics = [n for n in tally.names if not is_efficiency(n)]
+    fits = table_width(failing, metrics, 1) <= console.width
+    if failing:
+        stacked = stack_notes(failing)
+        console.print(
+            case_table(failing, metrics if fits else [], runs=1, title="Cases that did not pass",
+                       compact=not fits, show_notes=not stacked)
+        )  # fmt: skip
+        if stacked:
+            render_notes(failing, console)
+    not_passing = tally.cases - tally.statuses[Status.PASSED]
+    note = f"{tally.cases} case runs: passing cases are not listed"
+    if not_passing > len(failing):
+        note += f", and only the first {len(failing)} of {not_passing} others"
+    console.print(Text(f"{note}; write every case with --out results.json", style="dim"))
+    console.print(tally_summary_text(tally))
+
+
+# `assay eval -v`: each traceback as its case run finishes.
+
+
+def traceback_hint(run_id: str | None, raised: Sequence[CaseResult], counted: bool) -> str:
+    """The line saying where the tracebacks of the agent's exceptions are (`raised`: case
+    runs with one; `counted`: they are all of them, so their number is told)."""
+    said = f"the agent raised in {len(raised)} case run(s): " if counted else "the agent raised: "
+    if run_id is not None:
+        shown = f"assay runs show {run_id} --case {raised[0].case_id}"
+        return said + f"`{shown}` prints its traceback; -v prints each as it happens"
+    return said + "-v prints each traceback as it happens (--out keeps them too)"
+
+
+class TracebackPrinter:
+    """A run observer (`assay eval -v`): each case run whose agent raised, printed as
+    it finishes with its traceback."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def on_start(self, total: int) -> None:
+        pass
+
+    def on_case_done(self, result: CaseResult) -> None:
+        if result.traceback is None:
+            return
+        where = f"{result.eval_set_id}/" if result.eval_set_id else ""
+        self.console.print(
+            Text(
+                f"case {where}{result.case_id} (run {result.run_index + 1}): {result.error}",
+                style="red",
+            ),
+            soft_wrap=True,
+        )
+        self.console.print(Text(result.traceback.rstrip("\n")), soft_wrap=True, highlight=False)
+
+    def on_finish(self, result: object) -> None:
+        pass

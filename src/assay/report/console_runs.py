@@ -1,9 +1,16 @@
-"""Terminal views of stored runs: a run's header (`assay runs show`) and a comparison."""
+"""Terminal views of stored runs: the list (`assay runs list`), a run's header and one
+of its cases (`assay runs show`, `--case`), and a comparison (`assay report --compare`).
+
+A case is named by its id or `SET/ID`; every run of it (`--runs N`) is shown, each
+with its status, error, metric scores and, when the agent raised, its traceback (the
+agent's own frames, as the engine kept them). Tracebacks are printed as they are:
+never wrapped, never read as markup.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich import box
@@ -12,7 +19,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from assay.model.results import Status
+from assay.errors import ConfigError, did_you_mean
+from assay.model.results import CaseResult, Status
 from assay.report.compare import CaseDelta, Change, Comparison, MetricDelta
 
 #: changed cases listed at most (`--json` has them all); unchanged ones are only counted
@@ -35,6 +43,95 @@ def _num(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:.3f}"
+
+
+#: below this many columns the runs table drops its low-value columns
+RUNS_WIDE = 120
+#: run ids are shown as unique prefixes of at least this many characters
+MIN_ID_PREFIX = 8
+
+
+def short_ids(ids: Sequence[str], unique: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Each id's shortest prefix (at least `MIN_ID_PREFIX` characters) that no other of
+    `ids` starts with and, when given, that `unique(prefix)` accepts (the store resolves
+    it to this id alone): a prefix every command takes in place of the full id."""
+    found: dict[str, str] = {}
+    for run_id in ids:
+        size = min(MIN_ID_PREFIX, len(run_id))
+        while size < len(run_id) and (
+            any(o != run_id and o.startswith(run_id[:size]) for o in ids)
+            or (unique is not None and not unique(run_id[:size]))
+        ):
+            size += 1
+        found[run_id] = run_id[:size]
+    return found
+
+
+#: the runs table's columns that give way when the terminal is too narrow, first first;
+#: the id, the status and the counts always stay
+_RUNS_DROPPABLE = ("agent", "name", "cases", "created", "eval sets")
+_RUNS_FLEXIBLE = ("name", "eval sets", "agent")
+
+
+def runs_table(
+    infos: Sequence[Any], *, width: int = RUNS_WIDE, short: dict[str, str] | None = None
+) -> Table:
+    """Stored runs (`assay.store.RunInfo`), one row each, ids as unique prefixes (`short`).
+    Below `RUNS_WIDE` columns the counts share one `pass/fail/n.e.` column and the date
+    loses its year; columns that still do not fit give way (`_RUNS_DROPPABLE`); long text
+    is cut with an ellipsis, never folded over lines. The id and the status stay whole."""
+    short = short or {}
+    wide = width >= RUNS_WIDE
+    columns: dict[str, list[str | Text]] = {"id": [short.get(i.id, i.id) for i in infos]}
+    if any(info.name for info in infos):
+        columns["name"] = [Text(info.name or "") for info in infos]  # never markup
+    columns["created"] = [str(i.created_at)[:19] if wide else str(i.created_at)[5:16]
+                          for i in infos]  # fmt: skip
+    columns["status"] = [info.status for info in infos]
+    columns["eval sets"] = [Text(", ".join(info.eval_set_ids)) for info in infos]
+    columns["agent"] = [Text(info.agent or "") for info in infos]
+    columns["cases"] = [str(info.case_count) for info in infos]
+    counts = [
+        (
+            Text(str(info.passed), style="green"),
+            Text(str(info.failed), style="red" if info.failed else ""),
+            Text(str(info.not_evaluated), style="yellow" if info.not_evaluated else ""),
+        )
+        for info in infos
+    ]
+    if wide:
+        for index, header in enumerate(("passed", "failed", "not eval.")):
+            columns[header] = [c[index] for c in counts]
+    else:
+        columns["pass/fail/n.e."] = [Text("/").join(c) for c in counts]
+    longest = {h: max([len(h), *(len(str(v)) for v in vs)]) for h, vs in columns.items()}
+
+    def needed(names: Sequence[str]) -> int:  # each column takes 2 more: padding, divider
+        return sum(min(longest[n], 12) if n in _RUNS_FLEXIBLE else longest[n] for n in names) \
+            + 2 * len(names)  # fmt: skip
+
+    shown = list(columns)
+    for name in _RUNS_DROPPABLE:
+        if name in shown and (needed(shown) > width or (name == "agent" and not wide)):
+            shown.remove(name)
+    # The flexible columns share what is left, the shortest first.
+    left = width - needed([n for n in shown if n not in _RUNS_FLEXIBLE])
+    widths = {n: longest[n] for n in shown}
+    flexible = sorted((n for n in shown if n in _RUNS_FLEXIBLE), key=lambda n: longest[n])
+    for taken, name in enumerate(flexible):
+        widths[name] = max(
+            min(longest[name], 8), min(longest[name], left // (len(flexible) - taken) - 2)
+        )
+        left -= widths[name] + 2
+    table = Table(title="Runs", title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))  # fmt: skip
+    numeric = {"cases", "passed", "failed", "not eval.", "pass/fail/n.e."}
+    for name in shown:
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=widths[name],
+                         justify="right" if name in numeric else "left")  # fmt: skip
+    for row in range(len(infos)):
+        table.add_row(*(columns[name][row] for name in shown))
+    return table
 
 
 def run_header(info: Any) -> Table:
@@ -227,3 +324,62 @@ def refusal_list(items: Sequence[str], *, limit: int = MAX_LISTED, indent: int =
     if len(items) > limit:
         lines.append(f"{pad}and {len(items) - limit} more")
     return Text("\n".join(lines))
+
+
+# One case of a stored run (`assay runs show RUN --case ID`).
+
+
+def select_case(cases: Sequence[CaseResult], ref: str) -> list[CaseResult]:
+    """The case runs `ref` names (an id, or `SET/ID`), in run order; ConfigError (exit 2)
+    naming the closest id when none matches."""
+    matched = [c for c in cases if c.case_id == ref]
+    if not matched and "/" in ref:
+        set_id, _, case_id = ref.partition("/")
+        matched = [c for c in cases if c.case_id == case_id and (c.eval_set_id or "") == set_id]
+    if matched:
+        return sorted(matched, key=lambda c: (c.eval_set_id or "", c.run_index))
+    ids = list(dict.fromkeys(c.case_id for c in cases))
+    raise ConfigError(
+        f"--case {ref!r}: no such case in this run{did_you_mean(ref, ids)}; its cases:\n"
+        + refusal_list(ids).plain
+    )
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def print_case(console: Console, case: CaseResult, *, runs: int = 1) -> None:
+    """One case run: heading, error, metrics, traceback."""
+    head = Text(f"case {case.case_id}", style="bold")
+    if case.eval_set_id:
+        head.append(f"  eval set {case.eval_set_id}", style="dim")
+    if runs > 1:
+        head.append(f"  run {case.run_index + 1}")
+    head.append(f"  {case.status.value}")
+    if case.error_type is not None:
+        head.append(f"  {case.error_type}", style="red")
+    if case.latency_s is not None:
+        head.append(f"  {case.latency_s:.2f}s", style="dim")
+    console.print(head, soft_wrap=True)
+    if case.error:
+        console.print(Text(f"error: {case.error}", style="red"), soft_wrap=True)
+    for name, metric in case.metrics.items():
+        line = f"  {name}: {_score(metric.score)}"
+        if metric.threshold is not None:
+            line += f" (threshold {_score(metric.threshold)})"
+        line += f" {metric.status.value if metric.status else 'informational'}"
+        if metric.explanation and metric.explanation != case.error:  # said once, above
+            line += f" - {metric.explanation}"
+        console.print(Text(line), soft_wrap=True)
+    if case.traceback:
+        console.print(Text("traceback (the agent's frames):", style="bold"))
+        console.print(Text(case.traceback.rstrip("\n")), soft_wrap=True, highlight=False)
+
+
+def print_cases(console: Console, cases: Sequence[CaseResult]) -> None:
+    """Every run of one case, one after the other."""
+    for i, case in enumerate(cases):
+        if i:
+            console.print()
+        print_case(console, case, runs=len(cases))

@@ -7,13 +7,12 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from assay.model.results import EvalResult
 from assay.report.atomic import replaced_whole
 
 
-def row_columns(rows: Sequence[dict[str, Any]]) -> list[str]:
+def row_columns(rows: Sequence[dict[str, object]]) -> list[str]:
     """Every column of every row, in first-seen order (rows may differ in columns)."""
     columns: dict[str, None] = {}
     for row in rows:

@@ -5,17 +5,32 @@ reason (the terminal's line, e.g. `missing call switch_off(device_id="device_4")
 whose body lists each failed metric with its score and threshold; a case whose agent
 (or a metric) crashed as an error; a NOT_EVALUATED case as skipped, with the reason in
 the message.
+
+One writer serves every run (`JUnitWriter`): each case run's `<testcase>` is serialized
+as soon as it is scored (in the worker that scored it, for a streamed run:
+`testcase_xml`) and spooled to a temporary file per eval set; `finish` writes the
+suites' totals, which are only known at the end, then copies each suite's test cases
+in, and moves the file into place. A loaded run's `write_junit` feeds it its cases. The
+document is the one ElementTree writes for the whole tree, indented (the tests compare
+the two).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
+from assay.errors import AssayError
 from assay.model.error_types import ErrorType
 from assay.model.results import CaseResult, EvalResult, Status
 from assay.report.analysis import analyze_case
-from assay.report.atomic import replaced_whole
+from assay.report.atomic import partial_path, remove_quietly
 
 
 def _fmt(value: float | None) -> str:
@@ -86,40 +101,161 @@ def add_testcase(parent: ET.Element, case: CaseResult, set_id: str, runs: int) -
     return None
 
 
+EncodedTestcase = tuple[bytes, str | None, float]
+"""A `<testcase>` as UTF-8 XML, the count it adds to ("failures", ...) and its time."""
+_COUNTS = ("tests", "failures", "errors", "skipped")
+
+
+def testcase_xml(case: CaseResult, set_id: str, runs: int = 1) -> EncodedTestcase:
+    """One case run's `<testcase>`, indented as it sits in the whole document."""
+    holder = ET.Element("testsuite")
+    kind = add_testcase(holder, case, set_id, runs)
+    testcase = holder[0]
+    ET.indent(testcase, level=2)  # testsuites > testsuite > testcase
+    return ET.tostring(testcase, encoding="unicode").encode(), kind, case.latency_s or 0.0
+
+
+def _start_tag(tag: str, attributes: dict[str, str]) -> bytes:
+    """`<tag a="...">` escaped as ElementTree escapes it."""
+    element = ET.Element(tag, attributes)
+    text = ET.tostring(element, encoding="unicode", short_empty_elements=False)
+    return text[: -len(f"</{tag}>")].encode()
+
+
+@dataclass
+class _Suite:
+    spool: IO[bytes]
+    path: Path | None
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
+    time: float = 0.0
+
+
+class JUnitWriter:
+    """The JUnit report of a run, written as its case runs come (see the module
+    docstring); `path=None` keeps the spools in memory (`junit_document`)."""
+
+    def __init__(self, path: str | Path | None, *, suite_name: str = "assay") -> None:
+        self.target = None if path is None else Path(path)
+        self.suite_name = suite_name
+        self._suites: dict[str, _Suite] = {}
+        if self.target is not None:
+            try:
+                self.target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> AssayError:
+        return AssayError(f"cannot write JUnit report {self.target}: {exc.strerror or exc}")
+
+    def add_case(self, case: CaseResult, set_id: str, runs: int = 1) -> None:
+        self.add_encoded(set_id, testcase_xml(case, set_id, runs))
+
+    def add_encoded(self, set_id: str, testcase: EncodedTestcase) -> None:
+        encoded, kind, elapsed = testcase
+        suite = self._suites.get(set_id)
+        try:
+            if suite is None:
+                suite = self._suites[set_id] = self._open_suite()
+            suite.spool.write(b"\n    " + encoded)
+        except OSError as exc:
+            raise self._error(exc) from None
+        suite.counts["tests"] += 1
+        if kind is not None:
+            suite.counts[kind] += 1
+        suite.time += elapsed
+
+    def _open_suite(self) -> _Suite:
+        if self.target is None:
+            return _Suite(io.BytesIO(), None)
+        path = partial_path(self.target, f"{os.getpid()}.{len(self._suites)}").with_suffix(".cases")
+        return _Suite(path.open("wb"), path)
+
+    def write_document(self, out: IO[bytes]) -> None:
+        """The whole document: the declaration, the totals, then each suite's cases."""
+        totals = dict.fromkeys(_COUNTS, 0)
+        for suite in self._suites.values():
+            for key in _COUNTS:
+                totals[key] += suite.counts[key]
+        root = {"name": self.suite_name, **{k: str(v) for k, v in totals.items()}}
+        root["time"] = f"{sum(s.time for s in self._suites.values()):.3f}"
+        out.write(b"<?xml version='1.0' encoding='utf-8'?>\n")
+        if not self._suites:
+            out.write(ET.tostring(ET.Element("testsuites", root), encoding="unicode").encode())
+            return
+        out.write(_start_tag("testsuites", root))
+        for set_id, suite in self._suites.items():
+            counts = {k: str(v) for k, v in suite.counts.items()}
+            attributes = {"name": set_id, **counts, "time": f"{suite.time:.3f}"}
+            out.write(b"\n  " + _start_tag("testsuite", attributes))
+            if isinstance(suite.spool, io.BytesIO):
+                out.write(suite.spool.getvalue())
+            else:
+                assert suite.path is not None  # a spool on disk has its path
+                suite.spool.close()
+                with suite.path.open("rb") as cases:
+                    shutil.copyfileobj(cases, out)
+            out.write(b"\n  </testsuite>")
+        out.write(b"\n</testsuites>")
+
+    def finish(self) -> Path:
+        """Write the document beside the target, move it into place; return its path."""
+        if self.target is None:
+            raise AssayError("an in-memory JUnit report has no file to finish")
+        tmp = partial_path(self.target, str(os.getpid()))
+        try:
+            with tmp.open("wb") as out:
+                self.write_document(out)
+            os.replace(tmp, self.target)
+        except OSError as exc:
+            remove_quietly(tmp)
+            raise self._error(exc) from None
+        except BaseException:
+            remove_quietly(tmp)
+            raise
+        finally:
+            self._cleanup()
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the spooled cases (the run failed before the report could be written)."""
+        self._cleanup()
+        if self.target is not None:
+            remove_quietly(partial_path(self.target, str(os.getpid())))
+
+    def _cleanup(self) -> None:
+        for suite in self._suites.values():
+            with contextlib.suppress(OSError):  # a failed flush (full disk): removed anyway
+                suite.spool.close()
+            if suite.path is not None:
+                remove_quietly(suite.path)
+
+
+def _fill(writer: JUnitWriter, result: EvalResult, suite_name: str) -> JUnitWriter:
+    runs = 1 + max((c.run_index for c in result.cases), default=0)
+    for case in result.cases:
+        set_id = case.eval_set_id or result.eval_set_id or suite_name
+        writer.add_case(case, set_id, runs)
+    return writer
+
+
+def junit_document(result: EvalResult, *, suite_name: str = "assay") -> bytes:
+    """The JUnit XML document of a finished run, as `write_junit` writes it."""
+    out = io.BytesIO()
+    _fill(JUnitWriter(None, suite_name=suite_name), result, suite_name).write_document(out)
+    return out.getvalue()
+
+
 def build_junit(result: EvalResult, *, suite_name: str = "assay") -> ET.Element:
     """The `<testsuites>` element for a run."""
-    suites: dict[str, list[CaseResult]] = {}
-    for case in result.cases:
-        suites.setdefault(case.eval_set_id or result.eval_set_id or suite_name, []).append(case)
-    runs = 1 + max((c.run_index for c in result.cases), default=0)
-    root = ET.Element("testsuites", name=suite_name)
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total_time = 0.0
-    for set_id, cases in suites.items():
-        suite = ET.SubElement(root, "testsuite", name=set_id)
-        counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
-        suite_time = 0.0
-        for case in cases:
-            suite_time += case.latency_s or 0.0
-            kind = add_testcase(suite, case, set_id, runs)
-            if kind is not None:
-                counts[kind] += 1
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
-        suite.set("time", f"{suite_time:.3f}")
-        total_time += suite_time
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", f"{total_time:.3f}")
-    return root
+    return ET.fromstring(junit_document(result, suite_name=suite_name))
 
 
 def write_junit(result: EvalResult, path: str | Path) -> Path:
-    """Write the JUnit XML report to `path`."""
-    tree = ET.ElementTree(build_junit(result))
-    ET.indent(tree)
-    target = Path(path)
-    with replaced_whole(target, "JUnit report") as tmp:
-        tree.write(tmp, encoding="utf-8", xml_declaration=True)
-    return target
+    """Write the JUnit XML report to `path` (replaced whole or not at all)."""
+    writer = JUnitWriter(path)
+    try:
+        _fill(writer, result, "assay")
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.finish()

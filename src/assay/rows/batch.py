@@ -29,7 +29,7 @@ from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
 from assay.model.results import CaseResult, Status
 from assay.report.json_report import CasesPart, csv_line, write_cases_part
-from assay.report.junit_stream import EncodedTestcase, testcase_xml
+from assay.report.junit import EncodedTestcase, testcase_xml
 from assay.rows.plan import RowPlan
 from assay.rows.writes import WorkerWrites
 from assay.store import EncodedCase, encode_case

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from assay.model.core import EvalSet
     from assay.model.results import EvalResult
     from assay.report.json_report import JsonReportWriter, RowSpool
-    from assay.report.junit_stream import JUnitStreamWriter
+    from assay.report.junit import JUnitWriter
 
 
 class AgentTally:
@@ -64,7 +64,7 @@ class StreamedReports:
     set_files: dict[str, str]
     json: JsonReportWriter | None
     spool: RowSpool | None
-    junit: JUnitStreamWriter | None
+    junit: JUnitWriter | None
     tally: Tally
     keep: int
     keep_all: bool

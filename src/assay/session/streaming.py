@@ -59,7 +59,7 @@ from assay.session.sinks import StreamedReports
 if TYPE_CHECKING:
     from assay.metrics.base import Metric
     from assay.report.json_report import JsonReportWriter, RowSpool
-    from assay.report.junit_stream import JUnitStreamWriter
+    from assay.report.junit import JUnitWriter
     from assay.store import Store
 
 _STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_EVALUATED)
@@ -152,7 +152,7 @@ def finish_reports(
     json_writer: JsonReportWriter | None,
     spool: RowSpool | None,
     csv_path: Path | None,
-    junit: JUnitStreamWriter | None,
+    junit: JUnitWriter | None,
 ) -> None:
     """Complete each report of a streamed run, each renamed into place when whole; an
     interrupted run's reports replace no report already there (those are discarded and
@@ -252,10 +252,10 @@ class StreamSettings:
             )
         return json_writer, spool
 
-    def open_junit(self) -> JUnitStreamWriter | None:
-        from assay.report.junit_stream import JUnitStreamWriter
+    def open_junit(self) -> JUnitWriter | None:
+        from assay.report.junit import JUnitWriter
 
-        return JUnitStreamWriter(self.junit_path) if self.junit_path is not None else None
+        return JUnitWriter(self.junit_path) if self.junit_path is not None else None
 
 
 def off_fast_path(metrics: Sequence[Metric]) -> str | None:
@@ -425,7 +425,7 @@ class StreamingRun(StreamSettings):
         outcome: StreamOutcome,
         json_writer: JsonReportWriter | None,
         spool: RowSpool | None,
-        junit: JUnitStreamWriter | None,
+        junit: JUnitWriter | None,
     ) -> None:
         if outcome.interrupted:
             self._session.mark_interrupted()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from assay.errors import ConfigError, InputError
 from assay.formats._adk_content import read_persona
@@ -124,7 +123,7 @@ def resolve_persona(
     return found
 
 
-def _plain_persona(obj: dict[str, Any], loc: Loc) -> Persona:
+def _plain_persona(obj: dict[str, object], loc: Loc) -> Persona:
     unknown = set(obj) - set(_FIELDS) - _RESOURCE_KEYS
     if unknown:
         raise loc.error(f"unknown keys {sorted(unknown)}", expected=_EXPECTED)

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 from sqlalchemy import Row, and_, delete, insert, select
 
@@ -393,7 +393,7 @@ def case_inputs(document: Mapping[str, Any]) -> dict[str, JsonValue]:
             return InputError(message)
 
         try:
-            row["history"] = list(dump_history(turns[:-1], fail))
+            row["history"] = cast("list[JsonValue]", list(dump_history(turns[:-1], fail)))
         except InputError:
             # Turns the history column cannot hold (tool results, blobs): text only.
             row["history"] = [

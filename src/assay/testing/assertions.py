@@ -9,11 +9,14 @@ responses side by side.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.model.core import Turn
 from assay.model.results import CaseResult, EvalResult, InvocationResult, MetricResult, Status
 from assay.report.analysis import analyze_case
+
+if TYPE_CHECKING:
+    from assay.api_inputs import AgentInput, ConfigInput, Dataset, Metrics
 
 _SHOWN_CASES = 20  # a message that lists a thousand failures helps nobody
 
@@ -127,10 +130,10 @@ def check_result(result: EvalResult, *, count: bool = True) -> EvalResult:
 
 
 def assert_eval(
-    dataset: object,
-    metrics: object = None,
-    agent: object = None,
-    config: object = None,
+    dataset: Dataset,
+    metrics: Metrics = None,
+    agent: AgentInput = None,
+    config: ConfigInput = None,
     **options: Any,
 ) -> EvalResult:
     """Evaluate like `assay.evaluate(...)` and fail the test unless every case passed.

@@ -179,7 +179,7 @@ def _number(value: object, name: str) -> Any:
 
 
 def _parse_openai(
-    path: str, _model: str, body: dict[str, Any], headers: Mapping[str, str]
+    path: str, _model: str, body: dict[str, object], headers: Mapping[str, str]
 ) -> StandinRequest:
     model, raw_messages = body.get("model"), body.get("messages")
     if not isinstance(model, str) or not isinstance(raw_messages, list) or not raw_messages:
@@ -214,7 +214,7 @@ def _parse_openai(
 
 
 def _parse_gemini(
-    path: str, model: str, body: dict[str, Any], headers: Mapping[str, str]
+    path: str, model: str, body: dict[str, object], headers: Mapping[str, str]
 ) -> StandinRequest:
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
@@ -308,7 +308,7 @@ def parse_request(
     return _PARSERS[dialect](path, path_model, body, headers)
 
 
-def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, Any]:
+def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, object]:
     """The dialect's success body carrying `reply.text`, tool calls and token usage.
 
     Raises `BadScript` (a ValueError) when the scripted calls cannot be written in the
@@ -395,7 +395,7 @@ _ANTHROPIC_TYPE = {
 }
 
 
-def error_body(dialect: Dialect, status: int, message: str) -> dict[str, Any]:
+def error_body(dialect: Dialect, status: int, message: str) -> dict[str, object]:
     """The dialect's error body for an HTTP error `status`."""
     if dialect == "openai":
         kind = "rate_limit_exceeded" if status == 429 else "invalid_request_error"

@@ -299,7 +299,7 @@ class JudgeServer:
         self._send_json(handler, status, answer)
 
     @property
-    def embedding_requests(self) -> list[dict[str, Any]]:
+    def embedding_requests(self) -> list[dict[str, object]]:
         """The well-formed `/embeddings` request bodies received, in order."""
         with self._lock:
             return list(self._embedding_requests)

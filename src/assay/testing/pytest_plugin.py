@@ -26,11 +26,15 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from assay.testing.assertions import EvalFailure, check_result
+
+if TYPE_CHECKING:
+    from assay.config import EvalConfig
+    from assay.model.core import EvalSet
 
 DEFAULT_PATTERNS = ("test_*.evalset.json", "*.test.json")
 
@@ -87,7 +91,7 @@ class EvalFile(pytest.File):
         for case in evalset.cases:
             single = evalset.model_copy(update={"cases": [case]})
 
-            def run_case(request: pytest.FixtureRequest, _set: object = single) -> None:
+            def run_case(request: pytest.FixtureRequest, _set: EvalSet = single) -> None:
                 _run(request, _set, config, self.path)
 
             yield EvalCaseItem.from_parent(self, name=case.id, callobj=run_case)
@@ -147,7 +151,9 @@ def _agent_for(request: pytest.FixtureRequest, eval_file: Path) -> Any:
     return None
 
 
-def _run(request: pytest.FixtureRequest, evalset: object, config: object, eval_file: Path) -> None:
+def _run(
+    request: pytest.FixtureRequest, evalset: EvalSet, config: EvalConfig | None, eval_file: Path
+) -> None:
     __tracebackhide__ = True
     from assay.api import evaluate
 

@@ -73,8 +73,8 @@ class StructuredOutput:
 
     async def call(
         self,
-        schema: dict[str, Any] | None,
-        request: Callable[[dict[str, Any] | None], Awaitable[BackendReply]],
+        schema: dict[str, object] | None,
+        request: Callable[[dict[str, object] | None], Awaitable[BackendReply]],
     ) -> BackendReply:
         """`request(schema)` with the schema while it is supported, else `request(None)`."""
         if schema is None or not self.supported:
@@ -182,7 +182,7 @@ class SDKBackend(ABC):
     ) -> BackendReply:
         """One API call; ModelCallError when the call or its reply fails."""
 
-        async def request(schema: dict[str, Any] | None) -> BackendReply:
+        async def request(schema: dict[str, object] | None) -> BackendReply:
             return await self._request(messages, settings, schema)
 
         return await self._structured.call(settings.json_schema, request)
@@ -192,7 +192,7 @@ class SDKBackend(ABC):
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, Any] | None,
+        schema: dict[str, object] | None,
     ) -> BackendReply:
         """One request, for a JSON object of `schema` unless it is None."""
 

@@ -35,7 +35,7 @@ DEFAULT_MAX_TOKENS = 4096
 _ERRORS = StainlessErrors.of(anthropic)
 
 
-def closed_objects(schema: object) -> Any:
+def closed_objects(schema: object) -> object:
     """`schema` with ``additionalProperties: false`` on every object that does not say."""
     if isinstance(schema, list):
         return [closed_objects(item) for item in schema]
@@ -80,7 +80,7 @@ class AnthropicBackend(SDKBackend):
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, Any] | None,
+        schema: dict[str, object] | None,
     ) -> BackendReply:
         """One Messages API call."""
         system, turns = split_system(messages)

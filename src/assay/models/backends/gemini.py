@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import httpx
 from google import genai
@@ -109,7 +108,7 @@ class GeminiBackend(SDKBackend):
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, Any] | None,
+        schema: dict[str, object] | None,
     ) -> BackendReply:
         """One generateContent call."""
         system, turns = split_system(messages)

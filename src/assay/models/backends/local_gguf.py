@@ -238,7 +238,7 @@ class LocalGGUFBackend:
             self._server = server
             return server
 
-    def _generate(self, request: dict[str, Any], stop: threading.Event) -> BackendReply:
+    def _generate(self, request: dict[str, object], stop: threading.Event) -> BackendReply:
         if stop.is_set():
             raise ModelCallError(
                 "local judge call dropped before it started: its caller gave up or the"

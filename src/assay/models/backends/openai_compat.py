@@ -74,7 +74,7 @@ class OpenAICompatBackend(SDKBackend):
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, Any] | None,
+        schema: dict[str, object] | None,
     ) -> BackendReply:
         """One chat completion."""
         params: dict[str, Any] = {

@@ -59,7 +59,7 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def run_environment() -> dict[str, Any]:
+def run_environment() -> dict[str, object]:
     """Where a run is made, stored with it: the git commit of the working directory
     (when there is one) and the assay version."""
     found: dict[str, Any] = {"assay_version": __version__}
@@ -84,7 +84,7 @@ def _histogram(values: Sequence[float], low: float, high: float) -> list[int]:
     return bins
 
 
-def _metric_summary(name: str, result: EvalResult) -> dict[str, Any]:
+def _metric_summary(name: str, result: EvalResult) -> dict[str, object]:
     results = [c.metrics[name] for c in result.cases if name in c.metrics]
     scores = [s for m in results if (s := _finite(m.score)) is not None]
     thresholds = {m.threshold for m in results}
@@ -115,7 +115,7 @@ def _metric_summary(name: str, result: EvalResult) -> dict[str, Any]:
     }
 
 
-def _score_doc(score: Score) -> dict[str, Any]:
+def _score_doc(score: Score) -> dict[str, object]:
     doc: dict[str, Any] = {"value": _finite(score.value)}
     if score.explanation:
         doc["explanation"] = score.explanation
@@ -124,7 +124,7 @@ def _score_doc(score: Score) -> dict[str, Any]:
     return doc
 
 
-def _metric_doc(metric: MetricResult) -> dict[str, Any]:
+def _metric_doc(metric: MetricResult) -> dict[str, object]:
     return {
         "score": _finite(metric.score),
         "threshold": metric.threshold,
@@ -182,7 +182,7 @@ def _criteria_text(
     ]
 
 
-def _without_nulls(value: object) -> Any:
+def _without_nulls(value: object) -> object:
     """`value` with None, empty mappings and empty lists left out, recursively."""
     if isinstance(value, Mapping):
         kept = {k: _without_nulls(v) for k, v in value.items()}
@@ -192,7 +192,7 @@ def _without_nulls(value: object) -> Any:
     return value
 
 
-def _turn_doc(turn: Turn | None) -> dict[str, Any] | None:
+def _turn_doc(turn: Turn | None) -> dict[str, object] | None:
     if turn is None:
         return None
     steps = []
@@ -223,7 +223,7 @@ def _turn_doc(turn: Turn | None) -> dict[str, Any] | None:
     }
 
 
-def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
+def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, object]:
     invocations = []
     for inv in case.invocations:
         actual_calls = inv.actual.tool_calls() if inv.actual is not None else []
@@ -249,7 +249,7 @@ def _case_detail(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
     }
 
 
-def _case_row(case: CaseResult, analysis: FailureAnalysis) -> dict[str, Any]:
+def _case_row(case: CaseResult, analysis: FailureAnalysis) -> dict[str, object]:
     found = analysis.for_case(case)
     return {
         "key": case_run_key(case.eval_set_id, case.case_id, case.run_index),
