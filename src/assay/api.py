@@ -102,6 +102,7 @@ async def aevaluate(
     judge: str | None = None,
     judge_concurrency: int = 8,
     use_cache: bool = True,
+    judge_batch: bool = False,
     tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
     run_method: RunMethod | str | None = None,
     user_model: str | None = None,
@@ -156,7 +157,9 @@ async def aevaluate(
         run_method=run_method,
         simulator=simulator_options(user_model, simulator, personas),
     )
-    judge_options = JudgeRunOptions(model=judge, concurrency=judge_concurrency, use_cache=use_cache)
+    judge_options = JudgeRunOptions(
+        model=judge, concurrency=judge_concurrency, use_cache=use_cache, batch=judge_batch
+    )
     agent_label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
@@ -232,6 +235,8 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       `local:PATH.gguf`); `judge_concurrency` judge calls in flight per backend;
       replies are cached in `store` (in memory without one), `use_cache=False` calls
       the judge anyway. The summary gets `judge/calls`, `judge/cache_hits`, ....
+      `judge_batch=True` sends judge calls through the vendor's batch interface
+      (`assay eval --judge-batch`, docs/judges.md; not on a streamed agent run).
     - `mlflow`: an MLflow tracking URI (`sqlite:///mlflow.db`, `http://host:5000`) the
       completed run is also logged to, as `assay eval --mlflow` does (experiment
       `mlflow_experiment`, default "assay"; needs `assay[mlflow]`); an unusable URI

@@ -206,6 +206,14 @@ def eval_command(
         bool,
         typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
     ] = False,
+    judge_batch: Annotated[
+        bool,
+        typer.Option(
+            "--judge-batch",
+            help="Send judge calls through the vendor's batch interface (OpenAI-compatible"
+            " /v1/batches): about half the price, replies within the vendor's batch window.",
+        ),
+    ] = False,
     no_adk_history: Annotated[
         bool,
         typer.Option(
@@ -257,6 +265,7 @@ def eval_command(
             concurrency=judge_concurrency,
             use_cache=not no_cache,
             stats=JudgeStats(),  # shown live by the progress lines
+            batch=judge_batch,
         )
         cfg = _config_for(config, data[0])
         # A folder stands for the eval files under it (its config was found above).

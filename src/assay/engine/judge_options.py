@@ -31,6 +31,9 @@ class JudgeRunOptions:
     base_url: str | None = None
     #: the pool's counters (a `JudgeStats`), when the caller shows them as the run goes
     stats: Any = None
+    #: `--judge-batch`: judge calls through the vendor's batch interface (the batch ids
+    #: in `store`, so a resumed run collects a batch instead of paying twice)
+    batch: bool = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -83,4 +86,6 @@ class JudgeRunOptions:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             stats=self.stats,
+            batch=self.batch,
+            batch_ledger=self.store.judge_batches if self.store is not None else None,
         )

@@ -190,6 +190,8 @@ async def arun(
             # Scoring recorded data waits only on the judges, whose own adaptive limit
             # bounds the calls in flight: keep enough cases going to fill it.
             workers = max(workers, 2 * pool.concurrency)
+            if pool.batch:  # every case's judge calls wait for the same batch
+                workers = max(workers, len(jobs))
         ctx = CaseRunContext(
             metrics,
             agent,

@@ -12,6 +12,7 @@ cache and one set of stats; each endpoint's limiter and retry policy come from t
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from assay.errors import ConfigError
 from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
+from assay.models.batch import BatchBackend, BatchLedger, BatchQueue
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
@@ -27,6 +29,7 @@ from assay.models.resolve import make_backend, parse_model
 from assay.models.types import ModelBackend
 
 BackendFactory = Callable[..., ModelBackend]
+logger = logging.getLogger(__name__)
 
 
 class Judge(ModelClient):
@@ -75,6 +78,8 @@ class JudgePool:
         rng: random.Random | None = None,
         stats: JudgeStats | None = None,
         registry: ModelRegistry | None = None,
+        batch: bool = False,
+        batch_ledger: BatchLedger | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -109,6 +114,11 @@ class JudgePool:
         )
         # Given by a caller that shows the counters while the run goes (progress lines).
         self.stats = stats if stats is not None else JudgeStats()
+        #: `--judge-batch`: judge calls go through the vendor's batch interface where
+        #: the backend has one (live otherwise); `batch_ledger` keeps the batch ids
+        self.batch = batch
+        self.batch_ledger = batch_ledger
+        self._batchers: list[BatchQueue] = []
         self._factory = backend_factory
         self._sleep = sleep
         self._judges: dict[tuple[str, str | None, int | None], Judge | str] = {}
@@ -175,9 +185,24 @@ class JudgePool:
             parallelism=parallelism,
             sleep=self._sleep,
             in_flight=self._in_flight,
+            batcher=self._batcher_for(backend),
         )
         self._judges[key] = judge
         return judge
+
+    def _batcher_for(self, backend: ModelBackend) -> BatchQueue | None:
+        if not self.batch:
+            return None
+        if not isinstance(backend, BatchBackend):
+            logger.warning(
+                "judge %s:%s has no batch interface in assay; its calls are made live",
+                backend.backend,
+                backend.model,
+            )
+            return None
+        batcher = BatchQueue(backend, self.batch_ledger)
+        self._batchers.append(batcher)
+        return batcher
 
     @property
     def judges(self) -> list[Judge]:
@@ -188,6 +213,8 @@ class JudgePool:
         """Write every cached reply; count failed cache writes in the stats."""
         await self.cache.flush()
         self.stats.cache_write_errors = len(self.cache.write_errors)
+        for batcher in self._batchers:  # their replies are cached now
+            await batcher.settle()
 
     async def aclose(self) -> None:
         """Flush the cache and close every backend."""
@@ -195,6 +222,8 @@ class JudgePool:
         try:
             await self.flush()
         finally:
+            for batcher in self._batchers:
+                await batcher.aclose()
             for judge in self.judges:
                 try:
                     await judge.backend.aclose()

@@ -15,18 +15,25 @@ replies are read as JSON, skipping the typed layer's per-call conversions (see
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import openai
 import orjson
 
 from assay.models.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
-from assay.models.types import BackendReply, GenerationSettings
+from assay.models.http import error_detail
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 OPENAI_HOST = "api.openai.com"
 _ERRORS = StainlessErrors.of(openai)
+#: what each line of a judge batch asks for
+_BATCH_URL: Final = "/v1/chat/completions"
+#: batch states before its files are final
+_BATCH_RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
+logger = logging.getLogger(__name__)
 
 
 class OpenAICompatBackend(SDKBackend):
@@ -70,13 +77,13 @@ class OpenAICompatBackend(SDKBackend):
         )
         self.endpoint = str(self._client.base_url)
 
-    async def _request(
+    def _params(
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
         schema: dict[str, Any] | None,
-    ) -> BackendReply:
-        """One chat completion."""
+    ) -> dict[str, Any]:
+        """The chat completion request body."""
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [
@@ -92,6 +99,16 @@ class OpenAICompatBackend(SDKBackend):
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": schema},
             }
+        return params
+
+    async def _request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        settings: GenerationSettings,
+        schema: dict[str, Any] | None,
+    ) -> BackendReply:
+        """One chat completion."""
+        params = self._params(messages, settings, schema)
         # Plain JSON through the SDK client's own post(): the typed
         # chat.completions.create() spends about a millisecond of CPU per call
         # converting parameters and building reply models, the largest cost of the
@@ -128,6 +145,79 @@ class OpenAICompatBackend(SDKBackend):
             text=text,
             input_tokens=_count(usage.get("prompt_tokens")),
             output_tokens=_count(usage.get("completion_tokens")),
+        )
+
+    # -- the Batch API (`--judge-batch`, `assay.models.batch`) -------------------------------
+
+    def batch_request(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        """The body a live call would send (with the schema while the endpoint takes it)."""
+        schema = settings.json_schema if self._structured.supported else None
+        return self._params(messages, settings, schema)
+
+    async def submit_batch(self, requests: Mapping[str, dict[str, Any]]) -> str:
+        """Upload the requests as a JSONL file (``/files``) and create a batch of them
+        (``/batches``); the batch id."""
+        lines = [
+            orjson.dumps({"custom_id": key, "method": "POST", "url": _BATCH_URL, "body": body})
+            for key, body in requests.items()
+        ]
+        with self.stainless_errors(_ERRORS):
+            uploaded = await self._client.files.create(
+                file=("assay-judge-batch.jsonl", b"\n".join(lines) + b"\n"), purpose="batch"
+            )
+            batch = await self._client.batches.create(
+                input_file_id=uploaded.id, endpoint=_BATCH_URL, completion_window="24h"
+            )
+        return batch.id
+
+    async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
+        """Each request's outcome once the batch has ended (None while it runs): the
+        output file's replies, the errors file's failures, and an error for any
+        request an expired or cancelled batch left out (the caller makes those live)."""
+        with self.stainless_errors(_ERRORS):
+            batch = await self._client.batches.retrieve(batch_id)
+            if batch.status in _BATCH_RUNNING:
+                return None
+            outcomes: dict[str, BackendReply | ModelCallError] = {}
+            for file_id in (batch.output_file_id, batch.error_file_id):
+                if file_id:
+                    content = await self._client.files.content(file_id)
+                    for line in content.content.splitlines():
+                        if line.strip():
+                            self._batch_line(line, batch_id, outcomes)
+        return outcomes
+
+    def _batch_line(
+        self, line: bytes, batch_id: str, outcomes: dict[str, BackendReply | ModelCallError]
+    ) -> None:
+        """One line of an output or errors file into `outcomes` (by custom id)."""
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            logger.warning("batch %s: a result line is not JSON: %r", batch_id, line[:80])
+            return
+        key = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(key, str):
+            logger.warning("batch %s: a result line has no custom_id", batch_id)
+            return
+        response = item.get("response")
+        response = response if isinstance(response, dict) else {}
+        status = response.get("status_code")
+        body = response.get("body")
+        if status == 200 and isinstance(body, dict):
+            try:
+                outcomes[key] = self._reply(body)
+            except ModelCallError as exc:
+                outcomes[key] = exc
+            return
+        detail = error_detail(item.get("error")) or error_detail(body) or "no detail given"
+        outcomes[key] = ModelCallError(
+            f"{self.backend} judge {self.model}: batch {batch_id} failed this request"
+            f" (status {status}): {detail}",
+            retryable=False,
+            status=status if isinstance(status, int) else None,
         )
 
     async def aclose(self) -> None:
