@@ -1,0 +1,206 @@
+"""Judge calls through the OpenAI Batch API (`--judge-batch`, issue #38).
+
+Every scenario drives `assay eval` (in process, or as a real subprocess killed with
+SIGKILL) through the real openai SDK against the stand-in's ``/files`` and ``/batches``
+on 127.0.0.1, with a store on disk, and checks from the stand-in's own counters how
+many batches were submitted and how many live calls were made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.store import Store
+from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+
+runner = CliRunner()
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+ROWS = [
+    {"request": "Capital of France?", "response": "Paris.", "expected_response": "Paris"},
+    {"request": "Legs of a spider?", "response": "Six.", "expected_response": "Eight"},
+    {"request": "Boiling point of water?", "response": "100 C.", "expected_response": "100 C"},
+]
+
+
+def _rows(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
+    return path
+
+
+def _verdict(request: StandinRequest) -> StandinReply:
+    """"no" for the spider row (its answer is wrong), "yes" for the others."""
+    rating = "no" if "Six." in request.prompt else "yes"
+    return StandinReply(json.dumps({"rationale": f"rated {rating}", "rating": rating}))
+
+
+def _args(tmp_path: Path, store: str, out: Path, *extra: str) -> list[str]:
+    return [
+        "eval",
+        str(_rows(tmp_path)),
+        "--from",
+        "mlflow",
+        "-m",
+        "correctness",
+        "--judge",
+        "openai:stand-in",
+        "--store",
+        f"sqlite:///{tmp_path / store}",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def _eval(tmp_path: Path, store: str, *extra: str) -> dict[str, Any]:
+    out = tmp_path / f"{store}.json"
+    result = runner.invoke(app, _args(tmp_path, store, out, *extra))
+    assert result.exit_code == 1, result.output  # one case fails its verdict
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return data
+
+
+def _scores(result: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """case id -> (correctness score, status) of a result document."""
+    found: dict[str, tuple[Any, Any]] = {}
+    for case in result["cases"]:
+        for score in case["overall_eval_metric_results"]:
+            if score["metric_name"] == "correctness":
+                found[case["eval_id"]] = (score["score"], case["status"])
+    return found
+
+
+@pytest.fixture
+def judge_env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    with JudgeServer(_verdict) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        yield server
+
+
+def test_a_batch_run_gives_the_verdicts_of_a_live_run_in_one_batch(
+    tmp_path: Path, judge_env: JudgeServer
+) -> None:
+    server = judge_env
+    live = _eval(tmp_path, "live.db")
+    live_calls = len(server.requests)
+    assert live_calls == len(ROWS)
+    batched = _eval(tmp_path, "batch.db", "--judge-batch")
+    assert server.batch_submissions == 1
+    assert server.batch_requests == len(ROWS)
+    assert len(server.requests) == live_calls  # no live call in the batch run
+    assert _scores(batched) == _scores(live)
+    assert sorted(status for _, status in _scores(batched).values()) == [
+        "FAILED",
+        "PASSED",
+        "PASSED",
+    ]
+    assert batched["summary"]["judge/calls"] == len(ROWS)
+    # The batch's replies are in the reply cache under a live call's keys: a rerun,
+    # batched or live, calls nothing.
+    again = _eval(tmp_path, "batch.db", "--judge-batch", "--fresh")
+    _eval(tmp_path, "batch.db", "--fresh")
+    assert server.batch_submissions == 1
+    assert len(server.requests) == live_calls
+    assert _scores(again) == _scores(live)
+    with Store.open(f"sqlite:///{tmp_path / 'batch.db'}") as store:
+        opened = store.judge_batches.open_batches(
+            backend="openai", endpoint=server.openai_base_url + "/", model="stand-in"
+        )
+    assert opened == {}  # collected, never collected again
+
+
+def test_items_a_batch_fails_are_made_live(tmp_path: Path, judge_env: JudgeServer) -> None:
+    server = judge_env
+    answered: list[str] = []
+
+    def flaky(request: StandinRequest) -> StandinReply:
+        # The first answer to the water row fails (in the batch); the live retry works.
+        if "100 C." in request.prompt and "water" not in answered:
+            answered.append("water")
+            return StandinReply.server_error(message="batch worker lost")
+        return _verdict(request)
+
+    server.set_script(flaky)
+    result = _eval(tmp_path, "batch.db", "--judge-batch")
+    assert server.batch_submissions == 1
+    assert len(server.requests) == 1  # the failed item, made live
+    assert "100 C." in server.requests[0].prompt
+    assert sorted(status for _, status in _scores(result).values()) == [
+        "FAILED",
+        "PASSED",
+        "PASSED",
+    ]
+
+
+def _store_has_batch(path: Path) -> bool:
+    if not path.exists():
+        return False
+    with Store.open(f"sqlite:///{path}") as store:
+        with store.judge_batches._engine.connect() as conn:
+            from sqlalchemy import func, select
+
+            from assay.store.schema import judge_batches
+
+            count = conn.execute(select(func.count()).select_from(judge_batches)).scalar_one()
+    return bool(count)
+
+
+def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
+    tmp_path: Path, judge_env: JudgeServer
+) -> None:
+    server = judge_env
+    server.hold_batches()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "ASSAY_QUIET_STALE": "1",
+    }
+    first_out = tmp_path / "killed.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", *_args(tmp_path, "batch.db", first_out, "--judge-batch")],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _store_has_batch(tmp_path / "batch.db"):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "the batch was never recorded"
+            time.sleep(0.2)
+        assert server.batch_submissions == 1
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        if process.stderr is not None:
+            process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    assert not first_out.exists()
+    server.release_batches()
+    resumed = _eval(tmp_path, "batch.db", "--judge-batch")
+    assert server.batch_submissions == 1  # collected, not submitted again
+    assert server.batch_requests == len(ROWS)
+    assert server.requests == []  # and no live call
+    assert len(_scores(resumed)) == len(ROWS)
+    assert sorted(status for _, status in _scores(resumed).values()) == [
+        "FAILED",
+        "PASSED",
+        "PASSED",
+    ]
