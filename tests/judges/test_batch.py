@@ -41,7 +41,7 @@ def _rows(tmp_path: Path) -> Path:
 
 
 def _verdict(request: StandinRequest) -> StandinReply:
-    """"no" for the spider row (its answer is wrong), "yes" for the others."""
+    """ "no" for the spider row (its answer is wrong), "yes" for the others."""
     rating = "no" if "Six." in request.prompt else "yes"
     return StandinReply(json.dumps({"rationale": f"rated {rating}", "rating": rating}))
 
@@ -115,11 +115,7 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run_in_one_batch(
     assert server.batch_submissions == 1
     assert len(server.requests) == live_calls
     assert _scores(again) == _scores(live)
-    with Store.open(f"sqlite:///{tmp_path / 'batch.db'}") as store:
-        opened = store.judge_batches.open_batches(
-            backend="openai", endpoint=server.openai_base_url + "/", model="stand-in"
-        )
-    assert opened == {}  # collected, never collected again
+    assert _open_batches(tmp_path / "batch.db", server) == {}  # collected: never again
 
 
 def test_items_a_batch_fails_are_made_live(tmp_path: Path, judge_env: JudgeServer) -> None:
@@ -145,17 +141,14 @@ def test_items_a_batch_fails_are_made_live(tmp_path: Path, judge_env: JudgeServe
     ]
 
 
-def _store_has_batch(path: Path) -> bool:
+def _open_batches(path: Path, server: JudgeServer) -> dict[str, list[str]]:
+    """The batches of the stand-in judge recorded in the store at `path`, not collected."""
     if not path.exists():
-        return False
+        return {}
     with Store.open(f"sqlite:///{path}") as store:
-        with store.judge_batches._engine.connect() as conn:
-            from sqlalchemy import func, select
-
-            from assay.store.schema import judge_batches
-
-            count = conn.execute(select(func.count()).select_from(judge_batches)).scalar_one()
-    return bool(count)
+        return store.judge_batches.open_batches(
+            backend="openai", endpoint=server.openai_base_url + "/", model="stand-in"
+        )
 
 
 def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
@@ -178,7 +171,7 @@ def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
     )
     try:
         deadline = time.monotonic() + 120
-        while not _store_has_batch(tmp_path / "batch.db"):
+        while not _open_batches(tmp_path / "batch.db", server):
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
             assert time.monotonic() < deadline, "the batch was never recorded"
             time.sleep(0.2)
@@ -193,12 +186,14 @@ def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
             process.stderr.close()
     assert process.returncode == -signal.SIGKILL
     assert not first_out.exists()
+    assert list(_open_batches(tmp_path / "batch.db", server).values()) != [[]]
     server.release_batches()
     resumed = _eval(tmp_path, "batch.db", "--judge-batch")
     assert server.batch_submissions == 1  # collected, not submitted again
     assert server.batch_requests == len(ROWS)
     assert server.requests == []  # and no live call
     assert len(_scores(resumed)) == len(ROWS)
+    assert _open_batches(tmp_path / "batch.db", server) == {}
     assert sorted(status for _, status in _scores(resumed).values()) == [
         "FAILED",
         "PASSED",
