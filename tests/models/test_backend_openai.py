@@ -79,6 +79,16 @@ async def test_a_reply_with_its_tokens_and_the_request_the_server_saw(
     assert not server.errors
 
 
+async def test_the_prompt_cache_tokens_openai_reports_are_kept(server: JudgeServer) -> None:
+    server.set_script(StandinReply('{"verdict": "valid"}', input_tokens=1500, cached_tokens=1024))
+    backend = backend_for(server)
+    reply = await backend.complete(MESSAGES, GenerationSettings())
+    await backend.aclose()
+    assert (reply.input_tokens, reply.cached_tokens) == (1500, 1024)
+    # OpenAI caches a prompt's prefix by itself: the shared instructions go first
+    assert server.requests[0].body["messages"][0] == MESSAGES[0]
+
+
 async def test_json_schema_is_sent_as_response_format(server: JudgeServer) -> None:
     backend = backend_for(server)
     await backend.complete(MESSAGES, GenerationSettings(json_schema=SCHEMA))

@@ -188,7 +188,9 @@ class ModelClient:
             name = self.backend.backend
             self.stats.record_call(name)
             if isinstance(batched, BackendReply):
-                self.stats.record_tokens(name, batched.input_tokens, batched.output_tokens)
+                self.stats.record_tokens(
+                    name, batched.input_tokens, batched.output_tokens, batched.cached_tokens
+                )
                 return batched.text
             # Failed in the batch: made live, with the usual retries.
         if self._parallelism is None:
@@ -236,7 +238,9 @@ class ModelClient:
             else:
                 released = True
                 self.limiter.release(permit, ok=True)
-                self.stats.record_tokens(name, reply.input_tokens, reply.output_tokens)
+                self.stats.record_tokens(
+                    name, reply.input_tokens, reply.output_tokens, reply.cached_tokens
+                )
                 return reply.text
             released = True
             self.limiter.release(

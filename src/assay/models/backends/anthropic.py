@@ -33,6 +33,8 @@ from assay.models.types import BackendReply, GenerationSettings
 #: the Messages API requires max_tokens; room for a rationale over many rubric items
 DEFAULT_MAX_TOKENS = 4096
 _ERRORS = StainlessErrors.of(anthropic)
+#: Anthropic's prompt-cache marker (a five-minute cache, refreshed by each hit)
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
 
 def closed_objects(schema: object) -> Any:
@@ -90,7 +92,11 @@ class AnthropicBackend(SDKBackend):
             "messages": [{"role": role, "content": text} for role, text in turns],
         }
         if system:
-            params["system"] = system
+            # The judge instructions (and a rubric rendered into them) are the prefix
+            # every call of a metric shares: marked for Anthropic's prompt cache, which
+            # bills the cached part at a tenth of the input price (a prompt shorter than
+            # the model's minimum is simply not cached).
+            params["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
         if schema is not None:
             params["output_config"] = {
                 "format": {"type": "json_schema", "schema": closed_objects(schema)}
@@ -129,6 +135,7 @@ class AnthropicBackend(SDKBackend):
             text=text,
             input_tokens=input_tokens,
             output_tokens=(getattr(usage, "output_tokens", None) or 0) if usage else 0,
+            cached_tokens=(getattr(usage, "cache_read_input_tokens", None) or 0) if usage else 0,
         )
 
     async def aclose(self) -> None:

@@ -141,10 +141,15 @@ class OpenAICompatBackend(SDKBackend):
             raise self.empty_reply_error(reason)
         usage = completion.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        # OpenAI caches a prompt's prefix by itself (the judge prompts keep the shared
+        # instructions first, in the system message) and says how much it read.
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return BackendReply(
             text=text,
             input_tokens=_count(usage.get("prompt_tokens")),
             output_tokens=_count(usage.get("completion_tokens")),
+            cached_tokens=_count(cached),
         )
 
     # -- the Batch API (`--judge-batch`, `assay.models.batch`) -------------------------------
