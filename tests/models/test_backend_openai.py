@@ -5,7 +5,9 @@ Also covers the error-mapping helpers all backends share (assay.models.backends)
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -269,3 +271,28 @@ def test_split_system_joins_system_parts_and_keeps_turns() -> None:
     )
     assert system == "a\n\nb"
     assert turns == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
+
+
+async def test_calls_in_flight_are_spread_over_several_connection_pools(
+    server: JudgeServer,
+) -> None:
+    # One httpcore pool checks each of its connections on every request it assigns: 32
+    # calls in flight are spread over the backend's clients, 4 connections each.
+    release = threading.Event()
+    server.set_script(StandinReply('{"verdict": "valid"}', hold=release))
+    backend = backend_for(server)
+    calls = [
+        asyncio.ensure_future(backend.complete(MESSAGES, GenerationSettings())) for _ in range(32)
+    ]
+    try:
+        while server.in_flight < 32:
+            await asyncio.sleep(0.01)
+        pools = [len(client._client._transport._pool.connections) for client in backend._shards]
+    finally:
+        release.set()
+        replies = await asyncio.gather(*calls)
+        await backend.aclose()
+    assert len(pools) > 1
+    assert sum(pools) == 32
+    assert max(pools) == 32 // len(pools)
+    assert {r.text for r in replies} == {'{"verdict": "valid"}'}
