@@ -199,3 +199,19 @@ def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
         "PASSED",
         "PASSED",
     ]
+
+
+def test_an_anthropic_judge_batches_through_message_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "unused")
+    with JudgeServer(_verdict) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        live = _eval(tmp_path, "live.db", "--judge", "anthropic:stand-in")
+        assert len(server.requests) == len(ROWS)
+        batched = _eval(tmp_path, "batch.db", "--judge", "anthropic:stand-in", "--judge-batch")
+        assert server.batch_submissions == 1
+        assert server.batch_requests == len(ROWS)
+        assert len(server.requests) == len(ROWS)  # no live call in the batch run
+    assert _scores(batched) == _scores(live)
+    assert batched["summary"]["judge/calls"] == len(ROWS)

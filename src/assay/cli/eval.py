@@ -211,7 +211,8 @@ def eval_command(
         typer.Option(
             "--judge-batch",
             help="Send judge calls through the vendor's batch interface (OpenAI-compatible"
-            " /v1/batches): about half the price, replies within the vendor's batch window.",
+            " /v1/batches, Anthropic Message Batches): about half the price, replies within"
+            " the vendor's batch window.",
         ),
     ] = False,
     no_adk_history: Annotated[

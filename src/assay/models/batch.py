@@ -2,7 +2,8 @@
 for work that may wait.
 
 A `BatchQueue` sits between a `ModelClient` and a backend that can batch
-(`BatchBackend`: OpenAI-compatible ``/v1/files`` + ``/v1/batches``). Each call is queued
+(`BatchBackend`: OpenAI-compatible ``/v1/files`` + ``/v1/batches``, Anthropic's Message
+Batches). Each call is queued
 under its reply-cache key, which is also its ``custom_id`` in the batch; once no new call
 has come for `window_s` (or `max_wait_s` after the first, or at `max_items`), the queue
 submits one batch, polls it with back-off and resolves every waiting call from the output

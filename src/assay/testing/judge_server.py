@@ -106,7 +106,7 @@ class JudgeServer:
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._batches = BatchEndpoints(self._batch_answer)
+        self._batches = BatchEndpoints(self._batch_answer, lambda: self.base_url)
         self._batch_requests = 0
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -222,28 +222,29 @@ class JudgeServer:
         """Answer batches when next looked at (the default)."""
         self._batches.released.set()
 
-    def _batch_answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """One line of a batch, answered by the script as a live call would be (its
+    def _batch_answer(self, dialect: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One request of a batch, answered by the script as a live call would be (its
         delay and hold left out: the batch is the wait)."""
-        path = "/v1/chat/completions"
+        kind: Dialect = "anthropic" if dialect == "anthropic" else "openai"
+        path = "/v1/messages" if kind == "anthropic" else "/v1/chat/completions"
         try:
-            request = parse_request("openai", path, "", body, {})
+            request = parse_request(kind, path, "", body, {})
         except BadRequest as exc:
             with self._lock:
-                self._errors.append(f"bad openai request in a batch: {exc}")
-            return 400, error_body("openai", 400, f"bad request: {exc}")
+                self._errors.append(f"bad {kind} request in a batch: {exc}")
+            return 400, error_body(kind, 400, f"bad request: {exc}")
         with self._lock:
             self._batch_requests += 1
             reply = self._next_reply(request)
         if reply.status >= 400 or reply.raw_body is not None:
             status = reply.status if reply.status >= 400 else 500
-            return status, error_body("openai", status, reply.text or "stand-in error")
+            return status, error_body(kind, status, reply.text or "stand-in error")
         try:
             return 200, reply_body(request, reply)
         except BadScript as exc:
             with self._lock:
                 self._errors.append(f"bad scripted reply: {exc}")
-            return 500, error_body("openai", 500, f"stand-in script gave a bad reply: {exc}")
+            return 500, error_body(kind, 500, f"stand-in script gave a bad reply: {exc}")
 
     def _batch_route(self, handler: _Handler, method: str, path: str, raw: bytes) -> bool:
         """Answer a Batch API request (`standin_batches`); False for any other path."""

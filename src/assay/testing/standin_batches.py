@@ -7,7 +7,10 @@
   (counted in `submissions`);
 - ``GET .../batches/{id}``: the batch, ``in_progress`` while held, else ``completed``
   with an output file (the requests answered 200) and an errors file (the others);
-- ``GET .../files/{id}/content``: a file's bytes.
+- ``GET .../files/{id}/content``: a file's bytes;
+
+and Anthropic's Message Batches: ``POST .../messages/batches``, ``GET
+.../messages/batches/{id}`` and its ``/results`` (JSONL, once ``ended``).
 
 Each line of a batch is answered by the server's script exactly as a live chat
 completion would be (the `answer` callback), when the batch is first looked at after
@@ -26,8 +29,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: (status, body) of one chat completion, as the live endpoint would answer it
-Answer = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+#: (status, body) of one request in a dialect ("openai", "anthropic"), as the live
+#: endpoint would answer it
+Answer = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 #: what an endpoint answers: status, body bytes, content type
 Response = tuple[int, bytes, str]
 
@@ -61,8 +65,10 @@ class StandinBatch:
 class BatchEndpoints:
     """The stand-in's batch state; `handle` answers a request or returns None."""
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, base_url: Callable[[], str]) -> None:
         self._answer = answer
+        self._base_url = base_url
+        self._message_batches: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._files: dict[str, bytes] = {}
         self._batches: dict[str, StandinBatch] = {}
@@ -76,6 +82,8 @@ class BatchEndpoints:
         self, method: str, path: str, headers: Mapping[str, str], raw: bytes
     ) -> Response | None:
         parts = [p for p in path.split("/") if p]
+        if "batches" in parts and parts[parts.index("batches") - 1] == "messages":
+            return self._anthropic(method, parts[parts.index("batches") + 1 :], raw)
         if "files" in parts:
             tail = parts[parts.index("files") + 1 :]
             if method == "POST" and not tail:
@@ -142,6 +150,70 @@ class BatchEndpoints:
                 self._run(batch)
             return _json(200, batch.body())
 
+    # -- Anthropic Message Batches --------------------------------------------------------
+
+    def _anthropic(self, method: str, tail: list[str], raw: bytes) -> Response | None:
+        if method == "POST" and not tail:
+            try:
+                body = json.loads(raw)
+                requests = body["requests"]
+                items = [(str(r["custom_id"]), dict(r["params"])) for r in requests]
+            except (ValueError, KeyError, TypeError) as exc:
+                return _anthropic_error(400, f"bad message batch: {exc}")
+            with self._lock:
+                self.submissions += 1
+                batch_id = f"msgbatch_{self.submissions}"
+                self._message_batches[batch_id] = {"items": items, "results": None}
+                return _json(200, self._message_batch_body(batch_id))
+        if method == "GET" and tail:
+            with self._lock:
+                batch = self._message_batches.get(tail[0])
+                if batch is None:
+                    return _anthropic_error(404, f"no message batch {tail[0]}")
+                if batch["results"] is None and self.released.is_set():
+                    batch["results"] = self._run_anthropic(batch["items"])
+                if len(tail) == 1:
+                    return _json(200, self._message_batch_body(tail[0]))
+                if len(tail) == 2 and tail[1] == "results" and batch["results"] is not None:
+                    return 200, batch["results"], "application/binary"
+        return None
+
+    def _run_anthropic(self, items: list[tuple[str, dict[str, Any]]]) -> bytes:
+        lines = []
+        for custom_id, params in items:
+            status, reply = self._answer("anthropic", params)
+            if status == 200:
+                result: dict[str, Any] = {"type": "succeeded", "message": reply}
+            else:
+                result = {"type": "errored", "error": reply}
+            lines.append(json.dumps({"custom_id": custom_id, "result": result}).encode())
+        return b"\n".join(lines) + b"\n"
+
+    def _message_batch_body(self, batch_id: str) -> dict[str, Any]:
+        batch = self._message_batches[batch_id]
+        ended = batch["results"] is not None
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {
+                "processing": 0 if ended else len(batch["items"]),
+                "succeeded": len(batch["items"]) if ended else 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
+            "created_at": now,
+            "expires_at": now,
+            "ended_at": now if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": (
+                f"{self._base_url()}/v1/messages/batches/{batch_id}/results" if ended else None
+            ),
+        }
+
     def _run(self, batch: StandinBatch) -> None:
         """Answer every line of the batch (the lock held)."""
         output: list[bytes] = []
@@ -155,7 +227,7 @@ class BatchEndpoints:
             except (ValueError, KeyError, TypeError) as exc:
                 self.errors.append(f"batch {batch.id} line {number}: {exc}")
                 continue
-            status, reply = self._answer(request)
+            status, reply = self._answer("openai", request)
             result = {
                 "id": f"{batch.id}-{number}",
                 "custom_id": custom_id,
@@ -194,6 +266,12 @@ def _file_body(file_id: str, content: bytes, purpose: str) -> dict[str, Any]:
 
 def _json(status: int, body: Mapping[str, Any]) -> Response:
     return status, json.dumps(body).encode(), "application/json"
+
+
+def _anthropic_error(status: int, message: str) -> Response:
+    return _json(
+        status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    )
 
 
 def _error(status: int, message: str) -> Response:
