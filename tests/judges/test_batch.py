@@ -215,3 +215,23 @@ def test_an_anthropic_judge_batches_through_message_batches(
         assert len(server.requests) == len(ROWS)  # no live call in the batch run
     assert _scores(batched) == _scores(live)
     assert batched["summary"]["judge/calls"] == len(ROWS)
+
+
+def test_the_cases_of_a_recorded_run_share_one_batch(
+    tmp_path: Path, judge_env: JudgeServer
+) -> None:
+    # More cases than the judge concurrency keeps going live (2 x 8): all in one batch.
+    rows = tmp_path / "many.jsonl"
+    many = [
+        {"request": f"{i} plus one?", "response": f"{i + 1}.", "expected_response": f"{i + 1}"}
+        for i in range(100)
+    ]
+    rows.write_text("\n".join(json.dumps(r) for r in many) + "\n", encoding="utf-8")
+    out = tmp_path / "many.json"
+    args = _args(tmp_path, "batch.db", out, "--judge-batch")
+    args[1] = str(rows)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert judge_env.batch_submissions == 1
+    assert judge_env.batch_requests == 100
+    assert judge_env.requests == []
