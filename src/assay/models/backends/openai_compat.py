@@ -70,8 +70,8 @@ class OpenAICompatBackend(SDKBackend):
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         # Live calls take turns over a few clients, each with its own connection pool:
         # httpcore's pool checks every connection it holds on each request it assigns,
-        # a cost that grows with the connections of one pool (32 in flight over one pool
-        # spent about a third of the judge path's CPU there).
+        # a cost that grows with the connections of one pool (bench/README.md, "Judge
+        # throughput end to end").
         self._shards = [
             openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
             for _ in range(_POOL_SHARDS)
