@@ -235,3 +235,18 @@ def test_the_cases_of_a_recorded_run_share_one_batch(
     assert judge_env.batch_submissions == 1
     assert judge_env.batch_requests == 100
     assert judge_env.requests == []
+
+
+def test_evaluate_takes_judge_batch(tmp_path: Path, judge_env: JudgeServer) -> None:
+    import assay
+
+    result = assay.evaluate(
+        str(_rows(tmp_path)),
+        metrics=["correctness"],
+        format="mlflow",
+        judge="openai:stand-in",
+        judge_batch=True,
+    )
+    assert judge_env.batch_submissions == 1
+    assert judge_env.requests == []
+    assert result.summary["judge/calls"] == len(ROWS)
