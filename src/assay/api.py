@@ -107,6 +107,7 @@ async def aevaluate(
     judge_concurrency: int = 8,
     judge_samples: int | None = None,
     use_cache: bool = True,
+    judge_batch: bool = False,
     tool_behavior: ToolBehavior | str = ToolBehavior.REAL,
     run_method: RunMethod | str | None = None,
     user_model: str | None = None,
@@ -162,7 +163,11 @@ async def aevaluate(
         simulator=simulator_options(user_model, simulator, personas),
     )
     judge_options = JudgeRunOptions(
-        model=judge, concurrency=judge_concurrency, use_cache=use_cache, num_samples=judge_samples
+        model=judge,
+        concurrency=judge_concurrency,
+        use_cache=use_cache,
+        num_samples=judge_samples,
+        batch=judge_batch,
     )
     agent_label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     sinks = interop_sinks(
@@ -242,6 +247,8 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       `judge_samples` (`--judge-samples`): samples per judged item for every judged
       metric; items whose samples straddle the threshold are marked unstable
       (docs/judges.md) and counted in the summary's `judge/unstable/METRIC`.
+      `judge_batch=True` sends judge calls through the vendor's batch interface
+      (`assay eval --judge-batch`, docs/judges.md; not on a streamed agent run).
     - `mlflow`: an MLflow tracking URI (`sqlite:///mlflow.db`, `http://host:5000`) the
       completed run is also logged to, as `assay eval --mlflow` does (experiment
       `mlflow_experiment`, default "assay"; needs `assay[mlflow]`); an unusable URI

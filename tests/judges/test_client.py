@@ -368,6 +368,7 @@ async def test_pool_stats_are_shared_and_summarised() -> None:
         "judge/errors": 0,
         "judge/input_tokens": 20,
         "judge/output_tokens": 4,
+        "judge/cached_tokens": 0,
     }
     assert pool.stats.per_backend["fake"].calls == 2
     assert pool.stats.describe().startswith("judge: 2 calls, 2 cache hits, 0 retries")

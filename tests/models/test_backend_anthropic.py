@@ -75,8 +75,12 @@ async def test_a_reply_with_its_tokens_and_the_request_the_server_saw(
     (request,) = server.requests
     assert request.path == "/v1/messages"
     assert request.model == "claude-judge"
-    # the system prompt is the top-level field, not a message
-    assert request.body["system"] == "You check rubric items."
+    # the system prompt is the top-level field, not a message, marked for the prompt
+    # cache: it is the prefix every call of a metric shares (issue #38)
+    assert request.body["system"] == [
+        {"type": "text", "text": "You check rubric items.", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert request.system == "You check rubric items."
     assert request.body["messages"] == [
         {"role": "user", "content": "Rubric: mentions Paris. Answer: Paris."}
     ]
@@ -157,6 +161,7 @@ async def test_text_blocks_are_joined_and_cached_tokens_counted(server: JudgeSer
     reply = await backend.complete(MESSAGES, GenerationSettings())
     await backend.aclose()
     assert (reply.text, reply.input_tokens, reply.output_tokens) == ('{"rationale": "ok"}', 1110, 6)
+    assert reply.cached_tokens == 1000
 
 
 async def test_a_refusal_is_not_retryable(server: JudgeServer) -> None:

@@ -5,7 +5,9 @@ Also covers the error-mapping helpers all backends share (assay.models.backends)
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -77,6 +79,16 @@ async def test_a_reply_with_its_tokens_and_the_request_the_server_saw(
     assert request.body.get("n") is None  # one sample per call
     assert request.headers["authorization"] == "Bearer assay-no-key"
     assert not server.errors
+
+
+async def test_the_prompt_cache_tokens_openai_reports_are_kept(server: JudgeServer) -> None:
+    server.set_script(StandinReply('{"verdict": "valid"}', input_tokens=1500, cached_tokens=1024))
+    backend = backend_for(server)
+    reply = await backend.complete(MESSAGES, GenerationSettings())
+    await backend.aclose()
+    assert (reply.input_tokens, reply.cached_tokens) == (1500, 1024)
+    # OpenAI caches a prompt's prefix by itself: the shared instructions go first
+    assert server.requests[0].body["messages"][0] == MESSAGES[0]
 
 
 async def test_json_schema_is_sent_as_response_format(server: JudgeServer) -> None:
@@ -259,3 +271,28 @@ def test_split_system_joins_system_parts_and_keeps_turns() -> None:
     )
     assert system == "a\n\nb"
     assert turns == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
+
+
+async def test_calls_in_flight_are_spread_over_several_connection_pools(
+    server: JudgeServer,
+) -> None:
+    # One httpcore pool checks each of its connections on every request it assigns: 32
+    # calls in flight are spread over the backend's clients, 4 connections each.
+    release = threading.Event()
+    server.set_script(StandinReply('{"verdict": "valid"}', hold=release))
+    backend = backend_for(server)
+    calls = [
+        asyncio.ensure_future(backend.complete(MESSAGES, GenerationSettings())) for _ in range(32)
+    ]
+    try:
+        while server.in_flight < 32:
+            await asyncio.sleep(0.01)
+        pools = [len(client._client._transport._pool.connections) for client in backend._shards]
+    finally:
+        release.set()
+        replies = await asyncio.gather(*calls)
+        await backend.aclose()
+    assert len(pools) > 1
+    assert sum(pools) == 32
+    assert max(pools) == 32 // len(pools)
+    assert {r.text for r in replies} == {'{"verdict": "valid"}'}

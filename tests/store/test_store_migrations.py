@@ -45,6 +45,7 @@ def test_migrations_match_the_metadata(empty_url: str) -> None:
         "case_results",
         "resources",
         "judge_cache",
+        "judge_batches",
         "api_keys",
         "store_secrets",
         "aligned_judges",

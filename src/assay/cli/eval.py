@@ -219,6 +219,15 @@ class EvalOptions:
         bool,
         typer.Option("--no-cache", help="Call the judge even for cached replies (still cached)."),
     ] = False
+    judge_batch: Annotated[
+        bool,
+        typer.Option(
+            "--judge-batch",
+            help="Send judge calls through the vendor's batch interface (OpenAI-compatible"
+            " /v1/batches, Anthropic Message Batches): about half the price, replies within"
+            " the vendor's batch window.",
+        ),
+    ] = False
     no_adk_history: Annotated[
         bool,
         typer.Option(
@@ -277,6 +286,7 @@ def eval_command(opts: EvalOptions) -> None:
             use_cache=not opts.no_cache,
             stats=JudgeStats(),  # shown live by the progress lines
             num_samples=opts.judge_samples,
+            batch=opts.judge_batch,
         )
         cfg = _config_for(opts.config, opts.data[0])
         # A folder stands for the eval files under it (its config was found above).

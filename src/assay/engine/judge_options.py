@@ -34,6 +34,9 @@ class JudgeRunOptions:
     stats: Any = None
     #: `--judge-samples N`: judge samples per item for every judged metric of the run
     num_samples: int | None = None
+    #: `--judge-batch`: judge calls through the vendor's batch interface (the batch ids
+    #: in `store`, so a resumed run collects a batch instead of paying twice)
+    batch: bool = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -111,4 +114,6 @@ class JudgeRunOptions:
             stats=self.stats,
             aligned=self.aligned_judges,
             num_samples=self.num_samples,
+            batch=self.batch,
+            batch_ledger=self.store.judge_batches if self.store is not None else None,
         )

@@ -196,6 +196,8 @@ async def arun(
             # Scoring recorded data waits only on the judges, whose own adaptive limit
             # bounds the calls in flight: keep enough cases going to fill it.
             workers = max(workers, 2 * pool.concurrency)
+            if pool.batch:  # the cases' judge calls wait for one batch together
+                workers = max(workers, min(len(jobs), BATCHED_CASES_IN_FLIGHT))
         ctx = CaseRunContext(
             metrics,
             agent,
@@ -266,6 +268,11 @@ def _staged(
         failed=lambda job, message: lost_case_run(job, ctx.metrics, message),
         batch=batch,
     )
+
+
+#: cases scored at once when judge calls go in batches (`--judge-batch`): each batch
+#: holds the judge calls of up to this many cases
+BATCHED_CASES_IN_FLIGHT = 5_000
 
 
 def run(

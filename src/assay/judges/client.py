@@ -12,6 +12,7 @@ cache and one set of stats; each endpoint's limiter and retry policy come from t
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,7 @@ from assay.judges.align import (
 )
 from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
+from assay.models.batch import BatchBackend, BatchLedger, BatchQueue
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from assay.judges.align import AlignedJudgeSource
 
 BackendFactory = Callable[..., ModelBackend]
+logger = logging.getLogger(__name__)
 
 
 class Judge(ModelClient):
@@ -91,6 +94,8 @@ class JudgePool:
         aligned: AlignedJudgeSource | None = None,
         num_samples: int | None = None,
         sample_offset: int = 0,
+        batch: bool = False,
+        batch_ledger: BatchLedger | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -135,6 +140,11 @@ class JudgePool:
         )
         # Given by a caller that shows the counters while the run goes (progress lines).
         self.stats = stats if stats is not None else JudgeStats()
+        #: `--judge-batch`: judge calls go through the vendor's batch interface where
+        #: the backend has one (live otherwise); `batch_ledger` keeps the batch ids
+        self.batch = batch
+        self.batch_ledger = batch_ledger
+        self._batchers: list[BatchQueue] = []
         self._factory = backend_factory
         self._sleep = sleep
         self._judges: dict[tuple[str, str | None, int | None], Judge | str] = {}
@@ -238,6 +248,7 @@ class JudgePool:
             sleep=self._sleep,
             in_flight=self._in_flight,
             sample_offset=self.sample_offset,
+            batcher=self._batcher_for(backend),
         )
         self._judges[key] = judge
         return judge
@@ -258,6 +269,20 @@ class JudgePool:
         self._aligned_judges[key] = judge
         return judge
 
+    def _batcher_for(self, backend: ModelBackend) -> BatchQueue | None:
+        if not self.batch:
+            return None
+        if not isinstance(backend, BatchBackend):
+            logger.warning(
+                "judge %s:%s has no batch interface in assay; its calls are made live",
+                backend.backend,
+                backend.model,
+            )
+            return None
+        batcher = BatchQueue(backend, self.batch_ledger)
+        self._batchers.append(batcher)
+        return batcher
+
     @property
     def judges(self) -> list[Judge]:
         """The judges built so far (aligned judges share their base judge's backend)."""
@@ -267,6 +292,8 @@ class JudgePool:
         """Write every cached reply; count failed cache writes in the stats."""
         await self.cache.flush()
         self.stats.cache_write_errors = len(self.cache.write_errors)
+        for batcher in self._batchers:  # their replies are cached now
+            await batcher.settle()
 
     async def aclose(self) -> None:
         """Flush the cache and close every backend."""
@@ -274,6 +301,8 @@ class JudgePool:
         try:
             await self.flush()
         finally:
+            for batcher in self._batchers:
+                await batcher.aclose()
             for judge in self.judges:
                 try:
                     await judge.backend.aclose()
@@ -308,15 +337,19 @@ class AlignedJudge(Judge):
             use_cache=base.use_cache,
             in_flight=in_flight,
             sample_offset=base.sample_offset,
+            batcher=base.batcher,
         )
         self.spec = spec
         self.judge_version = spec.ref
         self._base = base
         self._addition = alignment_text(spec.guidelines, spec.examples)
 
-    async def _call(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
-        # Through the base judge: its `parallelism_limit` bounds both judges' calls.
-        return await self._base._call(prompt, settings)
+    async def _call(
+        self, key: str, prompt: list[dict[str, Any]], settings: GenerationSettings
+    ) -> Outcome:
+        # Through the base judge: its `parallelism_limit` bounds both judges' calls, and
+        # its batch queue (`--judge-batch`) takes the aligned judge's calls too.
+        return await self._base._call(key, prompt, settings)
 
     def __repr__(self) -> str:
         return f"<AlignedJudge {self.spec.ref} over {self.label}>"

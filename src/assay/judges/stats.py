@@ -39,7 +39,8 @@ class JudgeStats(CallStats):
 
     def describe(self) -> str:
         """One line for people, e.g. `judge: 12 calls, 3 cache hits, ...`."""
-        tokens = f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens"
+        cached = f" ({self.cached_tokens:,} cached)" if self.cached_tokens else ""
+        tokens = f"{self.input_tokens:,} input{cached} + {self.output_tokens:,} output tokens"
         line = (
             f"judge: {self.calls:,} calls, {self.cache_hits:,} cache hits, "
             f"{self.retries:,} retries, {self.errors:,} errors, {tokens}"

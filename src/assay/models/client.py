@@ -17,10 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.models.batch import BatchQueue
 from assay.models.cache import ReplyCache, reply_cache_key
 from assay.models.policy import AdaptiveLimiter, Permit, RetryPolicy, Sleep
 from assay.models.stats import CallStats
-from assay.models.types import GenerationSettings, ModelBackend, ModelCallError
+from assay.models.types import BackendReply, GenerationSettings, ModelBackend, ModelCallError
 
 Outcome = str | ModelCallError
 
@@ -51,6 +52,7 @@ class ModelClient:
         in_flight: dict[str, asyncio.Future[Outcome]] | None = None,
         role: str | None = None,
         sample_offset: int = 0,
+        batcher: BatchQueue | None = None,
     ) -> None:
         if role is not None:
             self.role = role
@@ -71,6 +73,8 @@ class ModelClient:
         )
         self._parallelism = parallelism
         self._semaphore: asyncio.Semaphore | None = None
+        #: set by `--judge-batch`: calls go through the vendor's batch interface first
+        self.batcher = batcher
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.backend.backend}:{self.backend.model}>"
@@ -176,14 +180,27 @@ class ModelClient:
         self._in_flight[key] = future
         outcome: Outcome = ModelCallError(f"the {self.role} call was cancelled", retryable=False)
         try:
-            outcome = await self._call(prompt, settings)
+            outcome = await self._call(key, prompt, settings)
         finally:
             if self._in_flight.get(key) is future:
                 del self._in_flight[key]
             future.set_result(outcome)
         return outcome
 
-    async def _call(self, prompt: list[dict[str, object]], settings: GenerationSettings) -> Outcome:
+    async def _call(
+        self, key: str, prompt: list[dict[str, Any]], settings: GenerationSettings
+    ) -> Outcome:
+        if self.batcher is not None:
+            # A batch call takes no live slot: the vendor paces its batches itself.
+            batched = await self.batcher.call(key, prompt, settings)
+            name = self.backend.backend
+            self.stats.record_call(name)
+            if isinstance(batched, BackendReply):
+                self.stats.record_tokens(
+                    name, batched.input_tokens, batched.output_tokens, batched.cached_tokens
+                )
+                return batched.text
+            # Failed in the batch: made live, with the usual retries.
         if self._parallelism is None:
             return await self._call_with_retries(prompt, settings)
         if self._semaphore is None:
@@ -229,7 +246,9 @@ class ModelClient:
             else:
                 released = True
                 self.limiter.release(permit, ok=True)
-                self.stats.record_tokens(name, reply.input_tokens, reply.output_tokens)
+                self.stats.record_tokens(
+                    name, reply.input_tokens, reply.output_tokens, reply.cached_tokens
+                )
                 return reply.text
             released = True
             self.limiter.release(

@@ -13,6 +13,7 @@ COUNTERS: tuple[str, ...] = (
     "errors",
     "input_tokens",
     "output_tokens",
+    "cached_tokens",
 )
 
 
@@ -25,7 +26,8 @@ class CallCounts:
       already in flight), with no call;
     - `retries`: calls repeated after a retryable failure;
     - `errors`: samples that failed for good (after their retries);
-    - `input_tokens` / `output_tokens`: as reported by the backends.
+    - `input_tokens` / `output_tokens`: as reported by the backends;
+    - `cached_tokens`: the input tokens the vendors read from their prompt caches.
     """
 
     calls: int = 0
@@ -34,6 +36,7 @@ class CallCounts:
     errors: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -57,9 +60,13 @@ class CallStats(CallCounts):
     def record_call(self, backend: str) -> None:
         self._bump(backend, "calls")
 
-    def record_tokens(self, backend: str, input_tokens: int, output_tokens: int) -> None:
+    def record_tokens(
+        self, backend: str, input_tokens: int, output_tokens: int, cached_tokens: int = 0
+    ) -> None:
         self._bump(backend, "input_tokens", input_tokens)
         self._bump(backend, "output_tokens", output_tokens)
+        if cached_tokens:
+            self._bump(backend, "cached_tokens", cached_tokens)
 
     def record_cache_hits(self, backend: str, count: int = 1) -> None:
         self._bump(backend, "cache_hits", count)

@@ -96,11 +96,15 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class BackendReply:
-    """One completion: its text and the tokens the backend reported (0 when unknown)."""
+    """One completion: its text and the tokens the backend reported (0 when unknown).
+
+    `cached_tokens` are the input tokens the vendor read from its prompt cache (part of
+    `input_tokens`, billed at a fraction of the price)."""
 
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class ModelCallError(AssayError):

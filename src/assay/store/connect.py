@@ -43,7 +43,7 @@ POOL_OVERFLOW = 32
 # The newest migration (store/migrations/versions/): a store already at it is opened
 # without loading Alembic and its scripts (a cost every `assay` command paid). A test
 # holds it to Alembic's own head.
-SCHEMA_HEAD = "0008"
+SCHEMA_HEAD = "0009"
 # pg_advisory_xact_lock key serialising concurrent migrations ("assay" in ASCII).
 _MIGRATION_LOCK_KEY = 0x6173736179
 # Execution option marking write transactions, which take SQLite's write lock up front.

@@ -10,6 +10,8 @@
   with a display name unique within an app and kind, an etag and create/update times.
 - `judge_cache`: judge replies keyed by a hash of backend, model, prompt, sample and
   generation settings.
+- `judge_batches`: judge batches submitted to a vendor and the cache keys they hold,
+  until collected.
 - `api_keys`: the REST service's API keys, stored as a salted hash (never the key).
 - `store_secrets`: random keys the services keep per store (the page-token signing key).
 - `labels`: people's verdicts on one metric of one case run of a run (`store/labels.py`),
@@ -176,6 +178,21 @@ judge_cache = Table(
     Column("model", String(256), nullable=False),
     Column("reply", JSONValue, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Judge batches submitted to a vendor's batch interface (`--judge-batch`): a resumed run
+# collects an open one instead of submitting its requests again.
+judge_batches = Table(
+    "judge_batches",
+    metadata,
+    Column("batch_id", String(256), primary_key=True),
+    Column("backend", String(64), nullable=False),
+    Column("endpoint", String(1024), nullable=False),
+    Column("model", String(256), nullable=False),
+    # the reply-cache keys of its requests (each its custom_id in the batch)
+    Column("request_keys", JSONValue, nullable=False),
+    Column("submitted_at", UTCDateTime, nullable=False),
+    Column("collected_at", UTCDateTime),
 )
 
 api_keys = Table(

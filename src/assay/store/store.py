@@ -14,6 +14,7 @@ from assay.store._bulk import EncodedCase
 from assay.store.aligned_judges import AlignedJudgeRepository
 from assay.store.api_keys import ApiKeyRepository
 from assay.store.connect import create_store_engine, migrate, resolve_url, wal_checkpoints
+from assay.store.judge_batches import JudgeBatches
 from assay.store.judge_cache import JudgeCache
 from assay.store.labels import LabelRepository
 from assay.store.resources import ResourceRepository
@@ -38,6 +39,8 @@ class Store:
         """Evaluations, evaluation datasets and personas (CES resources)."""
         self.judge_cache = JudgeCache(engine, url)
         """Judge replies by request hash."""
+        self.judge_batches = JudgeBatches(engine, url)
+        """Judge batches submitted to a vendor (`--judge-batch`), until collected."""
         self.api_keys = ApiKeyRepository(engine, url)
         """API keys of the REST service."""
         self.secrets = SecretRepository(engine, url)

@@ -111,6 +111,9 @@ class StandinReply:
     headers: Mapping[str, str] = field(default_factory=dict)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: input tokens reported as read from the prompt cache (OpenAI's
+    #: ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``)
+    cached_tokens: int | None = None
     hold: threading.Event | None = None
     tool_calls: Sequence[ToolCallSpec] = ()
 
@@ -344,6 +347,11 @@ def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, object
                 "prompt_tokens": tokens_in,
                 "completion_tokens": tokens_out,
                 "total_tokens": tokens_in + tokens_out,
+                **(
+                    {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
+                    if reply.cached_tokens is not None
+                    else {}
+                ),
             },
         }
     if request.dialect == "gemini":
@@ -372,7 +380,15 @@ def reply_body(request: StandinRequest, reply: StandinReply) -> dict[str, object
         "content": blocks,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+        "usage": {
+            "input_tokens": tokens_in,
+            "output_tokens": tokens_out,
+            **(
+                {"cache_read_input_tokens": reply.cached_tokens}
+                if reply.cached_tokens is not None
+                else {}
+            ),
+        },
     }
 
 

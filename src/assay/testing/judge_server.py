@@ -8,7 +8,9 @@ form the SDKs build works:
 - Gemini generateContent: ``POST .../models/{model}:generateContent``
 - Anthropic messages: ``POST .../messages``
 
-and, for `embedding_similarity`, OpenAI embeddings (``POST .../embeddings``) with
+the OpenAI Batch API (``/files``, ``/batches``; `assay.testing.standin_batches`,
+counted in `JudgeServer.batch_submissions`, held with `hold_batches`), and, for
+`embedding_similarity`, OpenAI embeddings (``POST .../embeddings``) with
 deterministic vectors (`assay.testing.standin_embeddings`), logged in
 `JudgeServer.embedding_requests`.
 
@@ -62,6 +64,7 @@ from assay.testing.judge_dialects import (
     reply_body,
     route,
 )
+from assay.testing.standin_batches import BatchEndpoints
 from assay.testing.standin_embeddings import embeddings_reply
 from assay.testing.standin_schema import schema_script
 from assay.testing.standin_tools import BadScript, StandinToolCall
@@ -103,6 +106,8 @@ class JudgeServer:
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._batches = BatchEndpoints(self._batch_answer, lambda: self.base_url)
+        self._batch_requests = 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -198,6 +203,59 @@ class JudgeServer:
         with self._lock:
             return self._peak_in_flight
 
+    @property
+    def batch_submissions(self) -> int:
+        """Batches created through ``POST .../batches`` so far."""
+        return self._batches.submissions
+
+    @property
+    def batch_requests(self) -> int:
+        """Requests answered inside batches so far (not in `requests`)."""
+        with self._lock:
+            return self._batch_requests
+
+    def hold_batches(self) -> None:
+        """Keep batches ``in_progress`` until `release_batches`."""
+        self._batches.released.clear()
+
+    def release_batches(self) -> None:
+        """Answer batches when next looked at (the default)."""
+        self._batches.released.set()
+
+    def _batch_answer(self, dialect: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One request of a batch, answered by the script as a live call would be (its
+        delay and hold left out: the batch is the wait)."""
+        kind: Dialect = "anthropic" if dialect == "anthropic" else "openai"
+        path = "/v1/messages" if kind == "anthropic" else "/v1/chat/completions"
+        try:
+            request = parse_request(kind, path, "", body, {})
+        except BadRequest as exc:
+            with self._lock:
+                self._errors.append(f"bad {kind} request in a batch: {exc}")
+            return 400, error_body(kind, 400, f"bad request: {exc}")
+        with self._lock:
+            self._batch_requests += 1
+            reply = self._next_reply(request)
+        if reply.status >= 400 or reply.raw_body is not None:
+            status = reply.status if reply.status >= 400 else 500
+            return status, error_body(kind, status, reply.text or "stand-in error")
+        try:
+            return 200, reply_body(request, reply)
+        except BadScript as exc:
+            with self._lock:
+                self._errors.append(f"bad scripted reply: {exc}")
+            return 500, error_body(kind, 500, f"stand-in script gave a bad reply: {exc}")
+
+    def _batch_route(self, handler: _Handler, method: str, path: str, raw: bytes) -> bool:
+        """Answer a Batch API request (`standin_batches`); False for any other path."""
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        answer = self._batches.handle(method, path, headers, raw)
+        if answer is None:
+            return False
+        status, payload, ctype = answer
+        self._send(handler, status, payload, {"Content-Type": ctype})
+        return True
+
     def set_script(self, script: Script) -> None:
         """Replace the script (a list script starts from its first reply again)."""
         with self._lock:
@@ -254,6 +312,8 @@ class JudgeServer:
             return
         length = int(length_header)
         raw = handler.rfile.read(length) if length > 0 else b""
+        if dialect is None and self._batch_route(handler, "POST", path, raw):
+            return
         if dialect is None and path.endswith("/embeddings"):
             self._embeddings(handler, raw)
             return
@@ -403,7 +463,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.owner._respond(self)
 
     def do_GET(self) -> None:
-        self.server.owner._send_json(self, 404, {"error": {"message": "the stand-in only POSTs"}})
+        owner = self.server.owner
+        if not owner._batch_route(self, "GET", urlsplit(self.path).path, b""):
+            owner._send_json(self, 404, {"error": {"message": f"no stand-in route {self.path}"}})
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: tests and benchmarks read `JudgeServer.requests` instead."""

@@ -28,11 +28,13 @@ from assay.models.backends import (
     api_key_or_placeholder,
     split_system,
 )
-from assay.models.types import BackendReply, GenerationSettings
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 #: the Messages API requires max_tokens; room for a rationale over many rubric items
 DEFAULT_MAX_TOKENS = 4096
 _ERRORS = StainlessErrors.of(anthropic)
+#: Anthropic's prompt-cache marker (a five-minute cache, refreshed by each hit)
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
 
 def closed_objects(schema: object) -> object:
@@ -76,13 +78,13 @@ class AnthropicBackend(SDKBackend):
         )
         self.endpoint = str(self._client.base_url)
 
-    async def _request(
+    def _params(
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, object] | None,
-    ) -> BackendReply:
-        """One Messages API call."""
+        schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The Messages API request body."""
         system, turns = split_system(messages)
         params: dict[str, Any] = {
             "model": self.model,
@@ -90,11 +92,25 @@ class AnthropicBackend(SDKBackend):
             "messages": [{"role": role, "content": text} for role, text in turns],
         }
         if system:
-            params["system"] = system
+            # The judge instructions (and a rubric rendered into them) are the prefix
+            # every call of a metric shares: marked for Anthropic's prompt cache, which
+            # bills the cached part at a tenth of the input price (a prompt shorter than
+            # the model's minimum is simply not cached).
+            params["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
         if schema is not None:
             params["output_config"] = {
                 "format": {"type": "json_schema", "schema": closed_objects(schema)}
             }
+        return params
+
+    async def _request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        settings: GenerationSettings,
+        schema: dict[str, Any] | None,
+    ) -> BackendReply:
+        """One Messages API call."""
+        params = self._params(messages, settings, schema)
         try:
             with self.stainless_errors(_ERRORS):
                 message = await self._client.messages.create(**params)
@@ -129,7 +145,49 @@ class AnthropicBackend(SDKBackend):
             text=text,
             input_tokens=input_tokens,
             output_tokens=(getattr(usage, "output_tokens", None) or 0) if usage else 0,
+            cached_tokens=(getattr(usage, "cache_read_input_tokens", None) or 0) if usage else 0,
         )
+
+    # -- Message Batches (`--judge-batch`, `assay.models.batch`) ------------------------------
+
+    def batch_request(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        """The params a live call would send (with the schema while the API takes it)."""
+        schema = settings.json_schema if self._structured.supported else None
+        return self._params(messages, settings, schema)
+
+    async def submit_batch(self, requests: Mapping[str, dict[str, Any]]) -> str:
+        """Create one Message Batch of `requests` (custom id -> params); its id."""
+        items: Any = [{"custom_id": key, "params": params} for key, params in requests.items()]
+        with self.stainless_errors(_ERRORS):
+            batch = await self._client.messages.batches.create(requests=items)
+        return str(batch.id)
+
+    async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
+        """Each request's outcome once the batch has ended (None while it runs); an
+        errored, cancelled or expired request is an error (the caller makes it live)."""
+        outcomes: dict[str, BackendReply | ModelCallError] = {}
+        with self.stainless_errors(_ERRORS):
+            batch = await self._client.messages.batches.retrieve(batch_id)
+            if batch.processing_status != "ended":
+                return None
+            async for item in await self._client.messages.batches.results(batch_id):
+                result = item.result
+                if result.type == "succeeded":
+                    try:
+                        outcomes[item.custom_id] = self._reply(result.message)
+                    except ModelCallError as exc:
+                        outcomes[item.custom_id] = exc
+                    continue
+                error = getattr(result, "error", None)
+                detail = getattr(getattr(error, "error", None), "message", None) or result.type
+                outcomes[item.custom_id] = ModelCallError(
+                    f"{self.backend} judge {self.model}: batch {batch_id} {result.type}"
+                    f" this request: {detail}",
+                    retryable=False,
+                )
+        return outcomes
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

@@ -15,18 +15,27 @@ replies are read as JSON, skipping the typed layer's per-call conversions (see
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import openai
 import orjson
 
 from assay.models.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
-from assay.models.types import BackendReply, GenerationSettings
+from assay.models.http import error_detail
+from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 OPENAI_HOST = "api.openai.com"
 _ERRORS = StainlessErrors.of(openai)
+#: the clients (connection pools) live calls take turns over
+_POOL_SHARDS = 8
+#: what each line of a judge batch asks for
+_BATCH_URL: Final = "/v1/chat/completions"
+#: batch states before its files are final
+_BATCH_RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
+logger = logging.getLogger(__name__)
 
 
 class OpenAICompatBackend(SDKBackend):
@@ -59,9 +68,16 @@ class OpenAICompatBackend(SDKBackend):
         # OpenAI's own API wants max_completion_tokens (reasoning models refuse
         # max_tokens); self-hosted servers have long known only max_tokens.
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        # Live calls take turns over a few clients, each with its own connection pool:
+        # httpcore's pool checks every connection it holds on each request it assigns,
+        # a cost that grows with the connections of one pool (bench/README.md, "Judge
+        # throughput end to end").
+        self._shards = [
+            openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+            for _ in range(_POOL_SHARDS)
+        ]
+        self._client = self._shards[0]
+        self._turn = 0
         super().__init__(
             model,
             base_url=base_url,
@@ -70,13 +86,13 @@ class OpenAICompatBackend(SDKBackend):
         )
         self.endpoint = str(self._client.base_url)
 
-    async def _request(
+    def _params(
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
-        schema: dict[str, object] | None,
-    ) -> BackendReply:
-        """One chat completion."""
+        schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The chat completion request body."""
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [
@@ -92,13 +108,25 @@ class OpenAICompatBackend(SDKBackend):
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": schema},
             }
+        return params
+
+    async def _request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        settings: GenerationSettings,
+        schema: dict[str, Any] | None,
+    ) -> BackendReply:
+        """One chat completion."""
+        params = self._params(messages, settings, schema)
         # Plain JSON through the SDK client's own post(): the typed
         # chat.completions.create() spends about a millisecond of CPU per call
         # converting parameters and building reply models, the largest cost of the
         # judge path at hundreds of calls per second. Auth, timeouts and the
         # SDK's error classes are the same either way.
         with self.stainless_errors(_ERRORS):
-            raw = await self._client.post("/chat/completions", body=params, cast_to=str)
+            self._turn = (self._turn + 1) % len(self._shards)
+            client = self._shards[self._turn]
+            raw = await client.post("/chat/completions", body=params, cast_to=str)
         try:
             completion = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -124,15 +152,94 @@ class OpenAICompatBackend(SDKBackend):
             raise self.empty_reply_error(reason)
         usage = completion.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        # OpenAI caches a prompt's prefix by itself (the judge prompts keep the shared
+        # instructions first, in the system message) and says how much it read.
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return BackendReply(
             text=text,
             input_tokens=_count(usage.get("prompt_tokens")),
             output_tokens=_count(usage.get("completion_tokens")),
+            cached_tokens=_count(cached),
+        )
+
+    # -- the Batch API (`--judge-batch`, `assay.models.batch`) -------------------------------
+
+    def batch_request(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        """The body a live call would send (with the schema while the endpoint takes it)."""
+        schema = settings.json_schema if self._structured.supported else None
+        return self._params(messages, settings, schema)
+
+    async def submit_batch(self, requests: Mapping[str, dict[str, Any]]) -> str:
+        """Upload the requests as a JSONL file (``/files``) and create a batch of them
+        (``/batches``); the batch id."""
+        lines = [
+            orjson.dumps({"custom_id": key, "method": "POST", "url": _BATCH_URL, "body": body})
+            for key, body in requests.items()
+        ]
+        with self.stainless_errors(_ERRORS):
+            uploaded = await self._client.files.create(
+                file=("assay-judge-batch.jsonl", b"\n".join(lines) + b"\n"), purpose="batch"
+            )
+            batch = await self._client.batches.create(
+                input_file_id=uploaded.id, endpoint=_BATCH_URL, completion_window="24h"
+            )
+        return batch.id
+
+    async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
+        """Each request's outcome once the batch has ended (None while it runs): the
+        output file's replies, the errors file's failures, and an error for any
+        request an expired or cancelled batch left out (the caller makes those live)."""
+        with self.stainless_errors(_ERRORS):
+            batch = await self._client.batches.retrieve(batch_id)
+            if batch.status in _BATCH_RUNNING:
+                return None
+            outcomes: dict[str, BackendReply | ModelCallError] = {}
+            for file_id in (batch.output_file_id, batch.error_file_id):
+                if file_id:
+                    content = await self._client.files.content(file_id)
+                    for line in content.content.splitlines():
+                        if line.strip():
+                            self._batch_line(line, batch_id, outcomes)
+        return outcomes
+
+    def _batch_line(
+        self, line: bytes, batch_id: str, outcomes: dict[str, BackendReply | ModelCallError]
+    ) -> None:
+        """One line of an output or errors file into `outcomes` (by custom id)."""
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            logger.warning("batch %s: a result line is not JSON: %r", batch_id, line[:80])
+            return
+        key = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(key, str):
+            logger.warning("batch %s: a result line has no custom_id", batch_id)
+            return
+        response = item.get("response")
+        response = response if isinstance(response, dict) else {}
+        status = response.get("status_code")
+        body = response.get("body")
+        if status == 200 and isinstance(body, dict):
+            try:
+                outcomes[key] = self._reply(body)
+            except ModelCallError as exc:
+                outcomes[key] = exc
+            return
+        detail = error_detail(item.get("error")) or error_detail(body) or "no detail given"
+        outcomes[key] = ModelCallError(
+            f"{self.backend} judge {self.model}: batch {batch_id} failed this request"
+            f" (status {status}): {detail}",
+            retryable=False,
+            status=status if isinstance(status, int) else None,
         )
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        await self._client.close()
+        for client in self._shards:
+            await client.close()
 
 
 create_backend = OpenAICompatBackend.create

@@ -1,0 +1,279 @@
+"""The OpenAI Batch API of the judge stand-in: ``/files`` and ``/batches``.
+
+`BatchEndpoints` answers, under any base URL (``/v1`` optional):
+
+- ``POST .../files`` (multipart, ``purpose=batch``): keeps the uploaded JSONL;
+- ``POST .../batches``: a batch of an uploaded file's chat completion requests
+  (counted in `submissions`);
+- ``GET .../batches/{id}``: the batch, ``in_progress`` while held, else ``completed``
+  with an output file (the requests answered 200) and an errors file (the others);
+- ``GET .../files/{id}/content``: a file's bytes;
+
+and Anthropic's Message Batches: ``POST .../messages/batches``, ``GET
+.../messages/batches/{id}`` and its ``/results`` (JSONL, once ``ended``).
+
+Each line of a batch is answered by the server's script exactly as a live chat
+completion would be (the `answer` callback), when the batch is first looked at after
+`hold` was released. Malformed uploads and unknown ids answer 400/404 in OpenAI's error
+shape.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: (status, body) of one request in a dialect ("openai", "anthropic"), as the live
+#: endpoint would answer it
+Answer = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
+#: what an endpoint answers: status, body bytes, content type
+Response = tuple[int, bytes, str]
+
+
+@dataclass
+class StandinBatch:
+    id: str
+    input_file_id: str
+    created_at: int
+    status: str = "in_progress"
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "errors": None,
+            "input_file_id": self.input_file_id,
+            "completion_window": "24h",
+            "status": self.status,
+            "output_file_id": self.output_file_id,
+            "error_file_id": self.error_file_id,
+            "created_at": self.created_at,
+            "request_counts": self.counts or {"total": 0, "completed": 0, "failed": 0},
+        }
+
+
+class BatchEndpoints:
+    """The stand-in's batch state; `handle` answers a request or returns None."""
+
+    def __init__(self, answer: Answer, base_url: Callable[[], str]) -> None:
+        self._answer = answer
+        self._base_url = base_url
+        self._message_batches: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._files: dict[str, bytes] = {}
+        self._batches: dict[str, StandinBatch] = {}
+        #: while set, batches are answered; cleared, they stay ``in_progress``
+        self.released = threading.Event()
+        self.released.set()
+        self.submissions = 0
+        self.errors: list[str] = []
+
+    def handle(
+        self, method: str, path: str, headers: Mapping[str, str], raw: bytes
+    ) -> Response | None:
+        parts = [p for p in path.split("/") if p]
+        if "batches" in parts and parts[parts.index("batches") - 1] == "messages":
+            return self._anthropic(method, parts[parts.index("batches") + 1 :], raw)
+        if "files" in parts:
+            tail = parts[parts.index("files") + 1 :]
+            if method == "POST" and not tail:
+                return self._upload(headers, raw)
+            if method == "GET" and len(tail) == 2 and tail[1] == "content":
+                return self._content(tail[0])
+        if "batches" in parts:
+            tail = parts[parts.index("batches") + 1 :]
+            if method == "POST" and not tail:
+                return self._create(raw)
+            if method == "GET" and len(tail) == 1:
+                return self._retrieve(tail[0])
+        return None
+
+    def _upload(self, headers: Mapping[str, str], raw: bytes) -> Response:
+        ctype = headers.get("content-type", "")
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {ctype}\r\n\r\n".encode("latin-1") + raw
+        )
+        content: bytes | None = None
+        purpose = None
+        if message.is_multipart():
+            for part in message.iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                payload = part.get_payload(decode=True)
+                if name == "file" and isinstance(payload, bytes):
+                    content = payload
+                elif name == "purpose" and isinstance(payload, bytes):
+                    purpose = payload.decode()
+        if content is None or purpose != "batch":
+            return _error(400, "expected a multipart upload with a file and purpose=batch")
+        with self._lock:
+            file_id = f"file-{len(self._files) + 1}"
+            self._files[file_id] = content
+        return _json(200, _file_body(file_id, content, "batch"))
+
+    def _content(self, file_id: str) -> Response:
+        with self._lock:
+            content = self._files.get(file_id)
+        if content is None:
+            return _error(404, f"no file {file_id}")
+        return 200, content, "application/octet-stream"
+
+    def _create(self, raw: bytes) -> Response:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _error(400, "the batch request is not JSON")
+        file_id = body.get("input_file_id") if isinstance(body, dict) else None
+        with self._lock:
+            if file_id not in self._files:
+                return _error(400, f"no input file {file_id!r}")
+            self.submissions += 1
+            batch = StandinBatch(f"batch_{self.submissions}", str(file_id), int(time.time()))
+            self._batches[batch.id] = batch
+        return _json(200, batch.body())
+
+    def _retrieve(self, batch_id: str) -> Response:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return _error(404, f"no batch {batch_id}")
+            if batch.status == "in_progress" and self.released.is_set():
+                self._run(batch)
+            return _json(200, batch.body())
+
+    # -- Anthropic Message Batches --------------------------------------------------------
+
+    def _anthropic(self, method: str, tail: list[str], raw: bytes) -> Response | None:
+        if method == "POST" and not tail:
+            try:
+                body = json.loads(raw)
+                requests = body["requests"]
+                items = [(str(r["custom_id"]), dict(r["params"])) for r in requests]
+            except (ValueError, KeyError, TypeError) as exc:
+                return _anthropic_error(400, f"bad message batch: {exc}")
+            with self._lock:
+                self.submissions += 1
+                batch_id = f"msgbatch_{self.submissions}"
+                self._message_batches[batch_id] = {"items": items, "results": None}
+                return _json(200, self._message_batch_body(batch_id))
+        if method == "GET" and tail:
+            with self._lock:
+                batch = self._message_batches.get(tail[0])
+                if batch is None:
+                    return _anthropic_error(404, f"no message batch {tail[0]}")
+                if batch["results"] is None and self.released.is_set():
+                    batch["results"] = self._run_anthropic(batch["items"])
+                if len(tail) == 1:
+                    return _json(200, self._message_batch_body(tail[0]))
+                if len(tail) == 2 and tail[1] == "results" and batch["results"] is not None:
+                    return 200, batch["results"], "application/binary"
+        return None
+
+    def _run_anthropic(self, items: list[tuple[str, dict[str, Any]]]) -> bytes:
+        lines = []
+        for custom_id, params in items:
+            status, reply = self._answer("anthropic", params)
+            if status == 200:
+                result: dict[str, Any] = {"type": "succeeded", "message": reply}
+            else:
+                result = {"type": "errored", "error": reply}
+            lines.append(json.dumps({"custom_id": custom_id, "result": result}).encode())
+        return b"\n".join(lines) + b"\n"
+
+    def _message_batch_body(self, batch_id: str) -> dict[str, Any]:
+        batch = self._message_batches[batch_id]
+        ended = batch["results"] is not None
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {
+                "processing": 0 if ended else len(batch["items"]),
+                "succeeded": len(batch["items"]) if ended else 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
+            "created_at": now,
+            "expires_at": now,
+            "ended_at": now if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": (
+                f"{self._base_url()}/v1/messages/batches/{batch_id}/results" if ended else None
+            ),
+        }
+
+    def _run(self, batch: StandinBatch) -> None:
+        """Answer every line of the batch (the lock held)."""
+        output: list[bytes] = []
+        failed: list[bytes] = []
+        for number, line in enumerate(self._files[batch.input_file_id].splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                custom_id, request = item["custom_id"], item["body"]
+            except (ValueError, KeyError, TypeError) as exc:
+                self.errors.append(f"batch {batch.id} line {number}: {exc}")
+                continue
+            status, reply = self._answer("openai", request)
+            result = {
+                "id": f"{batch.id}-{number}",
+                "custom_id": custom_id,
+                "response": {"status_code": status, "request_id": str(number), "body": reply},
+                "error": None,
+            }
+            if status != 200:
+                result["error"] = {"code": str(status), "message": json.dumps(reply)}
+            (output if status == 200 else failed).append(json.dumps(result).encode())
+        batch.status = "completed"
+        batch.counts = {
+            "total": len(output) + len(failed),
+            "completed": len(output),
+            "failed": len(failed),
+        }
+        batch.output_file_id = self._store(output)
+        batch.error_file_id = self._store(failed) if failed else None
+
+    def _store(self, lines: list[bytes]) -> str:
+        file_id = f"file-{len(self._files) + 1}"
+        self._files[file_id] = b"\n".join(lines) + b"\n" if lines else b""
+        return file_id
+
+
+def _file_body(file_id: str, content: bytes, purpose: str) -> dict[str, Any]:
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": len(content),
+        "created_at": int(time.time()),
+        "filename": "batch.jsonl",
+        "purpose": purpose,
+        "status": "processed",
+    }
+
+
+def _json(status: int, body: Mapping[str, Any]) -> Response:
+    return status, json.dumps(body).encode(), "application/json"
+
+
+def _anthropic_error(status: int, message: str) -> Response:
+    return _json(
+        status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    )
+
+
+def _error(status: int, message: str) -> Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+    return _json(status, body)
