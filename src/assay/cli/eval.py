@@ -80,7 +80,30 @@ def eval_command(
     ] = None,
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="Price table (JSON) for max_cost, over the shipped one."),
+        typer.Option(
+            "--prices",
+            help="Price table (JSON) for max_cost and the judges' cost, over the shipped one.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Run nothing: print the judge calls, tokens, cache hits and price the run"
+            " would take, per judged metric and in total (docs/cost.md).",
+        ),
+    ] = False,
+    max_judge_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-judge-usd",
+            help="Stop judging before the judges' cost (price table) would pass this many US"
+            " dollars; the rest is NOT_EVALUATED (judge budget reached), resumable.",
+        ),
+    ] = None,
+    max_judge_calls: Annotated[
+        int | None,
+        typer.Option("--max-judge-calls", help="Stop judging after this many judge calls."),
     ] = None,
     agent: Annotated[
         str | None,
@@ -257,6 +280,9 @@ def eval_command(
             concurrency=judge_concurrency,
             use_cache=not no_cache,
             stats=JudgeStats(),  # shown live by the progress lines
+            max_usd=max_judge_usd,
+            max_calls=max_judge_calls,
+            prices_file=str(prices) if prices is not None else None,
         )
         cfg = _config_for(config, data[0])
         # A folder stands for the eval files under it (its config was found above).
@@ -306,7 +332,12 @@ def eval_command(
             html=html,
             workers=workers,
             executor=executor_obj,
+            dry_run=dry_run,
         )
+        if dry_run:
+            from assay.cli.eval_cost import dry_run_command
+
+            raise typer.Exit(dry_run_command(request, out=out))
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run
@@ -341,6 +372,7 @@ class _Request:
     prices_file: str | None = None
     workers: int | None = None
     executor: Executor | None = None  # None: the local one
+    dry_run: bool = False
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -622,9 +654,12 @@ class _Terminal:
             return []
         render_results(result, console)
         if "judge/calls" in result.summary:
-            from assay.judges.stats import JudgeStats
+            from assay.judges.stats import JudgeStats, cost_line
 
             console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
+            cost = cost_line(result.summary)
+            if cost is not None:
+                console.print(Text(cost, style="dim"))
         return []
 
 

@@ -83,4 +83,4 @@ def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> di
     if pool is None:
         return {}
     stats = pool.stats.since(since) if since is not None else pool.stats
-    return stats.summary()
+    return {**stats.summary(), **pool.meter.summary()}

@@ -21,7 +21,9 @@ from assay.judges.stats import JudgeStats
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
+from assay.models.cost import CallMeter, DryRunBackend, ReadOnlyCache
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
+from assay.models.pricing import shipped_prices
 from assay.models.registry import ModelRegistry, endpoint_of
 from assay.models.resolve import make_backend, parse_model
 from assay.models.types import ModelBackend
@@ -56,6 +58,8 @@ class JudgePool:
     callers of that endpoint in the run; a registry of the pool's own when None). The
     cache is `cache`, else the store's judge cache, else the registry's, else memory;
     `use_cache` False makes every sample a call (replies are still written to the cache).
+    `meter` counts, prices and caps the judges' calls (one with the shipped prices and no
+    cap when None); `dry_run` makes every judge a `DryRunBackend` over a read-only cache.
     """
 
     def __init__(
@@ -75,6 +79,8 @@ class JudgePool:
         rng: random.Random | None = None,
         stats: JudgeStats | None = None,
         registry: ModelRegistry | None = None,
+        meter: CallMeter | None = None,
+        dry_run: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -97,6 +103,12 @@ class JudgePool:
             self.cache = registry.cache
         else:
             self.cache = MemoryReplyCache()
+        #: a dry run reads the cache (its hits are counted) and writes nothing to it
+        self.dry_run = dry_run
+        if dry_run:
+            self.cache = ReadOnlyCache(self.cache)
+        #: the judges' calls counted, priced and capped (`assay.models.cost`)
+        self.meter = meter if meter is not None else CallMeter(shipped_prices())
         #: the run's pacing: judges share each endpoint's limiter and retry policy with
         #: every other caller of it in the run (the simulated user, the agents)
         self.registry = registry or ModelRegistry(
@@ -161,6 +173,8 @@ class JudgePool:
         except ConfigError as exc:
             self._judges[key] = str(exc)
             raise
+        if self.dry_run:
+            backend = DryRunBackend(backend)
         endpoint = endpoint_of(backend)
         pacing = self.registry.pacing(backend.backend, endpoint, concurrency=self.concurrency)
         self.limiters[(backend.backend, endpoint)] = pacing.limiter
@@ -175,6 +189,7 @@ class JudgePool:
             parallelism=parallelism,
             sleep=self._sleep,
             in_flight=self._in_flight,
+            meter=self.meter,
         )
         self._judges[key] = judge
         return judge

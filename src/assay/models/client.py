@@ -18,6 +18,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.models.cache import ReplyCache, reply_cache_key
+from assay.models.cost import Admission, CallMeter
 from assay.models.policy import AdaptiveLimiter, Permit, RetryPolicy, Sleep
 from assay.models.stats import CallStats
 from assay.models.types import GenerationSettings, ModelBackend, ModelCallError
@@ -48,6 +49,7 @@ class ModelClient:
         sleep: Sleep = asyncio.sleep,
         in_flight: dict[str, asyncio.Future[Outcome]] | None = None,
         role: str | None = None,
+        meter: CallMeter | None = None,
     ) -> None:
         if role is not None:
             self.role = role
@@ -64,6 +66,8 @@ class ModelClient:
             in_flight if in_flight is not None else {}
         )
         self._parallelism = parallelism
+        #: counts, prices and caps the calls (`assay.models.cost`); None: no cost kept
+        self.meter = meter
         self._semaphore: asyncio.Semaphore | None = None
 
     def __repr__(self) -> str:
@@ -123,6 +127,8 @@ class ModelClient:
             cached = {key: reply for key, reply in cached.items() if accept(reply)}
         if cached:
             self.stats.record_cache_hits(self.backend.backend, len(cached))
+            if self.meter is not None:
+                self.meter.record_cache_hits(self.label, len(cached))
         missing = [(i, key) for i, key in enumerate(keys) if key not in cached]
         outcomes: dict[int, Outcome] = {
             i: cached[key] for i, key in enumerate(keys) if key in cached
@@ -161,6 +167,8 @@ class ModelClient:
                 shared = await asyncio.shield(pending)
                 if isinstance(shared, str):
                     self.stats.record_cache_hits(name)
+                    if self.meter is not None:
+                        self.meter.record_cache_hits(self.label)
                 else:
                     self.stats.record_error(name)
                 return shared
@@ -200,9 +208,20 @@ class ModelClient:
             await self._sleep(self.retry.delay(attempt, outcome.retry_after))
 
     async def _attempt(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
-        """One call through the limiter: the reply text, or the error it ended with."""
+        """One call through the limiter: the reply text, or the error it ended with.
+
+        With a meter, the call is admitted first (taken after the limiter's permit, so
+        the calls in flight are counted against a cap) and settled after.
+        """
         name = self.backend.backend
         permit: Permit = await self.limiter.acquire()
+        admission: Admission | None = None
+        if self.meter is not None:
+            admitted = self.meter.admit(self.label, prompt, settings)
+            if isinstance(admitted, str):
+                self.limiter.release(permit, ok=True)
+                return ModelCallError(admitted, retryable=False)
+            admission = admitted
         released = False
         try:
             self.stats.record_call(name)
@@ -222,7 +241,11 @@ class ModelClient:
                 released = True
                 self.limiter.release(permit, ok=True)
                 self.stats.record_tokens(name, reply.input_tokens, reply.output_tokens)
+                if admission is not None and self.meter is not None:
+                    self.meter.settle(admission, reply)
                 return reply.text
+            if admission is not None and self.meter is not None:
+                self.meter.settle(admission, None)
             released = True
             self.limiter.release(
                 permit, ok=False, overloaded=error.overloaded, retry_after=error.retry_after
@@ -231,3 +254,5 @@ class ModelClient:
         finally:
             if not released:  # cancelled mid-call: free the slot without judging the backend
                 self.limiter.release(permit, ok=False)
+                if admission is not None and self.meter is not None:
+                    self.meter.settle(admission, None)
