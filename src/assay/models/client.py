@@ -18,7 +18,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.models.cache import ReplyCache, reply_cache_key
-from assay.models.cost import Admission, CallMeter
+from assay.models.cost import Admission, BudgetReached, CallMeter
 from assay.models.policy import AdaptiveLimiter, Permit, RetryPolicy, Sleep
 from assay.models.stats import CallStats
 from assay.models.types import GenerationSettings, ModelBackend, ModelCallError
@@ -148,6 +148,8 @@ class ModelClient:
             return replies
         errors = [out for out in outcomes.values() if isinstance(out, ModelCallError)]
         last = errors[-1]
+        if all(isinstance(e, BudgetReached) for e in errors) and len(errors) == n:
+            raise BudgetReached(last.message)  # no call was made: the cap's own reason
         # Backend errors usually name their model already; say which when not.
         where = "" if self.backend.model in last.message else f"{self.label}: "
         what = "" if n == 1 else f"all {n} {self.role} samples failed, the last with: "
@@ -200,6 +202,8 @@ class ModelClient:
             outcome = await self._attempt(prompt, settings)
             if isinstance(outcome, str):
                 return outcome
+            if isinstance(outcome, BudgetReached):  # not made: no error, no retry
+                return outcome
             if not self.retry.should_retry(attempt, outcome.retryable):
                 self.stats.record_error(name)
                 return outcome
@@ -217,10 +221,10 @@ class ModelClient:
         permit: Permit = await self.limiter.acquire()
         admission: Admission | None = None
         if self.meter is not None:
-            admitted = self.meter.admit(self.label, prompt, settings)
+            admitted = await self.meter.admit(self.label, prompt, settings)
             if isinstance(admitted, str):
                 self.limiter.release(permit, ok=True)
-                return ModelCallError(admitted, retryable=False)
+                return BudgetReached(admitted)
             admission = admitted
         released = False
         try:

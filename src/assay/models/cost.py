@@ -21,6 +21,7 @@ hits and tokens the real run would make, and no model is called.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,14 +31,24 @@ from typing import Any
 
 from assay.models.cache import ReplyCache
 from assay.models.pricing import ModelPrice, estimate_tokens, find_price, prompt_tokens
-from assay.models.types import BackendReply, GenerationSettings, ModelBackend
+from assay.models.types import BackendReply, GenerationSettings, ModelBackend, ModelCallError
 
 #: the reason a call refused by the cap is not made (the metric reports it)
 BUDGET_REACHED = "judge budget reached"
 #: output tokens assumed for a call that sets no max_tokens
 DEFAULT_OUTPUT_TOKENS = 256
+#: `_refusal`'s answer for a call that may fit once the calls in flight are paid for
+_WAIT = "wait"
 #: what calls are charged to when no metric is named
 UNNAMED = "(other)"
+
+
+class BudgetReached(ModelCallError):
+    """A call the cap refused: not made, not an error of the model's, never retried."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
+
 
 _CHARGED_TO: ContextVar[str | None] = ContextVar("assay_charged_to", default=None)
 
@@ -107,6 +118,8 @@ class CallMeter:
         self.spent_usd = 0.0
         self.admitted = 0
         self._reserved_usd = 0.0
+        self._settled: asyncio.Event | None = None
+        self._pending = 0  # calls admitted and not yet settled
 
     def line(self, charge: str, model: str) -> CostLine:
         found = self.lines.get((charge, model))
@@ -120,20 +133,32 @@ class CallMeter:
             self.unpriced.add(model)
         return price
 
-    def admit(
+    async def admit(
         self, model: str, prompt: Sequence[Mapping[str, object]], settings: GenerationSettings
     ) -> Admission | str:
-        """Let one call through (its `Admission`), or say why not (the reason)."""
+        """Let one call through (its `Admission`), or say why not (the reason).
+
+        A call that fits the cap only once the calls in flight have cost less than their
+        estimates waits for them to settle; it is refused only when it cannot fit.
+        """
         charge = current_charge()
         input_tokens = prompt_tokens(prompt)
         output_tokens = settings.max_tokens or DEFAULT_OUTPUT_TOKENS
         price = self.price_of(model)
         usd = price.usd(input_tokens, output_tokens) if price is not None else 0.0
-        refusal = self._refusal(model, price, usd)
-        if refusal is not None:
+        while True:
+            refusal = self._refusal(model, price, usd)
+            if refusal is None:
+                break
+            if refusal is _WAIT:
+                if self._settled is None:
+                    self._settled = asyncio.Event()
+                await self._settled.wait()
+                continue
             self.line(charge, model).refused += 1
             return refusal
         self.admitted += 1
+        self._pending += 1
         self._reserved_usd += usd
         return Admission(charge, model, input_tokens, output_tokens, usd)
 
@@ -147,8 +172,10 @@ class CallMeter:
                 f"{BUDGET_REACHED}: {model} has no price in the price table, so no call to it"
                 " fits a --max-judge-usd cap (give its price with --prices FILE)"
             )
-        if self.spent_usd + self._reserved_usd + usd > self.max_usd:
+        if self.spent_usd + usd > self.max_usd:
             return f"{BUDGET_REACHED}: ${self.max_usd:g} (--max-judge-usd)"
+        if self._pending and self.spent_usd + self._reserved_usd + usd > self.max_usd:
+            return _WAIT  # it may fit once the calls in flight are paid for
         return None
 
     def settle(self, admission: Admission, reply: BackendReply | None) -> None:
@@ -158,6 +185,10 @@ class CallMeter:
         counted but charged nothing (the vendors bill no failed request).
         """
         self._reserved_usd -= admission.usd
+        self._pending -= 1
+        if self._settled is not None:  # wake the calls waiting to know what is left
+            self._settled.set()
+            self._settled = None
         line = self.line(admission.charge, admission.model)
         line.calls += 1
         line.estimated_usd += admission.usd
@@ -287,6 +318,7 @@ class ReadOnlyCache:
 
 __all__ = [
     "BUDGET_REACHED",
+    "BudgetReached",
     "CallMeter",
     "CostLine",
     "DryRunBackend",
