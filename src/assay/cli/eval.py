@@ -337,7 +337,10 @@ def eval_command(
         if dry_run:
             from assay.cli.eval_cost import dry_run_command
 
-            raise typer.Exit(dry_run_command(request, out=out))
+            def metrics_for(evalsets: Sequence[EvalSet]) -> list[Metric]:
+                return _metrics_for(request, evalsets)[0]
+
+            raise typer.Exit(dry_run_command(request, metrics_for, out=out))
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rich.table import Table
 from rich.text import Text
@@ -12,16 +13,38 @@ from rich.text import Text
 from assay.cli.common import check_distinct_ids, check_format, stderr_console, stdout_console
 
 if TYPE_CHECKING:
-    from assay.cli.eval import _Request
+    from assay.engine import RunOptions
+    from assay.engine.judge_options import JudgeRunOptions
+    from assay.engine.selection import CaseSelection
+    from assay.metrics.base import Metric
+    from assay.model.core import EvalSet
     from assay.session.estimate import CostEstimate
 
 
-def dry_run_command(req: _Request, *, out: Path | None) -> int:
-    """Print (and with `--out`, write as JSON) the estimate of the run `req` asks for."""
+class DryRunRequest(Protocol):
+    """What a dry run reads of an `assay eval` invocation."""
+
+    data: list[Path]
+    from_format: str | None
+    mapping: dict[str, str] | None
+    selection: CaseSelection
+    store_url: str | None
+    options: RunOptions
+    judges: JudgeRunOptions
+    agent: str | None
+
+
+def dry_run_command(
+    req: DryRunRequest,
+    metrics_for: Callable[[Sequence[EvalSet]], list[Metric]],
+    *,
+    out: Path | None,
+) -> int:
+    """Print (and with `--out`, write as JSON) the estimate of the run `req` asks for;
+    `metrics_for` gives the run's metrics for its eval sets, as a real run builds them."""
     from dataclasses import replace
 
     from assay import formats
-    from assay.cli.eval import _metrics_for
     from assay.engine.selection import select_cases
     from assay.session.estimate import estimate_run
     from assay.store import Store
@@ -31,7 +54,7 @@ def dry_run_command(req: _Request, *, out: Path | None) -> int:
     loaded = formats.load_many(req.data, req.from_format, req.mapping)
     evalsets = select_cases(loaded, req.selection)
     check_distinct_ids(evalsets, req.data)
-    metrics, _ = _metrics_for(req, evalsets)
+    metrics = metrics_for(evalsets)
     # The cache hits are the store's (read only); with --no-store there are none.
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     try:
