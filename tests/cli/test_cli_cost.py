@@ -196,6 +196,22 @@ def test_max_judge_calls_stops_judging_and_a_higher_cap_makes_only_the_missing_c
     assert report["summary"]["judge/cache_hits"] == 4
 
 
+def test_a_capped_invocation_is_not_scored_from_fewer_samples(
+    tmp_path: Path, judge: JudgeServer
+) -> None:
+    # final_response_match_v2 asks 5 samples per invocation: the cap lets 7 calls through.
+    metrics = ("final_response_match_v2",)
+    capped, report = _eval(tmp_path, "--max-judge-calls", "7", "--concurrency", "1",
+                           "--judge-concurrency", "1", metrics=metrics)  # fmt: skip
+    assert len(judge.requests) == 7
+    scores = [case["overall_eval_metric_results"][0]["score"] for case in report["cases"]]
+    assert sorted(scores, key=lambda s: s is None) == [1.0, None, None], capped.output
+    assert "judge budget reached" in capped.output
+    resumed, _ = _eval(tmp_path, "--concurrency", "1", metrics=metrics)
+    assert resumed.exit_code == 0, resumed.output
+    assert len(judge.requests) == 15  # the 2 samples made under the cap came from the cache
+
+
 def test_max_judge_usd_stops_within_one_calls_price_of_the_cap(
     tmp_path: Path, judge: JudgeServer
 ) -> None:

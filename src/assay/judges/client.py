@@ -171,10 +171,17 @@ class JudgePool:
         try:
             backend = self._factory(model, options, timeout_s=self.timeout_s)
         except ConfigError as exc:
-            self._judges[key] = str(exc)
-            raise
-        if self.dry_run:
-            backend = DryRunBackend(backend)
+            if not self.dry_run:
+                self._judges[key] = str(exc)
+                raise
+            # A dry run calls nothing: a judge with no key yet is still counted.
+            spec = parse_model(model)
+            backend = DryRunBackend(
+                None, backend=spec.backend, model=spec.name, endpoint=base_url or ""
+            )
+        else:
+            if self.dry_run:
+                backend = DryRunBackend(backend)
         endpoint = endpoint_of(backend)
         pacing = self.registry.pacing(backend.backend, endpoint, concurrency=self.concurrency)
         self.limiters[(backend.backend, endpoint)] = pacing.limiter

@@ -143,13 +143,16 @@ class ModelClient:
                     self.cache.put(
                         key, backend=self.backend.backend, model=self.backend.model, reply=out
                     )
+        refused = [out for out in outcomes.values() if isinstance(out, BudgetReached)]
+        if refused:
+            # Not a verdict from fewer samples than asked: the samples made are cached,
+            # and a run with a higher cap asks only for the others.
+            raise BudgetReached(refused[-1].message)
         replies = [out for _, out in sorted(outcomes.items()) if isinstance(out, str)]
         if replies:
             return replies
         errors = [out for out in outcomes.values() if isinstance(out, ModelCallError)]
         last = errors[-1]
-        if all(isinstance(e, BudgetReached) for e in errors) and len(errors) == n:
-            raise BudgetReached(last.message)  # no call was made: the cap's own reason
         # Backend errors usually name their model already; say which when not.
         where = "" if self.backend.model in last.message else f"{self.label}: "
         what = "" if n == 1 else f"all {n} {self.role} samples failed, the last with: "

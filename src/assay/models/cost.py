@@ -277,11 +277,20 @@ class DryRunBackend:
     estimate's, so the meter prices a dry run as it would have priced the calls.
     """
 
-    def __init__(self, inner: ModelBackend) -> None:
+    def __init__(
+        self,
+        inner: ModelBackend | None,
+        *,
+        backend: str | None = None,
+        model: str | None = None,
+        endpoint: str = "",
+    ) -> None:
+        """Over the real backend `inner`, or (None: its client could not be built, e.g.
+        no API key) over what its model string names."""
         self.inner = inner
-        self.backend = inner.backend
-        self.model = inner.model
-        self.endpoint = str(getattr(inner, "endpoint", "") or "")
+        self.backend = inner.backend if inner is not None else str(backend)
+        self.model = inner.model if inner is not None else str(model)
+        self.endpoint = str(getattr(inner, "endpoint", "") or "") if inner else endpoint
 
     async def complete(
         self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
@@ -290,7 +299,8 @@ class DryRunBackend:
         return BackendReply(text, 0, 0)
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self.inner is not None:
+            await self.inner.aclose()
 
 
 class ReadOnlyCache:
