@@ -56,6 +56,27 @@ class CostEstimate:
                 setattr(into, name, getattr(into, name) + value)
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """The estimate in a run summary's keys (`judge/calls`, `judge/usd`,
+        `judge/cost/{metric}/{model}/{counter}`, `agent/calls`), marked `dry_run`."""
+        total = self.total()
+        out: dict[str, Any] = {
+            "dry_run": True,
+            "judge/calls": total.calls,
+            "judge/cache_hits": total.cache_hits,
+            "judge/input_tokens": total.input_tokens,
+            "judge/output_tokens": total.output_tokens,
+            "judge/usd": round(total.usd, 8),
+            "agent/calls": self.agent_calls,
+            "agent/calls_upper_bound": self.agent_calls_bounded,
+        }
+        if self.unpriced:
+            out["judge/unpriced_models"] = list(self.unpriced)
+        for (metric, model), line in sorted(self.lines.items()):
+            for name, value in _public(line).items():
+                out[f"judge/cost/{metric}/{model}/{name}"] = value
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         total = self.total()
         return {
