@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from assay.cli import app
 from assay.models.cost import reply_for_schema
 from assay.models.pricing import find_price, price_table
+from assay.store import Store
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 
 runner = CliRunner()
@@ -229,6 +230,10 @@ def test_max_judge_usd_stops_within_one_calls_price_of_the_cap(
     assert summary["judge/usd"] <= cap + one_call
     assert summary["judge/usd"] == pytest.approx(len(judge.requests) * one_call)
     assert "judge budget reached" in capped.output
+    with Store.open(f"sqlite:///{tmp_path / 'assay.db'}") as db:  # the store keeps it too
+        stored = db.list_runs(limit=1)[0].summary
+    assert stored["judge/usd"] == summary["judge/usd"] and stored["judge/max_usd"] == cap
+    assert stored["judge/cost/safety/openai:gpt-4o-mini/calls"] >= 0
     made = len(judge.requests)
     higher, report = _eval(tmp_path, *args, "--max-judge-usd", "1", metrics=metrics)
     assert higher.exit_code == 0, higher.output
