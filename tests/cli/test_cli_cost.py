@@ -260,3 +260,29 @@ def test_a_broken_prices_file_is_a_usage_error_naming_it(tmp_path: Path) -> None
     result, _ = _eval(tmp_path, "--prices", str(broken), "--dry-run")
     assert result.exit_code == 2
     assert f"prices file {broken}" in result.output and "input_per_million" in result.output
+
+
+def test_an_agent_run_is_estimated_without_running_the_agent(
+    tmp_path: Path, judge: JudgeServer
+) -> None:
+    evalset = Path(__file__).resolve().parents[2] / "examples/home_automation/home.evalset.json"
+    args = [
+        "eval", str(evalset), "--agent", "examples.home_automation.agent:root_agent",
+        "-m", "final_response_match_v2", "--judge", JUDGE, "--no-store", "-q",
+    ]  # fmt: skip
+    estimate_file = tmp_path / "estimate.json"
+    dry = runner.invoke(app, [*args, "--dry-run", "--out", str(estimate_file)])
+    assert dry.exit_code == 0, dry.output
+    estimate = json.loads(estimate_file.read_text(encoding="utf-8"))
+    turns = sum(len(case["conversation"]) for case in json.loads(evalset.read_text())["eval_cases"])
+    assert estimate["agent"] == {"calls": turns, "upper_bound": False}
+    assert judge.requests == []
+    real = runner.invoke(app, args)
+    assert real.exit_code == 0, real.output
+    assert len(judge.requests) == estimate["judge"]["calls"] == turns * 5
+
+
+def test_a_dry_run_with_a_mistyped_agent_is_a_usage_error(tmp_path: Path) -> None:
+    result, _ = _eval(tmp_path, "--agent", "no_such_module_here:agent", "--dry-run")
+    assert result.exit_code == 2
+    assert "no_such_module_here" in result.output

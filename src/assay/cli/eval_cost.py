@@ -55,6 +55,10 @@ def dry_run_command(
     evalsets = select_cases(loaded, req.selection)
     check_distinct_ids(evalsets, req.data)
     metrics = metrics_for(evalsets)
+    if req.agent is not None:
+        from assay.agents import load_agent
+
+        load_agent(req.agent)  # a mistyped agent is a usage error here too; it is not run
     # The cache hits are the store's (read only); with --no-store there are none.
     db = Store.open(req.store_url or None) if req.store_url is not None else None
     try:
