@@ -145,3 +145,21 @@ def test_the_read_only_cache_reads_through_and_keeps_writes_to_itself() -> None:
     cache.put("b", backend="b", model="m", reply="new")
     assert cache.get_many(["a", "b"]) == {"a": "old", "b": "new"}
     assert inner.get_many(["b"]) == {}
+
+
+def test_a_shared_meter_reports_each_runs_own_cost() -> None:
+    meter = CallMeter(PRICES)
+
+    def one_call() -> None:
+        admitted = _admit(meter)
+        assert isinstance(admitted, Admission)
+        meter.settle(admitted, BackendReply("ok", 2, 0))
+
+    one_call()
+    started = meter.snapshot()
+    one_call()
+    one_call()
+    run = meter.summary(since=started)
+    assert run["judge/usd"] == pytest.approx(4.0)
+    assert run["judge/cost/(other)/m/calls"] == 2
+    assert meter.summary()["judge/cost/(other)/m/calls"] == 3

@@ -11,7 +11,7 @@ simulated user and the agents.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from assay.metrics.judged.base import JudgedMetric, judges_in_context
 if TYPE_CHECKING:
     from assay.judges.client import JudgePool
     from assay.judges.stats import JudgeStats
+    from assay.models.cost import CostLine
     from assay.models.registry import ModelRegistry
 
 
@@ -74,13 +75,17 @@ async def run_judges(
             await pool.aclose()
 
 
-def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, Any]:
+def judge_summary(
+    pool: JudgePool | None,
+    since: JudgeStats | None = None,
+    cost_since: Mapping[tuple[str, str], CostLine] | None = None,
+) -> dict[str, Any]:
     """The `judge/...` summary keys of a run (none when it judged nothing).
 
-    `since`: a snapshot of the pool's stats taken when the run started, so a pool
-    shared by several runs reports each run's own work.
+    `since` / `cost_since`: snapshots of the pool's stats and of its meter's lines taken
+    when the run started, so a pool shared by several runs reports each run's own work.
     """
     if pool is None:
         return {}
     stats = pool.stats.since(since) if since is not None else pool.stats
-    return {**stats.summary(), **pool.meter.summary()}
+    return {**stats.summary(), **pool.meter.summary(cost_since)}

@@ -206,20 +206,39 @@ class CallMeter:
     def record_cache_hits(self, model: str, count: int = 1) -> None:
         self.line(current_charge(), model).cache_hits += count
 
-    def totals(self) -> CostLine:
+    def snapshot(self) -> dict[tuple[str, str], CostLine]:
+        """A copy of the lines now (to report one run of a shared pool: `summary(since=)`)."""
+        return {key: CostLine(**line.as_dict()) for key, line in self.lines.items()}  # type: ignore[arg-type]
+
+    def _lines_since(
+        self, since: Mapping[tuple[str, str], CostLine] | None
+    ) -> dict[tuple[str, str], CostLine]:
+        if since is None:
+            return self.lines
+        out: dict[tuple[str, str], CostLine] = {}
+        for key, line in self.lines.items():
+            before = since.get(key, CostLine()).as_dict()
+            delta = CostLine(**{k: v - before[k] for k, v in line.as_dict().items()})  # type: ignore[arg-type]
+            if any(delta.as_dict().values()):
+                out[key] = delta
+        return out
+
+    def totals(self, since: Mapping[tuple[str, str], CostLine] | None = None) -> CostLine:
         total = CostLine()
-        for line in self.lines.values():
+        for line in self._lines_since(since).values():
             for name, value in line.as_dict().items():
                 setattr(total, name, getattr(total, name) + value)
         return total
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, since: Mapping[tuple[str, str], CostLine] | None = None) -> dict[str, Any]:
         """The cost keys of a run summary: totals, per model and per metric and model.
 
         `judge/usd`, `judge/usd_estimated` (what the estimate said of the same calls),
-        `judge/refused`, then `judge/cost/{metric}/{model}/{counter}`.
+        `judge/refused`, then `judge/cost/{metric}/{model}/{counter}`; `since`: a
+        `snapshot` taken when the run started, so a shared pool reports each run's own.
         """
-        total = self.totals()
+        lines = self._lines_since(since)
+        total = self.totals(since)
         out: dict[str, Any] = {
             "judge/usd": round(total.usd, 8),
             "judge/usd_estimated": round(total.estimated_usd, 8),
@@ -231,7 +250,7 @@ class CallMeter:
             out["judge/max_calls"] = self.max_calls
         if self.unpriced:
             out["judge/unpriced_models"] = sorted(self.unpriced)
-        for (charge, model), line in sorted(self.lines.items()):
+        for (charge, model), line in sorted(lines.items()):
             for name, value in line.as_dict().items():
                 shown = round(value, 8) if isinstance(value, float) else value
                 out[f"judge/cost/{charge}/{model}/{name}"] = shown
