@@ -96,6 +96,11 @@ def _eval(tmp_path: Path, *args: str, metrics: tuple[str, ...] = METRICS) -> tup
     return result, document
 
 
+def _last_run(tmp_path: Path) -> str:
+    with Store.open(f"sqlite:///{tmp_path / 'assay.db'}") as db:
+        return db.list_runs(limit=1)[0].id
+
+
 def _per_metric_calls(summary: dict[str, Any]) -> dict[str, int]:
     calls: dict[str, int] = {}
     for key, value in summary.items():
@@ -234,6 +239,11 @@ def test_max_judge_usd_stops_within_one_calls_price_of_the_cap(
         stored = db.list_runs(limit=1)[0].summary
     assert stored["judge/usd"] == summary["judge/usd"] and stored["judge/max_usd"] == cap
     assert stored["judge/cost/safety/openai:gpt-4o-mini/calls"] >= 0
+    shown = runner.invoke(
+        app, ["runs", "show", _last_run(tmp_path), "--store", f"sqlite:///{tmp_path / 'assay.db'}"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "judge cost: $" in shown.output and "judge budget reached" in shown.output
     made = len(judge.requests)
     higher, report = _eval(tmp_path, *args, "--max-judge-usd", "1", metrics=metrics)
     assert higher.exit_code == 0, higher.output
