@@ -296,3 +296,11 @@ def test_a_dry_run_with_a_mistyped_agent_is_a_usage_error(tmp_path: Path) -> Non
     result, _ = _eval(tmp_path, "--agent", "no_such_module_here:agent", "--dry-run")
     assert result.exit_code == 2
     assert "no_such_module_here" in result.output
+
+
+def test_a_dry_run_refuses_flags_about_results(tmp_path: Path) -> None:
+    result, _ = _eval(tmp_path, "--dry-run", "--junit", str(tmp_path / "j.xml"), "--html",
+                      str(tmp_path / "r.html"))  # fmt: skip
+    assert result.exit_code == 2
+    assert "--dry-run runs nothing, so it has no results for --junit, --html" in result.output
+    assert not (tmp_path / "j.xml").exists()

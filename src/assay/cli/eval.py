@@ -335,7 +335,12 @@ def eval_command(
             dry_run=dry_run,
         )
         if dry_run:
-            from assay.cli.eval_cost import dry_run_command
+            from assay.cli.eval_cost import check_dry_run_flags, dry_run_command
+
+            check_dry_run_flags(
+                {"--junit": junit, "--csv": csv_path, "--html": html, "--mlflow": mlflow,
+                 "--min-pass-rate": min_pass_rate, "--min-mean": min_mean or None}
+            )  # fmt: skip
 
             def metrics_for(evalsets: Sequence[EvalSet]) -> list[Metric]:
                 return _metrics_for(request, evalsets)[0]

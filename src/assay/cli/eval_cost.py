@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import check_distinct_ids, check_format, stderr_console, stdout_console
+from assay.errors import ConfigError
 
 if TYPE_CHECKING:
     from assay.engine import RunOptions
@@ -32,6 +33,17 @@ class DryRunRequest(Protocol):
     options: RunOptions
     judges: JudgeRunOptions
     agent: str | None
+
+
+def check_dry_run_flags(given: Mapping[str, object]) -> None:
+    """A flag about a run's results means nothing to a dry run: a usage error, not a
+    report silently missing."""
+    said = [flag for flag, value in given.items() if value is not None]
+    if said:
+        raise ConfigError(
+            f"--dry-run runs nothing, so it has no results for {', '.join(said)}: drop"
+            f" {'it' if len(said) == 1 else 'them'} (--out writes the estimate as JSON)"
+        )
 
 
 def dry_run_command(
