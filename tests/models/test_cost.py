@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ from assay.models.pricing import (
     find_price,
     price_table,
     prompt_tokens,
+    read_price_file,
     token_counter,
 )
 from assay.models.types import BackendReply, GenerationSettings
@@ -163,3 +165,16 @@ def test_a_shared_meter_reports_each_runs_own_cost() -> None:
     assert run["judge/usd"] == pytest.approx(4.0)
     assert run["judge/cost/(other)/m/calls"] == 2
     assert meter.summary()["judge/cost/(other)/m/calls"] == 3
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", '"free"'])
+def test_a_price_that_is_not_a_finite_non_negative_number_names_its_field(
+    tmp_path: Path, value: str
+) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(
+        f'{{"models": {{"m": {{"input_per_million": {value}, "output_per_million": 1}}}}}}',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=r"models\.m\.input_per_million"):
+        read_price_file(str(path))

@@ -34,8 +34,8 @@ class ModelPrice(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input_per_million: float = Field(ge=0)
-    output_per_million: float = Field(ge=0)
+    input_per_million: float = Field(ge=0, allow_inf_nan=False)
+    output_per_million: float = Field(ge=0, allow_inf_nan=False)
 
     def usd(self, input_tokens: int, output_tokens: int) -> float:
         """The price of one call that used these tokens."""
