@@ -178,3 +178,21 @@ def test_a_price_that_is_not_a_finite_non_negative_number_names_its_field(
     )
     with pytest.raises(ValueError, match=r"models\.m\.input_per_million"):
         read_price_file(str(path))
+
+
+def test_tokens_are_never_counted_by_downloading_an_encoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    from assay.models import pricing
+
+    def no_download(name: str) -> object:
+        raise AssertionError(f"tiktoken was asked to fetch {name}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(tiktoken, "get_encoding", no_download)
+    pricing._tiktoken_encoder.cache_clear()
+    try:
+        assert pricing.token_counter()[0].startswith("estimate")
+    finally:
+        pricing._tiktoken_encoder.cache_clear()

@@ -8,9 +8,9 @@ match, by the longest known name that a dated variant starts with (`gpt-4o-2024-
 is priced as `gpt-4o`).
 
 Tokens of a prompt not yet sent are counted with OpenAI's tokenizer (`tiktoken`) when
-it is installed and its encoding is available offline; otherwise they are estimated as
-one token per four characters of text plus four per message (`estimate_tokens`), the
-rule of thumb OpenAI documents for English text.
+it is installed and its encoding is already on disk (assay never downloads it);
+otherwise they are estimated as one token per four characters of text plus four per
+message (`estimate_tokens`), the rule of thumb OpenAI documents for English text.
 """
 
 from __future__ import annotations
@@ -103,16 +103,37 @@ def estimate_tokens(text: str) -> int:
     return max(1, -(-len(text) // CHARS_PER_TOKEN)) if text else 0
 
 
+#: where tiktoken fetches its `o200k_base` encoding from (and names its cached copy by)
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def _tiktoken_cached() -> bool:
+    """tiktoken's copy of the encoding is on disk (else it would download it)."""
+    import hashlib
+    import os
+    import tempfile
+
+    folder = (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    )
+    return os.path.isfile(os.path.join(folder, hashlib.sha1(_O200K_URL.encode()).hexdigest()))
+
+
 @cache
 def _tiktoken_encoder() -> Callable[[str], int] | None:
-    """tiktoken's `o200k_base` counter when tiktoken and its encoding are at hand."""
+    """tiktoken's `o200k_base` counter when tiktoken and its encoding are on disk; never
+    a download (a run must not wait on the network to count tokens)."""
     try:
         import tiktoken
     except ImportError:
         return None
+    if not _tiktoken_cached():
+        return None
     try:
         encoding = tiktoken.get_encoding("o200k_base")
-    except Exception:  # the encoding is fetched over the network: offline, estimate
+    except Exception:  # a damaged cached copy: estimate instead
         return None
     return lambda text: len(encoding.encode(text, disallowed_special=()))
 
