@@ -120,6 +120,10 @@ async def aevaluate(
     adk_history: bool | str | Path = False,
     executor: str | Executor = "local",
     ray_address: str | None = None,
+    dry_run: bool = False,
+    max_judge_usd: float | None = None,
+    max_judge_calls: int | None = None,
+    prices: str | Path | None = None,
 ) -> EvalResult:
     """`evaluate` for code that runs an event loop and awaits (an async service, a
     notebook cell): the run happens in the caller's loop, no thread or loop of its own.
@@ -128,6 +132,26 @@ async def aevaluate(
     call. `observers` (`RunObserver`s) are told the case runs to do, each result once
     stored as it finishes, and the end result."""
     check_keep_cases(keep_cases)
+    judge_options = JudgeRunOptions(
+        model=judge,
+        concurrency=judge_concurrency,
+        use_cache=use_cache,
+        num_samples=judge_samples,
+        batch=judge_batch,
+        max_usd=max_judge_usd,
+        max_calls=max_judge_calls,
+        prices_file=str(prices) if prices is not None else None,
+    )
+    if dry_run:
+        return await _dry_run(
+            dataset, metrics, agent, config, format=format, mapping=mapping, store=store,
+            judges=judge_options,
+            options=run_options(
+                runs=runs, concurrency=concurrency, timeout_s=timeout_s,
+                tool_behavior=tool_behavior, run_method=run_method,
+                simulator=simulator_options(user_model, simulator, personas),
+            ),
+        )  # fmt: skip
     planned = plan_evaluate(
         dataset, metrics, agent, config, format=format, runs=runs, executor=executor,
         observers=bool(observers), keep_cases=keep_cases, mlflow=mlflow is not None,
@@ -162,13 +186,6 @@ async def aevaluate(
         run_method=run_method,
         simulator=simulator_options(user_model, simulator, personas),
     )
-    judge_options = JudgeRunOptions(
-        model=judge,
-        concurrency=judge_concurrency,
-        use_cache=use_cache,
-        num_samples=judge_samples,
-        batch=judge_batch,
-    )
     agent_label = redact_url(agent) if isinstance(agent, str) else getattr(adapter, "name", None)
     sinks = interop_sinks(
         evalsets, cfg, agent, adapter, agent_label,
@@ -201,6 +218,42 @@ async def aevaluate(
     return keep_at_most(
         result, keep_cases, metric_objects, agent_run=adapter is not None, observers=observers
     )
+
+
+async def _dry_run(
+    dataset: Dataset,
+    metrics: Any,
+    agent: Any,
+    config: Any,
+    *,
+    format: str | None,
+    mapping: Mapping[str, str] | None,
+    store: Any,
+    judges: JudgeRunOptions,
+    options: Any,
+) -> EvalResult:
+    """The estimate of the run asked for, as a result with no case: its summary holds
+    the `judge/...` and `agent/...` keys a real run's summary has (docs/cost.md)."""
+    from dataclasses import replace
+
+    from assay.session.estimate import aestimate_run
+
+    evalsets = load_dataset(dataset, format=format, mapping=mapping)
+    cfg = resolve_config(config, dataset)
+    metric_objects = resolve_metrics(metrics, cfg, evalsets)
+    opened = open_store(store)
+    try:
+        estimate = await aestimate_run(
+            evalsets,
+            metric_objects,
+            options=options,
+            judges=replace(judges, store=opened),
+            agent_given=agent is not None,
+        )
+    finally:
+        if opened is not None and opened is not store:
+            opened.close()
+    return EvalResult(estimate.summary(), [], metrics=[m.name for m in metric_objects])
 
 
 _AEVALUATE = inspect.signature(aevaluate)
@@ -263,6 +316,12 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       `assay[ray]`, see docs/scale.md), or an `Executor` such as
       `RayExecutor(address, runtime_env={...})`. Results and the store's content are
       the same whichever runs them.
+
+    - `dry_run=True`: run nothing; the result has no case and its summary is the
+      estimate: judge calls, cache hits, tokens and price per judged metric and judge
+      model (`judge/cost/{metric}/{model}/...`), agent calls (docs/cost.md).
+      `max_judge_usd` / `max_judge_calls` cap the judges (the rest NOT_EVALUATED with
+      "judge budget reached"); `prices` is a price table laid over the shipped one.
 
     - `observers`: `RunObserver`s told the case runs to do, each result once stored as
       it finishes, and the end result (as `aevaluate`'s).

@@ -85,7 +85,30 @@ class EvalOptions:
     ] = None
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="Price table (JSON) for max_cost, over the shipped one."),
+        typer.Option(
+            "--prices",
+            help="Price table (JSON) for max_cost and the judges' cost, over the shipped one.",
+        ),
+    ] = None
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Run nothing: print the judge calls, tokens, cache hits and price the run"
+            " would take, per judged metric and in total (docs/cost.md).",
+        ),
+    ] = False
+    max_judge_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-judge-usd",
+            help="Stop judging before the judges' cost (price table) would pass this many US"
+            " dollars; the rest is NOT_EVALUATED (judge budget reached), resumable.",
+        ),
+    ] = None
+    max_judge_calls: Annotated[
+        int | None,
+        typer.Option("--max-judge-calls", help="Stop judging after this many judge calls."),
     ] = None
     agent: Annotated[
         str | None,
@@ -287,6 +310,9 @@ def eval_command(opts: EvalOptions) -> None:
             stats=JudgeStats(),  # shown live by the progress lines
             num_samples=opts.judge_samples,
             batch=opts.judge_batch,
+            max_usd=opts.max_judge_usd,
+            max_calls=opts.max_judge_calls,
+            prices_file=str(opts.prices) if opts.prices is not None else None,
         )
         cfg = _config_for(opts.config, opts.data[0])
         # A folder stands for the eval files under it (its config was found above).
@@ -345,7 +371,21 @@ def eval_command(opts: EvalOptions) -> None:
             html=opts.html,
             workers=opts.workers,
             executor=executor_obj,
+            dry_run=opts.dry_run,
         )
+        if opts.dry_run:
+            from assay.cli.eval_cost import check_dry_run_flags, dry_run_command
+
+            check_dry_run_flags(
+                {"--junit": opts.junit, "--csv": opts.csv_path, "--html": opts.html,
+                 "--mlflow": opts.mlflow, "--min-pass-rate": opts.min_pass_rate,
+                 "--min-mean": opts.min_mean or None}
+            )  # fmt: skip
+
+            def metrics_for(evalsets: Sequence[EvalSet]) -> list[Metric]:
+                return _metrics_for(request, evalsets)[0]
+
+            raise typer.Exit(dry_run_command(request, metrics_for, out=opts.out))
         check_sinks(
             request.sinks or SinkOptions()
         )  # e.g. an unreachable MLflow server: fail before the run
@@ -380,6 +420,7 @@ class _Request:
     prices_file: str | None = None
     workers: int | None = None
     executor: Executor | None = None  # None: the local one
+    dry_run: bool = False
 
 
 def _config_for(config: Path | None, first_data: Path) -> EvalConfig | None:
@@ -661,9 +702,12 @@ class _Terminal:
             return []
         render_results(result, console)
         if "judge/calls" in result.summary:
-            from assay.judges.stats import JudgeStats
+            from assay.judges.stats import JudgeStats, cost_line
 
             console.print(Text(JudgeStats.from_summary(result.summary).describe(), style="dim"))
+            cost = cost_line(result.summary)
+            if cost is not None:
+                console.print(Text(cost, style="dim"))
         return []
 
 

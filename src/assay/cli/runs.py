@@ -105,3 +105,8 @@ def show_command(
         console.print("the run has no stored case results yet")
         return
     render_results(result, console)
+    from assay.judges.stats import cost_line
+
+    cost = cost_line(info.summary or {})  # what the run's judges cost (docs/cost.md)
+    if cost is not None:
+        console.print(cost)

@@ -12,6 +12,7 @@ from assay.errors import ConfigError
 if TYPE_CHECKING:
     from assay.judges.align import AlignedJudgeSource
     from assay.judges.client import JudgePool
+    from assay.models.cost import CallMeter
     from assay.models.registry import ModelRegistry
 
 
@@ -37,6 +38,13 @@ class JudgeRunOptions:
     #: `--judge-batch`: judge calls through the vendor's batch interface (the batch ids
     #: in `store`, so a resumed run collects a batch instead of paying twice)
     batch: bool = False
+    #: caps on the judges' spending (`--max-judge-usd`, `--max-judge-calls`); None: none
+    max_usd: float | None = None
+    max_calls: int | None = None
+    #: a price table laid over the shipped one (`--prices FILE`)
+    prices_file: str | None = None
+    #: count and price the judge calls without making them (`--dry-run`)
+    dry_run: bool = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -50,6 +58,23 @@ class JudgeRunOptions:
             raise ConfigError(f"--judge-samples must be at least 1, got {self.num_samples}")
         if self.max_retries < 0:
             raise ConfigError(f"judge max_retries must be 0 or more, got {self.max_retries}")
+        if self.max_usd is not None and not (self.max_usd > 0 and self.max_usd < float("inf")):
+            raise ConfigError(f"--max-judge-usd must be a positive number, got {self.max_usd}")
+        if self.max_calls is not None and self.max_calls < 1:
+            raise ConfigError(f"--max-judge-calls must be at least 1, got {self.max_calls}")
+        if self.batch and (self.max_usd is not None or self.max_calls is not None):
+            # A batch is priced and sent whole: the cap admits calls one at a time.
+            raise ConfigError(
+                "--judge-batch cannot be combined with --max-judge-usd / --max-judge-calls"
+                " yet: cap a live run, or batch without a cap"
+            )
+        if self.prices_file is not None:
+            from assay.models.pricing import read_price_file
+
+            try:
+                read_price_file(self.prices_file)
+            except ValueError as exc:
+                raise ConfigError(f"--prices: {exc}") from None
         if self.model is not None:
             from assay.models.resolve import check_sdk, parse_model
 
@@ -97,11 +122,22 @@ class JudgeRunOptions:
             cache=cache,
         )
 
+    def make_meter(self) -> CallMeter:
+        """The meter of the run's judge calls: the price table and the caps."""
+        from assay.models.cost import CallMeter
+        from assay.models.pricing import price_table
+
+        return CallMeter(
+            price_table(self.prices_file), max_usd=self.max_usd, max_calls=self.max_calls
+        )
+
     def make_pool(self, registry: ModelRegistry | None = None) -> JudgePool:
         """The run's judges; with `registry`, they pace and cache through it."""
         from assay.judges.client import JudgePool
 
         return JudgePool(
+            meter=self.make_meter(),
+            dry_run=self.dry_run,
             # with a registry, the run's cache is the registry's: no store of its own
             store=self.store if registry is None else None,
             registry=registry,

@@ -11,7 +11,7 @@ simulated user and the agents.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from assay.judges.client import JudgePool
     from assay.judges.stats import JudgeStats
     from assay.model.results import CaseResult
+    from assay.models.cost import CostLine
     from assay.models.registry import ModelRegistry
 
 
@@ -75,16 +76,20 @@ async def run_judges(
             await pool.aclose()
 
 
-def judge_summary(pool: JudgePool | None, since: JudgeStats | None = None) -> dict[str, object]:
+def judge_summary(
+    pool: JudgePool | None,
+    since: JudgeStats | None = None,
+    cost_since: Mapping[tuple[str, str], CostLine] | None = None,
+) -> dict[str, object]:
     """The `judge/...` summary keys of a run (none when it judged nothing).
 
-    `since`: a snapshot of the pool's stats taken when the run started, so a pool
-    shared by several runs reports each run's own work.
+    `since` / `cost_since`: snapshots of the pool's stats and of its meter's lines taken
+    when the run started, so a pool shared by several runs reports each run's own work.
     """
     if pool is None:
         return {}
     stats = pool.stats.since(since) if since is not None else pool.stats
-    return stats.summary()
+    return {**stats.summary(), **pool.meter.summary(cost_since)}
 
 
 def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, int]:

@@ -191,6 +191,7 @@ async def arun(
         user_simulator(options.simulator, needs_simulator) as simulator,
     ):
         started = pool.stats.snapshot() if pool is not None else None
+        cost_started = pool.meter.snapshot() if pool is not None else None
         workers = options.concurrency
         if pool is not None and agent is None:
             # Scoring recorded data waits only on the judges, whose own adaptive limit
@@ -214,7 +215,7 @@ async def arun(
         )
         if pool is not None:
             await pool.flush()
-            result.summary.update(judge_summary(pool, started))
+            result.summary.update(judge_summary(pool, started, cost_started))
             result.summary.update(unstable_summary(result.cases))
     for observer in observers:
         observer.on_finish(result)

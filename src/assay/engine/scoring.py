@@ -24,6 +24,7 @@ from assay.model.results import (
     Score,
 )
 from assay.model.verdict import case_status
+from assay.models.cost import charged_to
 from assay.redact import redact
 
 NO_RESPONSE_REASON = "no agent given and the case has no recorded response"
@@ -60,7 +61,8 @@ async def safe_ascore(
     metric: Metric, case: EvalCase, actual: Sequence[Turn], expected: Sequence[Turn | None]
 ) -> MetricResult:
     try:
-        return await metric.ascore_case(case, actual, expected)
+        with charged_to(metric.name):  # its model calls count against this metric
+            return await metric.ascore_case(case, actual, expected)
     except Exception as exc:  # as in safe_score: a metric (user code too) may raise anything
         return _calculation_failure(metric, exc)
 

@@ -31,7 +31,9 @@ from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.batch import BatchBackend, BatchLedger, BatchQueue
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
+from assay.models.cost import CallMeter, DryRunBackend, ReadOnlyCache
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
+from assay.models.pricing import shipped_prices
 from assay.models.registry import ModelRegistry, endpoint_of
 from assay.models.resolve import make_backend, parse_model
 from assay.models.types import GenerationSettings, ModelBackend
@@ -72,6 +74,8 @@ class JudgePool:
     `use_cache` False makes every sample a call (replies are still written to the cache).
     `aligned` is where `aligned:NAME[@VERSION]` judges are found (`assay.judges.align`;
     by default the store's, when the store keeps them).
+    `meter` counts, prices and caps the judges' calls (one with the shipped prices and no
+    cap when None); `dry_run` makes every judge a `DryRunBackend` over a read-only cache.
     """
 
     def __init__(
@@ -96,6 +100,8 @@ class JudgePool:
         sample_offset: int = 0,
         batch: bool = False,
         batch_ledger: BatchLedger | None = None,
+        meter: CallMeter | None = None,
+        dry_run: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"judge concurrency must be at least 1, got {concurrency}")
@@ -128,6 +134,12 @@ class JudgePool:
             self.cache = registry.cache
         else:
             self.cache = MemoryReplyCache()
+        #: a dry run reads the cache (its hits are counted) and writes nothing to it
+        self.dry_run = dry_run
+        if dry_run:
+            self.cache = ReadOnlyCache(self.cache)
+        #: the judges' calls counted, priced and capped (`assay.models.cost`)
+        self.meter = meter if meter is not None else CallMeter(shipped_prices())
         #: the run's pacing: judges share each endpoint's limiter and retry policy with
         #: every other caller of it in the run (the simulated user, the agents)
         self.registry = registry or ModelRegistry(
@@ -231,8 +243,17 @@ class JudgePool:
         try:
             backend = self._factory(model, options, timeout_s=self.timeout_s)
         except ConfigError as exc:
-            self._judges[key] = str(exc)
-            raise
+            if not self.dry_run:
+                self._judges[key] = str(exc)
+                raise
+            # A dry run calls nothing: a judge with no key yet is still counted.
+            spec = parse_model(model)
+            backend = DryRunBackend(
+                None, backend=spec.backend, model=spec.name, endpoint=base_url or ""
+            )
+        else:
+            if self.dry_run:
+                backend = DryRunBackend(backend)
         endpoint = endpoint_of(backend)
         pacing = self.registry.pacing(backend.backend, endpoint, concurrency=self.concurrency)
         self.limiters[(backend.backend, endpoint)] = pacing.limiter
@@ -249,6 +270,7 @@ class JudgePool:
             in_flight=self._in_flight,
             sample_offset=self.sample_offset,
             batcher=self._batcher_for(backend),
+            meter=self.meter,
         )
         self._judges[key] = judge
         return judge
@@ -270,7 +292,7 @@ class JudgePool:
         return judge
 
     def _batcher_for(self, backend: ModelBackend) -> BatchQueue | None:
-        if not self.batch:
+        if not self.batch or self.dry_run:  # a dry run calls nothing, batched or live
             return None
         if not isinstance(backend, BatchBackend):
             logger.warning(

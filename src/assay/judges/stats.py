@@ -9,7 +9,7 @@ from typing import Any
 from assay.models.stats import COUNTERS, CallStats
 from assay.models.stats import CallCounts as JudgeCounts
 
-__all__ = ["COUNTERS", "JudgeCounts", "JudgeStats"]
+__all__ = ["COUNTERS", "JudgeCounts", "JudgeStats", "cost_line"]
 
 
 class JudgeStats(CallStats):
@@ -48,3 +48,19 @@ class JudgeStats(CallStats):
         if self.cache_write_errors:
             line += f"; {self.cache_write_errors:,} replies could not be cached"
         return line
+
+
+def cost_line(summary: Mapping[str, Any]) -> str | None:
+    """`judge cost: $0.0123 (estimated $0.0150)...` from a run summary; None without one."""
+    usd = summary.get("judge/usd")
+    if usd is None:
+        return None
+    estimated = float(summary.get("judge/usd_estimated") or 0)
+    line = f"judge cost: ${float(usd):.4f} (estimated ${estimated:.4f})"
+    refused = int(summary.get("judge/refused") or 0)
+    if refused:
+        line += f"; {refused:,} judge calls not made: judge budget reached"
+    unpriced = summary.get("judge/unpriced_models")
+    if unpriced:
+        line += "; no price for " + ", ".join(map(str, unpriced)) + " (--prices FILE)"
+    return line

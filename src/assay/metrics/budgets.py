@@ -6,7 +6,7 @@ whole case against the sum over its invocations. A value that was not recorded g
 no score (`NOT_EVALUATED` with the reason), never a pass. Default threshold 1.0.
 
 `max_cost` prices the recorded token usage with a table of US-dollar prices per million
-input and output tokens: the one shipped in `assay/metrics/data/prices.json`, overlaid
+input and output tokens: the one shipped in `assay/models/data/prices.json`, overlaid
 by a `prices_file` (same shape) and then by inline `prices`. The model is the
 criterion's `model` option, else the case's `metadata["model"]`. A model the table does
 not know is not evaluated with a message saying how to add it — never a cost of 0.
@@ -17,22 +17,19 @@ failing an exact match, by the longest known name that a dated variant starts wi
 
 from __future__ import annotations
 
-import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from assay.errors import ConfigError
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
 from assay.model.core import EvalCase, Turn
 from assay.model.results import MetricResult, Score
+from assay.models.pricing import ModelPrice, find_price, read_price_file, shipped_prices
 
 Per = Literal["invocation", "case"]
 
@@ -155,58 +152,6 @@ class MaxTokens(_Budget):
 # -- prices -------------------------------------------------------------------------------
 
 
-class ModelPrice(BaseModel):
-    """US dollars per million tokens."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input_per_million: float = Field(ge=0)
-    output_per_million: float = Field(ge=0)
-
-
-class PriceTable(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    about: str | None = None
-    models: dict[str, ModelPrice]
-
-
-@cache
-def shipped_prices() -> dict[str, ModelPrice]:
-    """The price table shipped with assay."""
-    text = resources.files("assay.metrics").joinpath("data/prices.json").read_text("utf-8")
-    return PriceTable.model_validate_json(text).models
-
-
-def read_price_file(path: str) -> dict[str, ModelPrice]:
-    """A user's price table; ValueError naming the file and what is wrong."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read prices file {path}: {exc.strerror}") from None
-    try:
-        return PriceTable.model_validate(json.loads(text)).models
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"prices file {path} is not JSON: {exc.msg} (line {exc.lineno})") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(
-            f"prices file {path}: {where}: {first['msg']} (expected "
-            '{"models": {"MODEL": {"input_per_million": N, "output_per_million": N}}})'
-        ) from None
-
-
-def find_price(model: str, table: Mapping[str, ModelPrice]) -> ModelPrice | None:
-    """The price of `model` (see the module docstring for how names are matched)."""
-    name = model.split(":", 1)[-1].removeprefix("models/").strip()
-    for candidate in (model, name, name.lower()):
-        if candidate in table:
-            return table[candidate]
-    prefixes = [k for k in table if name.lower().startswith(k.lower() + "-")]
-    return table[max(prefixes, key=len)] if prefixes else None
-
-
 class CostOptions(_BudgetOptions):
     usd: float = Field(gt=0)
     model: str | None = None
@@ -297,5 +242,5 @@ def price_table_models() -> list[str]:
 
 __all__: list[Any] = [
     "MaxCost", "MaxLatency", "MaxTokens", "ModelPrice", "apply_run_prices", "find_price",
-    "price_table_models",
+    "price_table_models", "read_price_file", "shipped_prices",
 ]  # fmt: skip

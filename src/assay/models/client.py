@@ -19,6 +19,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.models.batch import BatchQueue
 from assay.models.cache import ReplyCache, reply_cache_key
+from assay.models.cost import Admission, BudgetReached, CallMeter
 from assay.models.policy import AdaptiveLimiter, Permit, RetryPolicy, Sleep
 from assay.models.stats import CallStats
 from assay.models.types import BackendReply, GenerationSettings, ModelBackend, ModelCallError
@@ -53,6 +54,7 @@ class ModelClient:
         role: str | None = None,
         sample_offset: int = 0,
         batcher: BatchQueue | None = None,
+        meter: CallMeter | None = None,
     ) -> None:
         if role is not None:
             self.role = role
@@ -72,6 +74,8 @@ class ModelClient:
             in_flight if in_flight is not None else {}
         )
         self._parallelism = parallelism
+        #: counts, prices and caps the calls (`assay.models.cost`); None: no cost kept
+        self.meter = meter
         self._semaphore: asyncio.Semaphore | None = None
         #: set by `--judge-batch`: calls go through the vendor's batch interface first
         self.batcher = batcher
@@ -135,6 +139,8 @@ class ModelClient:
             cached = {key: reply for key, reply in cached.items() if accept(reply)}
         if cached:
             self.stats.record_cache_hits(self.backend.backend, len(cached))
+            if self.meter is not None:
+                self.meter.record_cache_hits(self.label, len(cached))
         missing = [(i, key) for i, key in enumerate(keys) if key not in cached]
         outcomes: dict[int, Outcome] = {
             i: cached[key] for i, key in enumerate(keys) if key in cached
@@ -149,6 +155,11 @@ class ModelClient:
                     self.cache.put(
                         key, backend=self.backend.backend, model=self.backend.model, reply=out
                     )
+        refused = [out for out in outcomes.values() if isinstance(out, BudgetReached)]
+        if refused:
+            # Not a verdict from fewer samples than asked: the samples made are cached,
+            # and a run with a higher cap asks only for the others.
+            raise BudgetReached(refused[-1].message)
         replies = [out for _, out in sorted(outcomes.items()) if isinstance(out, str)]
         if replies:
             return replies
@@ -173,6 +184,8 @@ class ModelClient:
                 shared = await asyncio.shield(pending)
                 if isinstance(shared, str):
                     self.stats.record_cache_hits(name)
+                    if self.meter is not None:
+                        self.meter.record_cache_hits(self.label)
                 else:
                     self.stats.record_error(name)
                 return shared
@@ -217,6 +230,8 @@ class ModelClient:
             outcome = await self._attempt(prompt, settings)
             if isinstance(outcome, str):
                 return outcome
+            if isinstance(outcome, BudgetReached):  # not made: no error, no retry
+                return outcome
             if not self.retry.should_retry(attempt, outcome.retryable):
                 self.stats.record_error(name)
                 return outcome
@@ -225,9 +240,20 @@ class ModelClient:
             await self._sleep(self.retry.delay(attempt, outcome.retry_after))
 
     async def _attempt(self, prompt: list[dict[str, Any]], settings: GenerationSettings) -> Outcome:
-        """One call through the limiter: the reply text, or the error it ended with."""
+        """One call through the limiter: the reply text, or the error it ended with.
+
+        With a meter, the call is admitted first (taken after the limiter's permit, so
+        the calls in flight are counted against a cap) and settled after.
+        """
         name = self.backend.backend
         permit: Permit = await self.limiter.acquire()
+        admission: Admission | None = None
+        if self.meter is not None:
+            admitted = await self.meter.admit(self.label, prompt, settings)
+            if isinstance(admitted, str):
+                self.limiter.release(permit, ok=True)
+                return BudgetReached(admitted)
+            admission = admitted
         released = False
         try:
             self.stats.record_call(name)
@@ -249,7 +275,11 @@ class ModelClient:
                 self.stats.record_tokens(
                     name, reply.input_tokens, reply.output_tokens, reply.cached_tokens
                 )
+                if admission is not None and self.meter is not None:
+                    self.meter.settle(admission, reply)
                 return reply.text
+            if admission is not None and self.meter is not None:
+                self.meter.settle(admission, None)
             released = True
             self.limiter.release(
                 permit, ok=False, overloaded=error.overloaded, retry_after=error.retry_after
@@ -258,3 +288,5 @@ class ModelClient:
         finally:
             if not released:  # cancelled mid-call: free the slot without judging the backend
                 self.limiter.release(permit, ok=False)
+                if admission is not None and self.meter is not None:
+                    self.meter.settle(admission, None)

@@ -28,6 +28,7 @@ from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
 from assay.metrics.stats import mean
 from assay.model.results import Score
+from assay.models.cost import BudgetReached
 
 #: how the error text of a judge call that failed begins
 JUDGE_CALL_FAILED = "judge call failed"
@@ -85,6 +86,8 @@ async def ask(
         texts = await judge.generate(
             messages, n, settings, accept=accept, prompt_version=prompt_version
         )
+    except BudgetReached as exc:  # the cap, not the judge: its reason as it stands
+        return Replies([], str(exc))
     except Exception as exc:  # any judge failure leaves the score absent, with its text
         text = str(exc) or type(exc).__name__
         return Replies([], f"{JUDGE_CALL_FAILED}: {text}")

@@ -285,6 +285,33 @@ def _when(value: object) -> str | None:
     return str(value) if value else None
 
 
+def judge_cost_lines(summary: Mapping[str, Any]) -> list[str] | None:
+    """What the judges cost, in total and per judged metric and judge model (the
+    summary's `judge/usd` and `judge/cost/...` keys); None when the run judged nothing."""
+    if "judge/usd" not in summary:
+        return None
+    lines = [
+        f"${float(summary['judge/usd']):.4f} in total"
+        f" (estimated ${float(summary.get('judge/usd_estimated') or 0):.4f})"
+    ]
+    refused = int(summary.get("judge/refused") or 0)
+    if refused:
+        lines[0] += f"; {refused:,} calls not made: judge budget reached"
+    per: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, value in summary.items():
+        if key.startswith("judge/cost/"):
+            metric, model, counter = key.removeprefix("judge/cost/").rsplit("/", 2)
+            per.setdefault((metric, model), {})[counter] = value
+    for (metric, model), c in sorted(per.items()):
+        tokens = f"{int(c.get('input_tokens', 0)):,} + {int(c.get('output_tokens', 0)):,} tokens"
+        lines.append(
+            f"{metric} · {model}: {int(c.get('calls', 0)):,} calls,"
+            f" {int(c.get('cache_hits', 0)):,} cache hits, {tokens},"
+            f" ${float(c.get('usd', 0)):.4f}"
+        )
+    return lines
+
+
 def report_data(
     result: EvalResult,
     *,
@@ -315,6 +342,7 @@ def report_data(
         "criteria": config.get("criteria") or {},
         "criteria_text": _criteria_text(config, summaries),
         "judges": _judge_models(config),
+        "judge_cost": judge_cost_lines(result.summary),
         "runs_per_case": run_count(result),
         "started": _when(getattr(run, "created_at", None)),
         "finished": _when(getattr(run, "finished_at", None)),

@@ -74,7 +74,9 @@
       ["status", h.status], ["eval sets", h.eval_sets.join(", ")],
       ["agent", h.agent || "recorded responses"],
       ["criteria", (h.criteria_text || []).length ? el("ul", { class: "criteria" }, h.criteria_text.map(function (t) { return el("li", { text: t }); })) : null],
-      ["judge models", h.judges.join(", ") || null], ["runs per case", String(h.runs_per_case)],
+      ["judge models", h.judges.join(", ") || null],
+      ["judge cost", h.judge_cost ? el("ul", { class: "criteria" }, h.judge_cost.map(function (t) { return el("li", { text: t }); })) : null],
+      ["runs per case", String(h.runs_per_case)],
       ["started", h.started], ["finished", h.finished], ["assay", h.version], ["git commit", h.commit],
     ];
     var c = h.counts;

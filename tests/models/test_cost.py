@@ -1,0 +1,198 @@
+"""`CallMeter`: counting, pricing and capping model calls (issue #38)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.models.cache import MemoryReplyCache
+from assay.models.cost import (
+    BUDGET_REACHED,
+    Admission,
+    CallMeter,
+    ReadOnlyCache,
+    charged_to,
+    reply_for_schema,
+)
+from assay.models.pricing import (
+    ModelPrice,
+    estimate_tokens,
+    find_price,
+    price_table,
+    prompt_tokens,
+    read_price_file,
+    token_counter,
+)
+from assay.models.types import BackendReply, GenerationSettings
+
+PRICES = {"m": ModelPrice(input_per_million=1_000_000.0, output_per_million=0.0)}
+PROMPT = [{"role": "user", "content": "x" * 40}]  # 10 tokens + 4 for the message
+SETTINGS = GenerationSettings(max_tokens=1)
+
+
+def test_the_estimate_counts_characters_and_messages() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abc") == 1 and estimate_tokens("abcde") == 2
+    if token_counter()[0].startswith("estimate"):
+        assert prompt_tokens(PROMPT) == 40 // 4 + 4
+    else:  # tiktoken with its encoding at hand
+        assert 4 < prompt_tokens(PROMPT) <= 40 + 4
+
+
+def test_the_shipped_table_prices_dated_and_prefixed_names() -> None:
+    table = price_table()
+    assert find_price("openai:gpt-4o-2024-08-06", table) == table["gpt-4o"]
+    assert find_price("openai:no-such-model", table) is None
+    assert table["gpt-4o-mini"].usd(1_000_000, 1_000_000) == pytest.approx(0.15 + 0.6)
+
+
+def _admit(meter: CallMeter) -> Admission | str:
+    return asyncio.run(meter.admit("m", PROMPT, SETTINGS))
+
+
+def test_calls_are_charged_to_the_metric_in_context() -> None:
+    meter = CallMeter(PRICES)
+
+    async def go() -> None:
+        with charged_to("correctness"):
+            admitted = await meter.admit("m", PROMPT, SETTINGS)
+            assert isinstance(admitted, Admission)
+            meter.settle(admitted, BackendReply("ok", 3, 1))
+            meter.record_cache_hits("m", 2)
+
+    asyncio.run(go())
+    line = meter.lines[("correctness", "m")]
+    assert (line.calls, line.cache_hits, line.input_tokens, line.output_tokens) == (1, 2, 3, 1)
+    assert line.usd == pytest.approx(3.0)
+    summary = meter.summary()
+    assert summary["judge/usd"] == pytest.approx(3.0)
+    assert summary["judge/cost/correctness/m/calls"] == 1
+
+
+def test_max_calls_refuses_the_call_past_the_cap() -> None:
+    meter = CallMeter(PRICES, max_calls=2)
+    first, second = _admit(meter), _admit(meter)
+    assert isinstance(first, Admission) and isinstance(second, Admission)
+    third = _admit(meter)
+    assert isinstance(third, str) and third.startswith(BUDGET_REACHED)
+    assert meter.summary()["judge/refused"] == 1
+
+
+def test_calls_in_flight_count_against_the_usd_cap_and_a_call_waits_for_them() -> None:
+    async def go(actual_tokens: int) -> tuple[Admission | str, float]:
+        meter = CallMeter(PRICES, max_usd=20.0)
+        first = await meter.admit("m", PROMPT, SETTINGS)  # estimated at its prompt's tokens
+        assert isinstance(first, Admission)
+        estimate = first.usd
+        assert 10.0 < estimate <= 20.0  # a second one at the estimate would pass the cap
+        second = asyncio.ensure_future(meter.admit("m", PROMPT, SETTINGS))
+        await asyncio.sleep(0)
+        assert not second.done()  # waits: the first may cost less than its estimate
+        meter.settle(first, BackendReply("ok", actual_tokens, 0))
+        return await second, meter.spent_usd
+
+    cheap, spent = asyncio.run(go(actual_tokens=2))
+    assert isinstance(cheap, Admission) and spent == pytest.approx(2.0)
+    dear, spent = asyncio.run(go(actual_tokens=15))
+    assert isinstance(dear, str) and dear.startswith(BUDGET_REACHED)
+    assert spent == pytest.approx(15.0)
+
+
+def test_a_usd_cap_refuses_a_model_without_a_price() -> None:
+    meter = CallMeter({}, max_usd=1.0)
+    refused = asyncio.run(meter.admit("unknown", PROMPT, SETTINGS))
+    assert isinstance(refused, str) and "has no price in the price table" in refused
+    uncapped = CallMeter({})
+    assert isinstance(asyncio.run(uncapped.admit("unknown", PROMPT, SETTINGS)), Admission)
+    assert uncapped.summary()["judge/unpriced_models"] == ["unknown"]
+
+
+def test_a_failed_call_is_counted_and_charged_nothing() -> None:
+    meter = CallMeter(PRICES, max_usd=100.0)
+    admitted = _admit(meter)
+    assert isinstance(admitted, Admission)
+    meter.settle(admitted, None)
+    assert meter.spent_usd == 0 and meter.totals().calls == 1
+
+
+@pytest.mark.parametrize(
+    ("schema", "reply"),
+    [
+        (None, {"verdict": "yes", "reasoning": "dry run"}),
+        ({"type": "string", "enum": ["valid", "invalid"]}, "valid"),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "score": {"type": "integer", "minimum": 1},
+                    "items": {"type": "array", "items": {"type": "boolean"}},
+                    "why": {"type": ["string", "null"]},
+                },
+            },
+            {"score": 1, "items": [True], "why": "dry run"},
+        ),
+    ],
+)
+def test_a_dry_run_reply_fits_the_schema(schema: dict | None, reply: object) -> None:
+    assert json.loads(reply_for_schema(schema)) == reply
+
+
+def test_the_read_only_cache_reads_through_and_keeps_writes_to_itself() -> None:
+    inner = MemoryReplyCache()
+    inner.put("a", backend="b", model="m", reply="old")
+    cache = ReadOnlyCache(inner)
+    cache.put("b", backend="b", model="m", reply="new")
+    assert cache.get_many(["a", "b"]) == {"a": "old", "b": "new"}
+    assert inner.get_many(["b"]) == {}
+
+
+def test_a_shared_meter_reports_each_runs_own_cost() -> None:
+    meter = CallMeter(PRICES)
+
+    def one_call() -> None:
+        admitted = _admit(meter)
+        assert isinstance(admitted, Admission)
+        meter.settle(admitted, BackendReply("ok", 2, 0))
+
+    one_call()
+    started = meter.snapshot()
+    one_call()
+    one_call()
+    run = meter.summary(since=started)
+    assert run["judge/usd"] == pytest.approx(4.0)
+    assert run["judge/cost/(other)/m/calls"] == 2
+    assert meter.summary()["judge/cost/(other)/m/calls"] == 3
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-1", '"free"'])
+def test_a_price_that_is_not_a_finite_non_negative_number_names_its_field(
+    tmp_path: Path, value: str
+) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(
+        f'{{"models": {{"m": {{"input_per_million": {value}, "output_per_million": 1}}}}}}',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=r"models\.m\.input_per_million"):
+        read_price_file(str(path))
+
+
+def test_tokens_are_never_counted_by_downloading_an_encoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    from assay.models import pricing
+
+    def no_download(name: str) -> object:
+        raise AssertionError(f"tiktoken was asked to fetch {name}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(tiktoken, "get_encoding", no_download)
+    pricing._tiktoken_encoder.cache_clear()
+    try:
+        assert pricing.token_counter()[0].startswith("estimate")
+    finally:
+        pricing._tiktoken_encoder.cache_clear()

@@ -1,0 +1,72 @@
+"""`assay.evaluate(..., dry_run=True)` and the judge caps from Python (issue #38)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import assay
+from assay.errors import ConfigError
+from assay.models.cost import reply_for_schema
+from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+
+ROWS = [
+    {"request": f"Capital number {i}?", "response": f"City {i}.", "expected_response": f"City {i}"}
+    for i in range(4)
+]
+
+
+def _reply(request: StandinRequest) -> StandinReply:
+    return StandinReply(reply_for_schema(request.json_schema), input_tokens=50, output_tokens=5)
+
+
+def test_evaluate_dry_run_predicts_the_calls_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    store = f"sqlite:///{tmp_path / 'assay.db'}"
+    metrics = ["correctness", "final_response_match_v2"]
+    with JudgeServer(_reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        kwargs = {"format": "mlflow", "judge": "openai:gpt-4o-mini", "store": store}
+        estimate = assay.evaluate(ROWS, metrics, dry_run=True, **kwargs)
+        assert server.requests == [] and estimate.cases == []
+        summary = estimate.summary
+        assert summary["dry_run"] is True
+        assert summary["judge/calls"] == 4 + 4 * 5
+        assert summary["judge/cost/correctness/openai:gpt-4o-mini/calls"] == 4
+        assert summary["agent/calls"] == 0
+        result = assay.evaluate(ROWS, metrics, **kwargs)
+        assert len(server.requests) == summary["judge/calls"]
+        assert result.summary["judge/calls"] == summary["judge/calls"]
+        assert json.dumps(result.summary)  # the cost keys are plain JSON
+
+
+def test_evaluate_max_judge_calls_leaves_the_rest_not_evaluated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    with JudgeServer(_reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        result = assay.evaluate(
+            ROWS, ["correctness", "response_match_score"], format="mlflow",
+            judge="openai:gpt-4o-mini", max_judge_calls=2, concurrency=1,
+        )  # fmt: skip
+        assert len(server.requests) == 2
+    judged = [c.metrics["correctness"] for c in result.cases]
+    assert sum(1 for m in judged if m.score is None) == 2
+    assert all(
+        m.explanation is not None and m.explanation.startswith("judge budget reached")
+        for m in judged
+        if m.score is None
+    )
+    # The deterministic metric is scored for every case: nothing else is lost.
+    assert all(c.metrics["response_match_score"].score is not None for c in result.cases)
+    assert result.summary["judge/refused"] == 2
+
+
+def test_evaluate_rejects_a_bad_cap() -> None:
+    with pytest.raises(ConfigError, match="--max-judge-usd must be a positive number"):
+        assay.evaluate(ROWS, ["correctness"], format="mlflow", dry_run=True, max_judge_usd=0)
