@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from assay.api import evaluate
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 from assay.report.html import write_html
 
 ARGS = [

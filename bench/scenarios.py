@@ -44,9 +44,9 @@ import psutil
 from _standin import ServerProcess
 from assay.agents.base import SessionOptions
 from assay.agents.callable import CallableAgent
+from assay.core.cases import EvalCase, EvalSet, Scenario, Turn
 from assay.engine import RunOptions, arun
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, EvalSet, Scenario, Turn
 from assay.simulation import SimulationResult, SimulatorOptions, UserSimulator, simulate
 from assay.testing import StandinReply, StandinRequest
 

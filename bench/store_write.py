@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "store"))
 
 from store_samples import weather_result
 
-from assay.model import Step, ToolCall, Turn, UserInput
-from assay.model.results import (
+from assay.core import Step, ToolCall, Turn, UserInput
+from assay.core.results import (
     CaseResult,
     EvalResult,
     InvocationResult,

@@ -12,10 +12,10 @@ import pytest
 
 import assay
 from assay import formats
+from assay.core.results import EvalResult, Status
 from assay.errors import AssayError, ConfigError, InputError
 from assay.metrics import build_metric
 from assay.metrics.efficiency import EFFICIENCY_METRICS
-from assay.model.results import EvalResult, Status
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "home_automation" / "home.evalset.json"
@@ -203,8 +203,8 @@ def test_bad_inputs_raise_assay_errors(tmp_path: Path) -> None:
 
 def test_evaluate_run_options_reach_the_engine() -> None:
     from assay.agents.tools import ToolHook
-    from assay.model import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn
-    from assay.model.core import Expectation
+    from assay.core import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn
+    from assay.core.cases import Expectation
 
     mock = ToolResponse(name="lookup", response={"mocked": True})
     reference = [
@@ -234,7 +234,7 @@ def test_evaluate_run_options_reach_the_engine() -> None:
 
 def test_evaluate_simulator_options() -> None:
     from assay.api import simulator_options
-    from assay.model.core import Persona
+    from assay.core.cases import Persona
     from assay.simulation import SimulatorOptions
 
     shy = Persona(id="SHY", personality="Answers in few words.")

@@ -28,8 +28,8 @@ from api_stream_helpers import (
     untimed,
     write_rows,
 )
+from assay.core.cases import EvalCase
 from assay.errors import InputError
-from assay.model.core import EvalCase
 from assay.report.json_report import case_to_adk
 
 # The stop-midway helpers the CLI's tests share (tests/cli/logging_agent.py).

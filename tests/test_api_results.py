@@ -22,8 +22,8 @@ from api_stream_helpers import (
     untimed,
     write_rows,
 )
+from assay.core.results import CaseResult
 from assay.errors import ConfigError
-from assay.model.results import CaseResult
 from assay.report.json_report import case_to_adk
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import assay.model
+import assay.core
 import assay.rows
 from assay import _native
 from compiled import REQUIRED
@@ -113,7 +113,7 @@ def test_only_kernels_are_compiled() -> None:
     assert not sorted(SOURCES.glob("assay/**/*.pxd"))
     # Modules not in the list are left to the usual finders.
     finder = _native._CompiledFinder(SOURCES)
-    assert finder.find_spec("assay.model.verdict", assay.model.__path__) is None
+    assert finder.find_spec("assay.core.verdict", assay.core.__path__) is None
 
 
 def test_a_kernel_goes_stale_with_every_module_it_repeats() -> None:
@@ -129,10 +129,10 @@ def test_a_kernel_goes_stale_with_every_module_it_repeats() -> None:
 
 
 def test_names_carry_the_source_hash_and_this_python() -> None:
-    name = _native.built_name("assay.model.verdict", b"x = 1\n")
-    assert name.startswith("assay.model.verdict.")
+    name = _native.built_name("assay.core.verdict", b"x = 1\n")
+    assert name.startswith("assay.core.verdict.")
     assert name.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])
-    assert name != _native.built_name("assay.model.verdict", b"x = 2\n")
+    assert name != _native.built_name("assay.core.verdict", b"x = 2\n")
 
 
 def test_the_build_asks_for_cython_only_when_it_compiles(monkeypatch: pytest.MonkeyPatch) -> None:

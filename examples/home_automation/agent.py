@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from assay.agents.tools import ToolHook
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 from .home import LOCATIONS, TOOLS, Home, new_home
 

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from assay.agents.tools import ToolHook
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 from .agent import INSTRUCTIONS, app_details, root_agent
 from .home import TOOLS, new_home

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from assay.agents.tools import ToolHook
-from assay.model.core import ToolCall
+from assay.core.cases import ToolCall
 
 MAX_ONLINE = 8
 EVENTS = "events@trattoria-uno.example"

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from assay.api import aevaluate as aevaluate
     from assay.api import evaluate as evaluate
     from assay.config import EvalConfig as EvalConfig
+    from assay.core.cases import EvalSet as EvalSet
+    from assay.core.results import EvalResult as EvalResult
     from assay.metrics.custom import CustomMetric as CustomMetric
     from assay.metrics.judged.custom_judge import CustomJudge as CustomJudge
-    from assay.model.core import EvalSet as EvalSet
-    from assay.model.results import EvalResult as EvalResult
     from assay.red_team import aredteam as aredteam
     from assay.red_team import redteam as redteam
 
@@ -39,8 +39,8 @@ _EXPORTS = {
     "EvalTaskResult": "assay.api",
     "CustomMetric": "assay.metrics.custom",
     "CustomJudge": "assay.metrics.judged.custom_judge",
-    "EvalResult": "assay.model.results",
-    "EvalSet": "assay.model.core",
+    "EvalResult": "assay.core.results",
+    "EvalSet": "assay.core.cases",
     "EvalConfig": "assay.config",
     "redteam": "assay.red_team",
     "aredteam": "assay.red_team",

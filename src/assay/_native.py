@@ -51,7 +51,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
         "assay.metrics.lexical",  # response_match_score
         "assay.metrics.tokenize",  # ROUGE-1's tokens
         "assay.metrics.trajectory",  # the trajectory algorithms
-        "assay.model.verdict",  # a case's status from its metrics'
+        "assay.core.verdict",  # a case's status from its metrics'
         "assay.report.json_report",  # the report's case (`case_to_adk`), the CSV line
         "assay.rows.plan",  # which metric the kernel computes
         "assay.store._document",  # the store's document

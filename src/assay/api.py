@@ -41,13 +41,13 @@ from assay.api_stream import (
     keep_at_most,
     plan_evaluate,
 )
+from assay.core.cases import Persona
+from assay.core.results import EvalResult
 from assay.engine import RunObserver
 from assay.engine.executors import Executor, named
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.formats._common import gc_paused
-from assay.model.core import Persona
-from assay.model.results import EvalResult
 from assay.redact import redact_url
 from assay.session.plan import Driver
 from assay.session.run_session import RunSession

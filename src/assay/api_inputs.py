@@ -20,11 +20,11 @@ from assay.config import (
     load_config,
     parse_config,
 )
+from assay.core.cases import EvalSet, Persona
 from assay.engine import build_metrics
 from assay.errors import ConfigError, InputError
 from assay.metrics.base import Metric
 from assay.metrics.custom import CustomMetric
-from assay.model.core import EvalSet, Persona
 
 if TYPE_CHECKING:
     from google.adk.agents.base_agent import BaseAgent

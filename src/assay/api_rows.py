@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 
 if TYPE_CHECKING:
     from assay.api_inputs import StoreInput

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from assay.agents.tools import ToolBehavior
+from assay.core.results import CaseResult, EvalResult, Status
 from assay.engine.replay import RunMethod
 from assay.errors import ConfigError
-from assay.model.results import CaseResult, EvalResult, Status
 from assay.redact import redact_url
 from assay.session.plan import RunPlan, row_files
 

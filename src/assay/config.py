@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from assay.errors import ConfigError, did_you_mean, warn
 
 if TYPE_CHECKING:
-    from assay.model.core import EvalCase, EvalSet, Turn
+    from assay.core.cases import EvalCase, EvalSet, Turn
 
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 

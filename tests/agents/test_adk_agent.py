@@ -44,8 +44,7 @@ from google.genai import errors, types
 from assay.agents.adk import AdkAgent
 from assay.agents.base import SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook
-from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     Blob,
@@ -53,6 +52,7 @@ from assay.model.core import (
     ToolCall,
     UserInput,
 )
+from assay.errors import AgentError, QuotaExhaustedError
 
 
 @pytest.fixture

@@ -24,14 +24,14 @@ from assay.agents.adk import AdkAgent, is_adk_agent, load_adk_agent
 from assay.agents.loader import load_agent
 from assay.agents.tools import ToolBehavior
 from assay.cli import app
+from assay.core.cases import EvalCase, EvalSet, Expectation, ToolCall, ToolResponse, Turn
+from assay.core.results import Status
 from assay.engine import RunOptions, arun
 from assay.engine.replay import RunMethod
 from assay.errors import AgentError
 from assay.formats import load
 from assay.metrics.base import Metric
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, EvalSet, Expectation, ToolCall, ToolResponse, Turn
-from assay.model.results import Status
 
 FIXTURES = Path(__file__).parent / "adk_fixtures"
 TRAVEL_DIR = FIXTURES / "travel_agent"

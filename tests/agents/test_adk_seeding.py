@@ -13,7 +13,7 @@ from adk_fixtures.weather_app import CASE, Scripted, Tools, build, one_turn, scr
 
 from assay.agents.adk import AdkAgent
 from assay.agents.base import SessionOptions
-from assay.model.core import AgentTransfer, Step, ToolCall, ToolResponse, Turn, UserInput
+from assay.core.cases import AgentTransfer, Step, ToolCall, ToolResponse, Turn, UserInput
 
 
 @pytest.fixture

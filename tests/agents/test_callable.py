@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from assay.agents import CallableAgent, as_agent, load_agent, to_turn
+from assay.core import EvalCase, Step, ToolCall, ToolResponse, Turn, UserInput
 from assay.errors import AgentError
-from assay.model import EvalCase, Step, ToolCall, ToolResponse, Turn, UserInput
 
 
 async def _send(agent: Any, text: str, case: EvalCase | None = None) -> Turn:

@@ -15,9 +15,7 @@ import pytest
 from assay.agents.base import SessionOptions
 from assay.agents.http import HttpAgent
 from assay.agents.tools import ToolBehavior, ToolHook, ToolMock
-from assay.engine import arun, build_metrics
-from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import (
+from assay.core.cases import (
     AgentTransfer,
     EvalCase,
     EvalSet,
@@ -29,6 +27,8 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.engine import arun, build_metrics
+from assay.errors import AgentError, QuotaExhaustedError
 
 # (status, headers, body) for a request body; a dict body is sent as JSON
 Reply = tuple[int, dict[str, str], Any]

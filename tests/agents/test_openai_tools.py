@@ -15,10 +15,7 @@ from assay.agents.base import SessionOptions, app_details_of
 from assay.agents.openai_tools import NOT_RECORDED, OpenAIToolsAgent, history_messages
 from assay.agents.tools import ToolBehavior, ToolHook, ToolMock
 from assay.config import load_config
-from assay.engine import RunMethod, RunOptions, arun, build_metrics
-from assay.errors import AgentError, QuotaExhaustedError
-from assay.formats import load
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     EvalCase,
     EvalSet,
@@ -30,6 +27,9 @@ from assay.model.core import (
     Turn,
     UserInput,
 )
+from assay.engine import RunMethod, RunOptions, arun, build_metrics
+from assay.errors import AgentError, QuotaExhaustedError
+from assay.formats import load
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai_tools"

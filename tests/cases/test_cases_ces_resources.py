@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assay.cases import write_cases
-from assay.model.core import EvalCase, Rubric, Turn, UserInput
+from assay.core.cases import EvalCase, Rubric, Turn, UserInput
 
 HELD = """{
     "evaluations": [],

@@ -19,9 +19,9 @@ from assay.cases.jsonedit import ArrayText
 from assay.cases.sources import Played
 from assay.cases.target import read_target
 from assay.cli import app
+from assay.core.cases import AgentTransfer, Step, ToolCall, ToolResponse, Turn, UserInput
 from assay.errors import InputError
 from assay.formats import load
-from assay.model.core import AgentTransfer, Step, ToolCall, ToolResponse, Turn, UserInput
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "tests" / "data" / "realworld"
@@ -307,7 +307,7 @@ def test_a_case_from_a_ces_conversation(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["adk", "ces"])
 def test_write_cases_writes_scenarios_too(tmp_path: Path, fmt: str) -> None:
     from assay.cases import write_cases
-    from assay.model.core import EvalCase, Scenario
+    from assay.core.cases import EvalCase, Scenario
 
     target = tmp_path / f"scenarios.{fmt}.json"
     new_file(target, fmt)
@@ -369,8 +369,8 @@ def test_one_write_updates_some_cases_and_adds_others(tmp_path: Path, suffix: st
 
 def test_blessing_a_ces_case_that_refers_to_rubrics_of_its_file(tmp_path: Path) -> None:
     from assay.cases.golden import for_format
+    from assay.core.cases import EvalCase, EvalSet, Rubric
     from assay.formats import dump
-    from assay.model.core import EvalCase, EvalSet, Rubric
 
     golden = (for_format(golden_case("x", played().turns), "ces").reference or [])[0]
     rubric = Rubric(id="Polite", text="The agent is polite.")

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from assay.cases import list_cases, remove_case
 from assay.cases.api import add_cases
 from assay.cases.sources import Played
+from assay.core.cases import Turn, UserInput
 from assay.errors import AssayError
-from assay.model.core import Turn, UserInput
 
 _KEYS = st.sampled_from([
     "eval_set_id", "eval_cases", "eval_id", "conversation", "evaluations", "golden",

@@ -15,8 +15,8 @@ from assay.cases.api import add_cases
 from assay.cases.jsonedit import ArrayText, replaced
 from assay.cases.sources import Played
 from assay.cases.target import LinesText
+from assay.core.cases import Turn, UserInput
 from assay.formats import load
-from assay.model.core import Turn, UserInput
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 _SCALAR = st.none() | st.booleans() | st.integers() | _TEXT

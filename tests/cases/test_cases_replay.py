@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from assay.agents.tools import golden_mocks
 from assay.cli import app
-from assay.model.core import EvalCase, Expectation, ToolCall, ToolResponse, Turn
+from assay.core.cases import EvalCase, Expectation, ToolCall, ToolResponse, Turn
 from assay.store.reading import load_run, open_existing
 
 AGENT = "weather_agent:weather_agent"

@@ -29,8 +29,8 @@ from assay.cases.generate_check import (
     remove_near_duplicates,
     tokens,
 )
+from assay.core.cases import Persona, ToolCall
 from assay.errors import InputError
-from assay.model.core import Persona, ToolCall
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 from assay.testing.standin_embeddings import embed
 from assay.testing.standin_generator import REFUSED, generator_script, script

@@ -89,8 +89,8 @@ def test_generated_scenarios_run_with_a_simulated_user_and_are_scored(
 
 
 def test_scenario_rubrics_names_where_case_rubrics_are_read() -> None:
+    from assay.core.cases import EvalCase, Rubric, Scenario, Turn
     from assay.metrics.judged.scenario import ScenarioRubrics
-    from assay.model.core import EvalCase, Rubric, Scenario, Turn
 
     case = EvalCase(
         id="c",

@@ -11,7 +11,7 @@ from itertools import count
 from typing import Any
 
 from assay.agents.tools import ToolHook
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 REAL_CALLS: list[str] = []
 _DEGREES = count(21)

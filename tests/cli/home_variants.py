@@ -7,7 +7,7 @@ from typing import Any
 
 from examples.home_automation.agent import root_agent
 
-from assay.model.core import Turn
+from assay.core.cases import Turn
 
 
 def forgetful_agent(prompt: str, state: dict[str, Any]) -> Turn:

@@ -22,7 +22,7 @@ OFF_TOPIC = BELLA_NOTTE / "Off-the-Rails_-_Repeated_Off-Topic.json"
 LARGE_PARTY = BELLA_NOTTE / "Scenario_-_Large_Party_Rejection.json"
 
 BOTS = """
-from assay.model import Step, ToolCall, ToolResponse, Turn
+from assay.core import Step, ToolCall, ToolResponse, Turn
 
 async def maitre(prompt, history, tools):
     if len(history) < 3:

@@ -22,7 +22,7 @@ LARGE_PARTY = (
     / "tests/data/realworld/ces/bella_notte/evaluations/Scenario_-_Large_Party_Rejection.json"
 )
 BOTS = """
-from assay.model import Step, ToolCall, ToolResponse, Turn
+from assay.core import Step, ToolCall, ToolResponse, Turn
 
 async def host(prompt, tools):
     call = ToolCall(name="set_party_size", args={"size": 12})

@@ -26,9 +26,9 @@ from test_adk_judged_parity import SEGMENTER, VALIDATOR, assert_same, run_adk, r
 
 from assay import formats
 from assay.config import parse_config
+from assay.core.results import Status
 from assay.errors import ConfigError
 from assay.formats import adk
-from assay.model.results import Status
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 
 __all__ = ["standin"]  # the stand-in judge fixture, shared with the parity tests
@@ -475,7 +475,7 @@ def test_thought_parts_left_out_after_adk_2_13(
 
 
 def test_grounding_of_a_run_survives_the_adk_format() -> None:
-    from assay.model.core import (
+    from assay.core.cases import (
         AgentMessage,
         EvalCase,
         EvalSet,

@@ -35,11 +35,11 @@ from hypothesis import strategies as st
 from judge_parity import JUDGE_MODEL, Marker, Router, ScriptedLlm
 from test_adk_judged_parity import SEGMENTER, VALIDATOR
 
+from assay.core.cases import Scenario
+from assay.core.results import MetricResult
 from assay.formats import adk
 from assay.metrics.judged import JudgedMetric
 from assay.metrics.registry import build_metric
-from assay.model.core import Scenario
-from assay.model.results import MetricResult
 from assay.models.types import ModelCallError
 
 pytestmark = pytest.mark.conformance

@@ -19,9 +19,9 @@ from google.adk.evaluation.eval_metrics import EvalMetric
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 
 from assay import formats
+from assay.core.cases import Turn
 from assay.errors import ConfigError
 from assay.metrics.registry import build_metric
-from assay.model.core import Turn
 
 _USAGE_KEYS = (
     "prompt_token_count",

@@ -26,9 +26,9 @@ from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALU
 from judge_parity import JUDGE_MODEL, Marker, Router, ScriptedLlm, rubric_block
 
 from assay import evaluate, formats
+from assay.core.cases import Scenario
+from assay.core.results import CaseResult, EvalResult
 from assay.interop.adk_history import adk_case_result
-from assay.model.core import Scenario
-from assay.model.results import CaseResult, EvalResult
 from assay.report.json_report import case_to_adk
 from assay.testing.judge_server import JudgeServer
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.metrics.base import Metric
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 
 adk_types = pytest.importorskip("google.genai.types")
 adk_case = pytest.importorskip("google.adk.evaluation.eval_case")

@@ -27,7 +27,7 @@ from google.adk.evaluation.evaluator import EvaluationResult
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 
 from assay import evaluate, formats
-from assay.model.results import CaseResult, EvalResult
+from assay.core.results import CaseResult, EvalResult
 from assay.report.json_report import case_to_adk
 from assay.testing.judge_server import JudgeServer, StandinRequest
 

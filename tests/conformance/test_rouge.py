@@ -11,9 +11,9 @@ import random
 
 import pytest
 
+from assay.core.cases import EvalCase, Turn
 from assay.metrics.lexical import ResponseMatchScore
 from assay.metrics.tokenize import rouge1_fmeasure
-from assay.model.core import EvalCase, Turn
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 adk_rouge = pytest.importorskip("google.adk.evaluation.final_response_match_v1")

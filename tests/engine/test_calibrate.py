@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli.judge import judge_app
+from assay.core.results import CaseResult, EvalResult
 from assay.engine.calibrate import (
     ConfusionMatrix,
     accuracy,
@@ -22,7 +23,6 @@ from assay.engine.calibrate import (
 from assay.errors import InputError
 from assay.judges.client import JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
-from assay.model.results import CaseResult, EvalResult
 from assay.session.calibrate import acalibrate
 from assay.session.run_session import RunSession
 from assay.store import Store

@@ -18,8 +18,8 @@ from assay import formats
 from assay.agents.tools import ToolHook
 from assay.api import evaluate
 from assay.config import CES_GOLDEN_CRITERIA, DEFAULT_CRITERIA, default_criteria
-from assay.model import EvalSet, Status, Step, ToolCall, ToolResponse, Turn, UserInput
-from assay.model.core import EvalCase
+from assay.core import EvalSet, Status, Step, ToolCall, ToolResponse, Turn, UserInput
+from assay.core.cases import EvalCase
 from assay.testing.judge_server import JudgeServer, StandinRequest
 
 CES = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "ces"

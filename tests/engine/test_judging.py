@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from assay.core import EvalCase, EvalSet, Score, Status, Turn
 from assay.engine import RunOptions, arun, run
 from assay.engine.judging import JudgeRunOptions
 from assay.errors import ConfigError
@@ -21,7 +22,6 @@ from assay.metrics.judged.base import (
     JudgedOptions,
     JudgeModelOptions,
 )
-from assay.model import EvalCase, EvalSet, Score, Status, Turn
 from assay.models import resolve as resolve_module
 from assay.store import Store
 

@@ -10,13 +10,13 @@ import pytest
 
 from assay.agents import CallableAgent
 from assay.agents.tools import ToolBehavior, ToolHook, no_mock_error
+from assay.core import EvalCase, EvalSet, Score, Status, Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Expectation
+from assay.core.error_types import ErrorType
 from assay.engine import RunMethod, RunOptions, run
 from assay.engine.replay import expected_history
 from assay.errors import QuotaExhaustedError
 from assay.metrics.base import Metric
-from assay.model import EvalCase, EvalSet, Score, Status, Step, ToolCall, ToolResponse, Turn
-from assay.model.core import Expectation
-from assay.model.error_types import ErrorType
 
 
 class _Answered(Metric):

@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 import pytest
 
 from assay.agents import as_agent
+from assay.core import EvalCase, EvalSet, Score, Status, Step, ToolCall, Turn
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, EvalResult
 from assay.engine import RunOptions, arun, run, score_case
 from assay.engine.replay import RunMethod
 from assay.engine.scoring import NO_RESPONSE_REASON
 from assay.metrics.base import Metric, MetricOptions
-from assay.model import EvalCase, EvalSet, Score, Status, Step, ToolCall, Turn
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, EvalResult
 
 
 class _ExactResponse(Metric):

@@ -13,11 +13,11 @@ import pytest
 import assay.simulation
 from assay.agents import CallableAgent
 from assay.agents.tools import ToolBehavior, ToolHook
+from assay.core import EvalCase, EvalSet, Score, Status, Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Scenario, ScenarioExpectation, ToolExpectation
+from assay.core.error_types import ErrorType
 from assay.engine import RunOptions, build_metrics, run
 from assay.metrics.base import Metric
-from assay.model import EvalCase, EvalSet, Score, Status, Step, ToolCall, ToolResponse, Turn
-from assay.model.core import Scenario, ScenarioExpectation, ToolExpectation
-from assay.model.error_types import ErrorType
 from assay.simulation import SimulatorOptions
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from assay.core.cases import EvalCase, EvalSet
 from assay.engine.selection import CaseSelection, select_cases
 from assay.errors import ConfigError
-from assay.model.core import EvalCase, EvalSet
 
 
 def _sets() -> list[EvalSet]:

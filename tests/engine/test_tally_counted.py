@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
+from assay.core.results import MetricResult, Score, Status
 from assay.engine import build_metrics
 from assay.engine.tally import Tally
-from assay.model.results import MetricResult, Score, Status
 
 
 def _result(name: str, value: float | None, threshold: float | None) -> MetricResult:

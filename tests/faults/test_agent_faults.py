@@ -26,7 +26,7 @@ from assay.store import Store
 
 AGENT = """
 import asyncio
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 
 async def agent(text: str):

@@ -31,7 +31,7 @@ from assay.store.schema import RunStatus
 
 AGENT = """
 import asyncio
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 
 async def agent(text: str) -> Turn:

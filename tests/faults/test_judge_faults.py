@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer
 
+from assay.core.results import Status
 from assay.engine.build import build_metrics
 from assay.engine.judging import JudgeRunOptions
 from assay.formats import load_rows
-from assay.model.results import Status
 from assay.session.run_session import RunSession
 from assay.store import Store
 from assay.store.schema import RunStatus

@@ -35,7 +35,7 @@ from assay.store.schema import RunStatus
 
 AGENT = """
 import asyncio, os
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 
 async def agent(text: str) -> Turn:

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalSet
 from assay.formats._loss import Loss
-from assay.model.core import EvalSet
 
 SUFFIX = {"adk": ".evalset.json", "ces": ".json", "vertex": ".json", "mlflow": ".jsonl"}
 

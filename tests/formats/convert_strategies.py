@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     EvalCase,

@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import InputError
-from assay.formats import adk, adk_legacy, load
-from assay.formats._common import read_structured
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     Chunk,
@@ -34,6 +31,9 @@ from assay.model.core import (
     UserFact,
     UserInput,
 )
+from assay.errors import InputError
+from assay.formats import adk, adk_legacy, load
+from assay.formats._common import read_structured
 
 SHARED = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK = SHARED / "adk"

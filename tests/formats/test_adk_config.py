@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from assay.config import load_config, parse_config
+from assay.core.cases import EvalSet
 from assay.errors import InputError, UnknownFormatError
 from assay.formats import adk, adk_config, adk_legacy, load
 from assay.formats._common import read_structured
-from assay.model.core import EvalSet
 
 ADK = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "adk"
 CONFIGS = sorted(

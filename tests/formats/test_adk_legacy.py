@@ -9,10 +9,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import InputError
-from assay.formats import adk, adk_legacy, load
-from assay.formats._common import read_structured
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     EvalCase,
     EvalSet,
@@ -24,6 +21,9 @@ from assay.model.core import (
     Turn,
     UserInput,
 )
+from assay.errors import InputError
+from assay.formats import adk, adk_legacy, load
+from assay.formats._common import read_structured
 
 SHARED = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 FOLDER = SHARED / "adk" / "legacy_trip_planner"

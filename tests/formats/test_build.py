@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from assay.core.cases import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn, UserInput
 from assay.formats import _build, load, vertex
-from assay.model.core import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn, UserInput
 
 ROWS: list[dict[str, Any]] = [
     {

@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import ConversionLossError, InputError
-from assay.formats import ces, load
-from assay.formats._common import read_structured
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     EvalSet,
     Expectation,
@@ -24,6 +21,9 @@ from assay.model.core import (
     UserGoalBehavior,
     UserInput,
 )
+from assay.errors import ConversionLossError, InputError
+from assay.formats import ces, load
+from assay.formats._common import read_structured
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "ces"
 BELLA = REALWORLD / "bella_notte"

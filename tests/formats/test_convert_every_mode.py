@@ -52,7 +52,7 @@ _JSON = st.recursive(
 @st.composite
 def _turns(draw: st.DrawFn) -> Any:
     """A turn a `history` holds: user text, tool calls and object replies, an answer."""
-    from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
+    from assay.core.cases import Step, ToolCall, ToolResponse, Turn, UserInput
 
     steps = []
     for _ in range(draw(st.integers(0, 3))):
@@ -354,8 +354,8 @@ def test_trace_target_names_cases_without_recorded_turns(tmp_path: Path) -> None
 
 
 def test_a_recorded_conversation_shares_its_history_and_comes_back(tmp_path: Path) -> None:
+    from assay.core.cases import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn, UserInput
     from assay.formats import vertex
-    from assay.model.core import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn, UserInput
 
     first = Turn(
         user_input=UserInput(text="book a table"),
@@ -378,8 +378,8 @@ def test_a_recorded_conversation_shares_its_history_and_comes_back(tmp_path: Pat
 
 
 def test_refusing_every_case_lists_twenty_then_how_many_more(tmp_path: Path) -> None:
+    from assay.core.cases import EvalCase, EvalSet, Scenario
     from assay.formats import adk
-    from assay.model.core import EvalCase, EvalSet, Scenario
 
     cases = [
         EvalCase(id=f"s{i:02}", scenario=Scenario(starting_prompt="hi", conversation_plan="p"))

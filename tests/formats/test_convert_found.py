@@ -8,10 +8,7 @@ from pathlib import Path
 
 from google.cloud import ces_v1beta
 
-from assay.formats import detect_format, format_module, load
-from assay.formats._common import read_structured
-from assay.formats.convert import difference, fit
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     EvalCase,
     EvalSet,
@@ -21,6 +18,9 @@ from assay.model.core import (
     Turn,
     UserInput,
 )
+from assay.formats import detect_format, format_module, load
+from assay.formats._common import read_structured
+from assay.formats.convert import difference, fit
 
 SUFFIX = {"adk": ".evalset.json", "ces": ".json", "vertex": ".json", "mlflow": ".jsonl"}
 

@@ -18,12 +18,12 @@ from convert_helpers import SUFFIX, accepted_by_own_tools, present
 from convert_strategies import evalsets
 from hypothesis import HealthCheck, assume, given, settings
 
+from assay.core.cases import EvalSet
 from assay.errors import InputError
 from assay.formats import detect_format, format_module, load
 from assay.formats._common import read_structured
 from assay.formats._sidecar import sidecar_path
 from assay.formats.convert import convert_file, difference, fit
-from assay.model.core import EvalSet
 
 FORMATS = ("adk", "ces", "vertex", "mlflow")
 SETTINGS = settings(

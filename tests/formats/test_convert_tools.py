@@ -24,10 +24,10 @@ from convert_strategies import evalsets
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from assay.core.cases import EvalSet
 from assay.formats import detect_format, format_module, load, load_rows
 from assay.formats._common import read_structured
 from assay.formats.convert import fit
-from assay.model.core import EvalSet
 
 REALWORLD = Path(__file__).resolve().parents[1] / "data" / "realworld"
 MLFLOW_MAP = {"question": "request", "relevant_doc_id": "expected_retrieved_context"}

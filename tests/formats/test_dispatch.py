@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from assay.core.cases import EvalSet
 from assay.errors import InputError, UnknownFormatError
 from assay.formats import (
     EVAL_SET_FORMATS,
@@ -23,7 +24,6 @@ from assay.formats import (
     save,
 )
 from assay.formats._common import read_structured
-from assay.model.core import EvalSet
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK = REALWORLD / "adk"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from assay.core.cases import Chunk, EvalCase, EvalSet, Step, ToolCall, Turn, UserInput
 from assay.errors import InputError
 from assay.formats import load, load_rows, mlflow
 from assay.formats import mapping as m
-from assay.model.core import Chunk, EvalCase, EvalSet, Step, ToolCall, Turn, UserInput
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "mlflow"
 EVAL_SET = REALWORLD / "eval_set.jsonl"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from assay.config import EvalConfig, load_config
+from assay.core.cases import EvalSet, UserGoalBehavior
 from assay.errors import InputError, UnknownFormatError
 from assay.formats import FORMAT_MODULES, ces, detect_format, format_module, load, save
 from assay.formats._common import read_structured
-from assay.model.core import EvalSet, UserGoalBehavior
 
 REALWORLD = (Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld").resolve()
 MLFLOW_MAP = {"question": "request", "relevant_doc_id": "expected_retrieved_context"}

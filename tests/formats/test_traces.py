@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import InputError
-from assay.formats import detect_format, load, traces, vertex
-from assay.formats._common import read_structured
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     EvalSet,
     Step,
@@ -21,6 +18,9 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.errors import InputError
+from assay.formats import detect_format, load, traces, vertex
+from assay.formats._common import read_structured
 
 TURN = {
     "user_input": {"text": "Weather in Oslo?"},

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from assay.core.cases import EvalCase, EvalSet, Rubric, RubricType, Scenario, Turn, UserInput
 from assay.errors import InputError
 from assay.formats import load, load_rows, vertex
 from assay.formats import mapping as m
-from assay.model.core import EvalCase, EvalSet, Rubric, RubricType, Scenario, Turn, UserInput
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld" / "vertex"
 

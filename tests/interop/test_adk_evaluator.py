@@ -171,7 +171,7 @@ async def test_each_evaluation_is_a_run_session_that_records_nothing(
 ) -> None:
     """The cases run in a `RunSession` (the life every run has: its collector sees each
     case run, the run ends finished) with no store: ADK's evaluator keeps none."""
-    from assay.model.results import EvalResult
+    from assay.core.results import EvalResult
     from assay.session.run_session import RunSession
 
     sessions: list[tuple[RunSession, EvalResult]] = []

@@ -18,9 +18,9 @@ from google.adk.evaluation.local_eval_set_results_manager import LocalEvalSetRes
 from typer.testing import CliRunner
 
 from assay.cli import app
+from assay.core.results import EvalResult
 from assay.errors import AssayError
 from assay.interop.adk_history import AdkApp, app_for_agent_spec, write_history
-from assay.model.results import EvalResult
 
 REPO = Path(__file__).resolve().parents[2]
 EVALSET = REPO / "tests" / "agents" / "adk_fixtures" / "travel.evalset.json"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay.core.cases import EvalCase, Turn
 from assay.engine.calibrate import ItemVerdict
 from assay.errors import ConfigError
 from assay.judges.align import (
@@ -22,7 +23,6 @@ from assay.judges.align import (
 )
 from assay.judges.client import AlignedJudge, Judge, JudgePool
 from assay.judges.types import BackendReply, GenerationSettings
-from assay.model.core import EvalCase, Turn
 from assay.models.cache import MemoryReplyCache, reply_cache_key
 from assay.session.align import (
     AlignOptions,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from assay.core import EvalCase, EvalSet, Status, Turn
 from assay.engine import arun
 from assay.judges import Judge, JudgeCallError, JudgePool
 from assay.metrics.judged.base import JudgeModelOptions
 from assay.metrics.registry import build_metric
-from assay.model import EvalCase, EvalSet, Status, Turn
 from assay.store import Store
 from assay.testing.judge_server import JudgeServer, Script, StandinReply
 

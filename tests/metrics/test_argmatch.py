@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from assay.core.cases import ToolCall
 from assay.errors import InputError
 from assay.metrics.argmatch import (
     ArgMatch,
@@ -16,7 +17,6 @@ from assay.metrics.argmatch import (
     json_contains,
     json_equal,
 )
-from assay.model.core import ToolCall
 
 
 def call(tool: str, /, **args: Any) -> ToolCall:

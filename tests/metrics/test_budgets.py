@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.core.cases import EvalCase, Turn, Usage
+from assay.core.results import MetricResult, Status
 from assay.errors import ConfigError
 from assay.metrics.budgets import find_price, shipped_prices
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Turn, Usage
-from assay.model.results import MetricResult, Status
 
 
 def _run(name: str, criterion: object, *turns: Turn, **case: object) -> MetricResult:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.metrics.calldiff import DiffKind, diff_calls, explain_calls, format_call, same_value
 from assay.metrics.trajectory import ToolTrajectoryAvgScore, TrajectoryRecall
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 
 
 def call(name: str, **args: object) -> ToolCall:

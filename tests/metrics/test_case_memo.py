@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.engine.scoring import score_case
 from assay.metrics import calldiff
 from assay.metrics.case_memo import case_scope, explain_turn
@@ -11,7 +12,6 @@ from assay.metrics.trajectory import (
     TrajectoryPrecision,
     TrajectoryRecall,
 )
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 
 
 def _turn(*calls: ToolCall) -> Turn:

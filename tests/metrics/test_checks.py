@@ -6,11 +6,11 @@ import random
 
 import pytest
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Status
 from assay.errors import ConfigError
 from assay.metrics.checks import edit_distance, levenshtein_similarity, trimmed
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Status
 
 
 def _run(name: str, criterion: object, *responses: str | None, **case: object) -> MetricResult:

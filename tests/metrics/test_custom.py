@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from assay.config import parse_config
+from assay.core.cases import Chunk, EvalCase, Retrieval, Scenario, Step, ToolCall, Turn
+from assay.core.results import Status
 from assay.engine import score_case
 from assay.engine.build import build_metrics
 from assay.errors import ConfigError
 from assay.metrics.custom import CustomMetric, custom_metric_factories, invocation_row
 from assay.metrics.registry import build_metric
-from assay.model.core import Chunk, EvalCase, Retrieval, Scenario, Step, ToolCall, Turn
-from assay.model.results import Status
 
 MODULE = "assay_test_custom_fns"
 SOURCE = """

@@ -7,10 +7,10 @@ import asyncio
 import httpx
 import pytest
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Status
 from assay.metrics.embedding import cosine
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Status
 from assay.testing import JudgeServer, StandinReply
 from assay.testing.standin_embeddings import embed
 

@@ -10,12 +10,7 @@ from typing import Any
 
 import pytest
 
-from assay.errors import ConfigError
-from assay.metrics.base import Metric
-from assay.metrics.golden import golden_tool_calls, pair_calls
-from assay.metrics.registry import build_metric
-from assay.metrics.trajectory import max_weight_assignment
-from assay.model.core import (
+from assay.core.cases import (
     AgentTransfer,
     EvalCase,
     Expectation,
@@ -24,7 +19,12 @@ from assay.model.core import (
     ToolResponse,
     Turn,
 )
-from assay.model.results import Score, Status
+from assay.core.results import Score, Status
+from assay.errors import ConfigError
+from assay.metrics.base import Metric
+from assay.metrics.golden import golden_tool_calls, pair_calls
+from assay.metrics.registry import build_metric
+from assay.metrics.trajectory import max_weight_assignment
 
 SHARED = Path(__file__).resolve().parents[2] / "tests" / "data"
 CASE = EvalCase(id="golden-1")

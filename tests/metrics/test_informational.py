@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from assay.core.cases import EvalCase, Step, ToolCall, ToolResponse, Turn, Usage
+from assay.core.results import Status
 from assay.engine import score_case
 from assay.errors import ConfigError
 from assay.metrics.informational import InvocationLatency, TokenUsage, ToolCallCount
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn, Usage
-from assay.model.results import Status
 
 
 def _calls(*names: str) -> list[Step]:

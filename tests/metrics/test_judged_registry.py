@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 import pytest
 
 from assay.config import load_config
+from assay.core.cases import EvalCase, Rubric, RubricType, Turn
+from assay.core.results import Score, Status
 from assay.engine import score_case
 from assay.errors import ConfigError
 from assay.metrics.judged import (
@@ -20,8 +22,6 @@ from assay.metrics.judged import (
     RubricBasedFinalResponseQualityV1,
 )
 from assay.metrics.registry import build_metric, get_metric_class, metric_names
-from assay.model.core import EvalCase, Rubric, RubricType, Turn
-from assay.model.results import Score, Status
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 ADK_CONFIGS = sorted((REALWORLD / "adk").glob("*/*config.json"))

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from assay.config import load_config
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Status
 from assay.metrics.lexical import NO_REFERENCE, ResponseMatchScore
 from assay.metrics.registry import build_metric
 from assay.metrics.tokenize import rouge1, rouge1_fmeasure, tokenize
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Status
 
 REALWORLD = Path(__file__).resolve().parents[2] / "tests" / "data" / "realworld"
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from assay.core import EvalCase, Turn
 from assay.errors import ConfigError
 from assay.metrics import registry
-from assay.model import EvalCase, Turn
 
 PLUGIN = textwrap.dedent(
     """
     from assay.metrics.base import Metric, MetricOptions
-    from assay.model import Score
+    from assay.core import Score
 
 
     class ShoutOptions(MetricOptions):

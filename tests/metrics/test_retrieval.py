@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from assay.core.cases import Chunk, EvalCase, Retrieval, Step, Turn
 from assay.metrics.registry import build_metric
 from assay.metrics.retrieval import (
     NO_EXPECTED,
@@ -12,7 +13,6 @@ from assay.metrics.retrieval import (
     DocumentPrecision,
     DocumentRecall,
 )
-from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn
 
 
 def _turn(*uris: str | None, steps: int = 1) -> Turn:

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from assay import formats
 from assay.cli import app
+from assay.core.cases import Chunk, EvalCase, Retrieval, Step, Turn
 from assay.errors import ConfigError
 from assay.metrics.registry import build_metric
 from assay.metrics.retrieval_at_k import NO_GROUND_TRUTH, NO_RETRIEVAL
-from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parity"
 TUTORIAL = DATA / "mlflow_retriever_tutorial.csv"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Score
 from assay.errors import ConfigError
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Score
 
 SCHEMA = {
     "type": "object",

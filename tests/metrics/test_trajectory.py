@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from assay.core.cases import EvalCase, Expectation, Step, ToolCall, Turn
+from assay.core.results import Status
 from assay.errors import ConfigError, InputError
 from assay.metrics.base import Metric
 from assay.metrics.registry import build_metric
@@ -18,8 +20,6 @@ from assay.metrics.trajectory import (
     match_trajectory,
     parse_match_type,
 )
-from assay.model.core import EvalCase, Expectation, Step, ToolCall, Turn
-from assay.model.results import Status
 
 SHARED = Path(__file__).resolve().parents[2] / "tests" / "data"
 CASE = EvalCase(id="case-1")

@@ -9,12 +9,12 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Status
 from assay.errors import ConfigError
 from assay.metrics.bleu import sentence_bleu, tokenize_13a
 from assay.metrics.registry import build_metric
 from assay.metrics.rouge import rouge
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Status
 
 # Words chosen to hit the tokenizers' edge cases: punctuation between digits, dashes,
 # HTML entities, apostrophes, case, stemming suffixes, non-ASCII words, newlines.

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from assay.core.cases import EvalCase, Expectation, Step, ToolCall, Turn
+from assay.core.results import Status
 from assay.metrics.registry import build_metric
 from assay.metrics.tool_calls import (
     ToolCallFormatError,
@@ -16,8 +18,6 @@ from assay.metrics.tool_calls import (
     values_match,
 )
 from assay.metrics.vertex_tools import declared_tools, tool_call_valid_score
-from assay.model.core import EvalCase, Expectation, Step, ToolCall, Turn
-from assay.model.results import Status
 
 
 def _msg(*calls: tuple[str, dict[str, Any]], content: str = "") -> str:

@@ -14,13 +14,13 @@ import pytest
 
 from assay.agents.callable import CallableAgent
 from assay.agents.openai_tools import OpenAIToolsAgent
+from assay.core import Score
+from assay.core.cases import EvalCase, EvalSet, Scenario, Turn, UserInput
 from assay.engine.judging import JudgeRunOptions
 from assay.engine.runner import arun
 from assay.judges.client import JudgePool
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
-from assay.model import Score
-from assay.model.core import EvalCase, EvalSet, Scenario, Turn, UserInput
 from assay.models.registry import ModelRegistry, current_registry, registry_in_context
 from assay.simulation import SimulatorOptions, UserSimulator
 from assay.testing.judge_server import JudgeServer, StandinReply

@@ -15,8 +15,8 @@ import pytest
 
 from assay.agents.http import HttpAgent
 from assay.agents.openai_tools import OpenAIToolsAgent
+from assay.core.cases import EvalCase, Turn, UserInput
 from assay.errors import AgentError
-from assay.model.core import EvalCase, Turn, UserInput
 from assay.models.policy import RetryPolicy
 from assay.testing.judge_server import JudgeServer, StandinReply
 

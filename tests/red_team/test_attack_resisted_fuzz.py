@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.metrics.redteam import AttackResisted
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import assay
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.errors import ConfigError
 from assay.metrics.redteam import AttackResisted
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 from assay.red_team import CATEGORIES, RedTeamReport, render, seed_library, wilson
 from assay.red_team.probes import load_library
 from assay.red_team.report import Outcome

@@ -8,7 +8,7 @@ from pathlib import Path
 from examples.home_automation.agent import root_agent
 
 from assay.api import evaluate
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 
 REPO = Path(__file__).resolve().parents[2]
 HOME_EVALSET = REPO / "examples" / "home_automation" / "home.evalset.json"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
-from assay.model.error_types import ErrorType
-from assay.model.results import (
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn, UserInput
+from assay.core.error_types import ErrorType
+from assay.core.results import (
     CaseResult,
     EvalResult,
     InvocationResult,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from home_runs import home_result
 from report_samples import crashed_case, failed_case, passed_case
 
-from assay.model.results import CaseResult, MetricResult, Score, Status
+from assay.core.results import CaseResult, MetricResult, Score, Status
 from assay.report.analysis import Cause, analyze, analyze_case
 
 

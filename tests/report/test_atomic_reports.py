@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.core.results import EvalResult
 from assay.errors import AssayError
-from assay.model.results import EvalResult
 from assay.report.atomic import keeps_earlier, replaced_whole
 from assay.report.csv_report import write_csv
 

@@ -12,9 +12,9 @@ from home_runs import home_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay.core.results import EvalResult, Status
 from assay.errors import InputError
 from assay.metrics.registry import metric_names, metric_traits
-from assay.model.results import EvalResult, Status
 from assay.report.compare import (
     DIFF_MAX_TOKENS,
     EQUAL_WITHIN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.model.results import CaseResult, EvalResult, MetricResult, Status
+from assay.core.results import CaseResult, EvalResult, MetricResult, Status
 from assay.report.compare import Change, compare_results
 
 JUDGED = "final_response_match_v2"

@@ -18,9 +18,9 @@ import pytest
 from report_samples import failed_case, passed_case, sample_result
 from rich.console import Console
 
+from assay.core.results import CaseResult, EvalResult, Status
 from assay.engine.tally import Tally
 from assay.errors import ConfigError
-from assay.model.results import CaseResult, EvalResult, Status
 from assay.report.console import (
     TracebackPrinter,
     render_results,

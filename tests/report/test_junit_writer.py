@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_samples import sample_result
 
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, EvalResult, MetricResult, Status
 from assay.errors import AssayError
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, EvalResult, MetricResult, Status
 from assay.report.junit import JUnitWriter, add_testcase, build_junit, junit_document, write_junit
 
 

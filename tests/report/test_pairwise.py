@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+from assay.core.cases import Step, ToolCall, Turn, UserInput
+from assay.core.results import CaseResult, EvalResult, InvocationResult, Status
 from assay.errors import ConfigError
 from assay.judges.client import JudgePool
 from assay.judges.types import JudgeModelOptions
-from assay.model.core import Step, ToolCall, Turn, UserInput
-from assay.model.results import CaseResult, EvalResult, InvocationResult, Status
 from assay.report.pairwise import (
     VERTEX_PAIRWISE,
     Criterion,

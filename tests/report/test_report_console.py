@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from report_samples import failed_case, not_evaluated_case, passed_case, sample_result
 from rich.console import Console
 
-from assay.model.results import EvalResult, Status
+from assay.core.results import EvalResult, Status
 from assay.report import render_results, summary_text
 from assay.report.console import metric_cell, pass_at_k
 from assay.report.console_runs import short_ids

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Score
 from assay.engine import build_metrics
 from assay.engine.tally import Tally
 from assay.formats.stream import RawBatch, batch_cases
 from assay.metrics.base import Metric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Score
 from assay.rows.batch import BatchOutput, BatchSpec, _add_cases, _score_recorded
 from assay.rows.plan import KernelKind, RowPlan
 from compiled import kernel

@@ -341,8 +341,8 @@ def test_kept_encoded_results_hold_their_text_not_orjsons_buffer() -> None:
     # encoded results (20,000 per worker) held ~230 MB more per worker before.
     import tracemalloc
 
+    from assay.core.results import Score
     from assay.engine import build_metrics
-    from assay.model.results import Score
     from assay.rows.kernel import EncodedMetric
 
     (metric,) = build_metrics(None, {"trajectory_precision": 0.5})

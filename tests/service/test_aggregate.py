@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.service.aggregate import Aggregator
 from assay.store import Store
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults

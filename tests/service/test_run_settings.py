@@ -13,8 +13,8 @@ from service_samples import golden
 from service_server import RunningServer, create_key
 
 from assay.agents.callable import CallableAgent
+from assay.core.cases import Turn
 from assay.errors import AssayError
-from assay.model.core import Turn
 from assay.service.context import ServiceContext
 from assay.service.runs import state_of
 from assay.service.settings import SETTINGS_VERSION, ServiceRunSettings

@@ -30,7 +30,7 @@ DEADLINE_S = 120.0
 
 AGENT = """
 import asyncio
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 
 async def agent(text: str) -> Turn:

@@ -24,7 +24,7 @@ APP = "/v1/apps/shop"
 AGENT = """
 import asyncio, os, time
 from pathlib import Path
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 
 CALLS = Path(os.environ["FAULT_CALLS"])
 

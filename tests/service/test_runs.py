@@ -16,7 +16,7 @@ from service_server import RunningServer, create_key
 from sqlalchemy import update
 
 from assay.agents.callable import CallableAgent
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 from assay.service.settings import ServiceLimits
 from assay.store import Store
 from assay.store.schema import runs as runs_table

@@ -19,7 +19,7 @@ from service_server import RunningServer, create_key
 
 from assay.agents.callable import CallableAgent
 from assay.agents.tools import ToolHook
-from assay.model.core import Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn
 from assay.store import Store
 
 APP = "/v1/apps/shop"

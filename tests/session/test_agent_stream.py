@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.agents.callable import CallableAgent
+from assay.core.results import CaseResult, EvalResult
 from assay.engine import RunOptions, build_metrics
 from assay.formats.stream import RowFile
-from assay.model.results import CaseResult, EvalResult
 from assay.session.agent_stream import AgentStreamingRun
 from assay.store import Store
 

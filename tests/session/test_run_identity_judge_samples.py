@@ -3,9 +3,9 @@ evaluation: an interrupted run is never resumed with another sample count."""
 
 from __future__ import annotations
 
+from assay.core.cases import EvalCase, EvalSet, Turn
 from assay.engine.judge_options import JudgeRunOptions
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, EvalSet, Turn
 from assay.session.run_session import RunSession
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import assay
+from assay.core import EvalCase, EvalSet, Turn
 from assay.engine import RunOptions
 from assay.metrics import build_metric
-from assay.model import EvalCase, EvalSet, Turn
 from assay.session.run_session import RunSession
 from assay.store import Store
 

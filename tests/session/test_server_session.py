@@ -8,8 +8,8 @@ import contextlib
 from pathlib import Path
 
 from assay.agents.callable import CallableAgent
+from assay.core import EvalCase, EvalSet
 from assay.metrics import build_metric
-from assay.model import EvalCase, EvalSet
 from assay.session.run_session import RunSession
 from assay.store import Store
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.core import EvalCase, EvalSet, Turn
+from assay.core.results import CaseResult, EvalResult
 from assay.engine.aggregate import build_result
 from assay.engine.runner import score_recorded
 from assay.metrics import build_metric
-from assay.model import EvalCase, EvalSet, Turn
-from assay.model.results import CaseResult, EvalResult
 from assay.session.run_session import RunSession
 from assay.session.sinks import CaseOutputs, FinishedRun, ReportFiles
 from assay.store import Store, StoreRecorder

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.agents.callable import CallableAgent
-from assay.model.core import UserInput
+from assay.core.cases import UserInput
 from assay.simulation import SimulatorOptions, UserSimulator
 from assay.testing.judge_server import JudgeServer, Script
 

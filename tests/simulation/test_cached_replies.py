@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.model.core import Scenario
+from assay.core.cases import Scenario
 from assay.models.cache import StoreReplyCache
 from assay.models.registry import ModelRegistry
 from assay.simulation import SimulatorOptions, UserSimulator

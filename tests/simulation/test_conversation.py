@@ -9,9 +9,9 @@ from simulation_support import Recorder, simulator
 
 from assay.agents.base import SessionOptions
 from assay.agents.callable import CallableAgent
+from assay.core.cases import EvalCase, Initiator, Scenario, Turn, UserFact
+from assay.core.error_types import ErrorType
 from assay.errors import QuotaExhaustedError
-from assay.model.core import EvalCase, Initiator, Scenario, Turn, UserFact
-from assay.model.error_types import ErrorType
 from assay.simulation import OPENING_EVENT, SimulationResult, UserSimulator, simulate
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
 

@@ -13,9 +13,9 @@ from assay import formats
 from assay.agents.callable import CallableAgent
 from assay.agents.tools import ToolBehavior
 from assay.config import default_criteria
+from assay.core.results import EvalResult, Status
 from assay.engine import RunOptions, arun, build_metrics
 from assay.engine.judging import JudgeRunOptions
-from assay.model.results import EvalResult, Status
 from assay.simulation import SimulatorOptions
 from assay.testing.judge_server import JudgeServer
 

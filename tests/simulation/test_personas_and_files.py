@@ -14,9 +14,9 @@ from assay import formats
 from assay.agents.base import SessionOptions
 from assay.agents.callable import CallableAgent
 from assay.agents.tools import ToolBehavior, ToolHook, scenario_mocks
+from assay.core.cases import EvalCase, Persona, Scenario, ToolCall, ToolResponse
+from assay.core.error_types import ErrorType
 from assay.errors import ConfigError, InputError
-from assay.model.core import EvalCase, Persona, Scenario, ToolCall, ToolResponse
-from assay.model.error_types import ErrorType
 from assay.simulation import (
     NO_USER_MODEL_MESSAGE,
     PRESET_PERSONAS,

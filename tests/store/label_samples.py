@@ -8,8 +8,8 @@ wrong on every fifth (`JUDGE_WRONG`); items with k % 7 == 3 have samples that sp
 
 from __future__ import annotations
 
-from assay.model import Turn, UserInput
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
+from assay.core import Turn, UserInput
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.store import Store
 
 METRIC = "final_response_match_v2"

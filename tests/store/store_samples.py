@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.model import (
+from assay.core import (
     AgentMessage,
     AgentTransfer,
     Blob,
@@ -18,8 +18,8 @@ from assay.model import (
     Usage,
     UserInput,
 )
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 
 
 def weather_turn(index: int, response: str) -> Turn:

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import insert, select
 from store_samples import error_result, every_step_result, row_result, weather_result
 
+from assay.core import Turn, UserInput
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.errors import StoreError
-from assay.model import Turn, UserInput
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.store import Store
 from assay.store._document import FORMAT, compact_document, encode_document, expand_document
 from assay.store._json import loads

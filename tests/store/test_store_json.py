@@ -11,9 +11,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer
 from store_samples import every_step_result, weather_turn
 
+from assay.core import ToolCall, ToolResponse, Turn
+from assay.core.results import CaseResult, MetricResult, Score, Status
 from assay.errors import StoreError
-from assay.model import ToolCall, ToolResponse, Turn
-from assay.model.results import CaseResult, MetricResult, Score, Status
 from assay.store._json import canonical_bytes, dumps, loads
 from assay.store._models import model_encoder
 

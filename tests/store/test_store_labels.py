@@ -13,9 +13,9 @@ import textwrap
 import pytest
 from label_samples import METRIC, case_id, correct, judge_wrong, judged_run, unstable
 
+from assay.core import Turn, UserInput
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.engine.calibrate import load_labels
-from assay.model import Turn, UserInput
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
 from assay.store import RunNotFoundError, Store
 from assay.store.labels import (
     LabelTargetNotFoundError,

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from store_samples import row_result
 
+from assay.core import EvalCase, EvalSet, Turn
+from assay.core.results import CaseResult, EvalResult
 from assay.engine import RunOptions, build_metrics, run
 from assay.errors import StoreError
-from assay.model import EvalCase, EvalSet, Turn
-from assay.model.results import CaseResult, EvalResult
 from assay.store import Store, StoreRecorder
 
 # These tests are about batched writes; however slowly the machine runs them, the

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from store_samples import error_result, every_step_result, row_result, weather_result
 
+from assay.core.results import Status
 from assay.errors import StoreError
-from assay.model.results import Status
 from assay.store import (
     DuplicateCaseResultError,
     RunNotFoundError,

@@ -20,10 +20,7 @@ from pathlib import Path
 import pytest
 
 from assay import formats
-from assay.engine.judging import JudgeRunOptions, run_judges
-from assay.metrics.judged.base import JudgedMetric
-from assay.metrics.registry import build_metric, get_metric_class, metric_names
-from assay.model.core import (
+from assay.core.cases import (
     Chunk,
     EvalCase,
     Retrieval,
@@ -34,6 +31,9 @@ from assay.model.core import (
     Turn,
     UserInput,
 )
+from assay.engine.judging import JudgeRunOptions, run_judges
+from assay.metrics.judged.base import JudgedMetric
+from assay.metrics.registry import build_metric, get_metric_class, metric_names
 from assay.testing.judge_server import JudgeServer, StandinReply
 
 REALWORLD = Path(__file__).resolve().parents[1] / "data" / "realworld"

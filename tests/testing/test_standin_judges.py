@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from assay.core.cases import Rubric
 from assay.judges.pairwise import SCHEMA as PAIR_SCHEMA
 from assay.judges.pairwise import pairwise_messages, parse_choice
 from assay.metrics.judged.asking import verdict_schema
 from assay.metrics.judged.rubrics import parse_rubric_reply, rubric_schema
-from assay.model.core import Rubric
 from assay.testing.judge_dialects import StandinRequest
 from assay.testing.standin_judges import (
     LONG_RESPONSE,

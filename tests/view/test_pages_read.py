@@ -23,7 +23,7 @@ from browser import browser, open_page  # noqa: E402
 from home_runs import home_result  # noqa: E402
 from view_server import eval_run, serving  # noqa: E402
 
-from assay.model.results import EvalResult  # noqa: E402
+from assay.core.results import EvalResult  # noqa: E402
 from assay.report.html import write_html  # noqa: E402
 from assay.report.html.data import RunFacts, criterion_text  # noqa: E402
 from assay.store import Store  # noqa: E402
@@ -266,7 +266,7 @@ def test_the_readme_screenshot_is_the_report_as_it_is(browser: Any, tmp_path: Pa
 
 
 def test_every_step_kind_reads_in_the_timeline(browser: Any, tmp_path: Path) -> None:
-    from assay.model.core import (
+    from assay.core.cases import (
         AgentMessage,
         AgentTransfer,
         Chunk,

@@ -193,8 +193,8 @@ def test_ui_of_assay_serve_labels_as_the_keys_name(tmp_path: Path, browser: Any)
 
 
 def _two_metric_run(db: Store) -> str:
-    from assay.model import Turn, UserInput
-    from assay.model.results import CaseResult, InvocationResult, MetricResult, Score, Status
+    from assay.core import Turn, UserInput
+    from assay.core.results import CaseResult, InvocationResult, MetricResult, Score, Status
 
     second = "rubric_based_final_response_quality_v1"
     results = []

@@ -30,8 +30,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from assay.errors import AgentError
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     Grounding,
@@ -42,6 +41,7 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.errors import AgentError
 
 USER_AUTHOR = "user"
 TRANSFER_TOOL = "transfer_to_agent"

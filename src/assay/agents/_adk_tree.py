@@ -40,7 +40,7 @@ from google.genai import types
 
 from assay.agents._adk_events import TRANSFER_TOOL, as_response_dict
 from assay.agents.tools import ToolBehavior, ToolHook
-from assay.model.core import ToolCall
+from assay.core.cases import ToolCall
 
 CURRENT_HOOK: contextvars.ContextVar[ToolHook | None] = contextvars.ContextVar(
     "assay_adk_tool_hook", default=None

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from assay.model.core import EvalCase, Turn, UserInput
+from assay.core.cases import EvalCase, Turn, UserInput
 
 if TYPE_CHECKING:
     from assay.agents.base import SessionOptions

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents._import_errors import raised_at
 from assay.agents.base import SessionOptions
+from assay.core.cases import EvalCase, Turn, UserInput
 from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import EvalCase, Turn, UserInput
 
 if TYPE_CHECKING:
     from google.adk.agents.base_agent import BaseAgent

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from assay.agents.tools import ToolHook
-from assay.model.core import EvalCase, Turn, UserInput
+from assay.core.cases import EvalCase, Turn, UserInput
 
 
 @dataclass

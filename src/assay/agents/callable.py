@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.agents.base import SessionOptions
+from assay.core.cases import EvalCase, Step, ToolCall, ToolResponse, Turn, UserInput
 from assay.errors import AgentError
-from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn, UserInput
 
 _KNOWN_PARAMS = ("state", "history", "user_input", "case", "tools")
 

@@ -47,8 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from assay.agents._session_support import PerLoop, apply_input_variables, initial_state
 from assay.agents.base import SessionOptions
 from assay.agents.tools import ToolBehavior, ToolMock
-from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     EvalCase,
@@ -59,6 +58,7 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.errors import AgentError, QuotaExhaustedError
 from assay.models.http import retry_after_seconds
 from assay.models.registry import ModelRegistry, pacing_in_run
 from assay.redact import redact_url, remember, remember_url

@@ -32,8 +32,7 @@ from pydantic_core import to_jsonable_python
 from assay.agents._session_support import PerLoop, apply_input_variables, initial_state
 from assay.agents._tool_schema import ToolArgumentError, ToolSpec
 from assay.agents.base import SessionOptions
-from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     EvalCase,
     Step,
@@ -43,6 +42,7 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.errors import AgentError, QuotaExhaustedError
 from assay.models.http import (
     PLACEHOLDER_API_KEY,
     error_detail,

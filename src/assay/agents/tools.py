@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from assay.core.cases import EvalCase, ToolCall, ToolResponse, Turn
+from assay.core.jsonvalue import json_equal
 from assay.errors import parse_choice
-from assay.model.core import EvalCase, ToolCall, ToolResponse, Turn
-from assay.model.jsonvalue import json_equal
 
 
 class ToolBehavior(StrEnum):

@@ -26,8 +26,8 @@ from assay.cases.sources import (
     is_conversation_name,
 )
 from assay.cases.target import new_text, read_target
+from assay.core.cases import EvalCase, SessionInput
 from assay.errors import InputError
-from assay.model.core import EvalCase, SessionInput
 
 WriteResult = Edit
 

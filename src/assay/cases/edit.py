@@ -28,11 +28,11 @@ from assay.cases.target import (
     write_exact,
 )
 from assay.cases.validate import validate_text
+from assay.core.cases import EvalCase, SessionInput
 from assay.errors import InputError
 from assay.formats import format_module
 from assay.formats.adk import EXT as ADK_EXT
 from assay.formats.convert import fit
-from assay.model.core import EvalCase, SessionInput
 from assay.report.atomic import replaced_whole
 
 

@@ -59,8 +59,8 @@ from assay.cases.generate_prompt import (
     reply_schema,
 )
 from assay.cases.generate_shape import build_cases
+from assay.core.cases import EvalCase, Persona
 from assay.errors import ConfigError
-from assay.model.core import EvalCase, Persona
 from assay.models.stats import CallStats
 from assay.models.types import ModelCallError
 

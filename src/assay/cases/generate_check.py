@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.cases.generate_definition import ToolDefinition
-from assay.model.core import Persona, ToolCall
+from assay.core.cases import Persona, ToolCall
 
 LEXICAL_THRESHOLD = 0.8
 SEMANTIC_THRESHOLD = 0.95

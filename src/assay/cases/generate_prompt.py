@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.cases.generate_definition import AgentDefinition
-from assay.model.core import Persona
+from assay.core.cases import Persona
 
 BATCH = 10
 CHARS_PER_TOKEN = 4

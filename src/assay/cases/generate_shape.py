@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from assay.cases.generate_check import Candidate
 from assay.cases.generate_definition import AgentDefinition
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     Persona,
     Rubric,

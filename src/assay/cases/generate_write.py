@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.cases.validate import own_reader
+from assay.core.cases import EvalCase, EvalSet
 from assay.errors import InputError
-from assay.model.core import EvalCase, EvalSet
 
 FORMATS = ("adk", "ces", "vertex")
 _NAMES = {"adk": "an ADK eval set", "ces": "a CES evaluation", "vertex": "a Vertex dataset"}

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from assay.core.cases import EvalCase, Expectation, SessionInput, Step, ToolResponse, Turn
 from assay.errors import InputError
-from assay.model.core import EvalCase, Expectation, SessionInput, Step, ToolResponse, Turn
 
 _MEASURED = {
     "latency_s": None,

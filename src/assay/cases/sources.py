@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from assay.core.cases import AgentTransfer, Step, Turn, UserInput
+from assay.core.results import CaseResult, Status
 from assay.errors import ConfigError, InputError
 from assay.formats import load
 from assay.formats._ces_parts import read_call, read_response
 from assay.formats._common import Loc
-from assay.model.core import AgentTransfer, Step, Turn, UserInput
-from assay.model.results import CaseResult, Status
 
 
 @dataclass(frozen=True)

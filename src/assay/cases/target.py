@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.cases.jsonedit import ArrayText
+from assay.core.cases import EvalCase, EvalSet
 from assay.errors import ConfigError, InputError
 from assay.formats import detect_format
-from assay.model.core import EvalCase, EvalSet
 
 FORMATS = ("adk", "ces", "vertex")
 _LINES = (".jsonl", ".ndjson")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from assay.cases.generate_cases import GenerationPlan, GenerationResult
-    from assay.model.core import EvalCase
+    from assay.core.cases import EvalCase
 
 
 @cases_app.command("generate")

@@ -26,7 +26,7 @@ from rich.text import Text
 from assay.errors import AssayError, AssayWarning, ConfigError, InputError, UnknownFormatError
 
 if TYPE_CHECKING:
-    from assay.model.core import EvalSet
+    from assay.core.cases import EvalSet
 
 Options = TypeVar("Options")
 

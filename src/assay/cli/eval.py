@@ -48,20 +48,20 @@ from assay.cli.common import (
     stdout_console,
     user_errors,
 )
+from assay.core.results import Status
 from assay.engine.selection import CaseSelection
 from assay.errors import ConfigError
-from assay.model.results import Status
 from assay.redact import redact_url
 
 if TYPE_CHECKING:
     from assay.config import EvalConfig
+    from assay.core.cases import EvalSet
     from assay.engine import RunOptions
     from assay.engine.executors import Executor
     from assay.engine.judge_options import JudgeRunOptions
     from assay.formats.stream import RowFile
     from assay.interop.sinks import SinkOptions
     from assay.metrics.base import Metric
-    from assay.model.core import EvalSet
     from assay.session.sinks import FinishedRun, RunSink
     from assay.simulation import SimulatorOptions
     from assay.store import Store

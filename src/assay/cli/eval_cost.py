@@ -14,11 +14,11 @@ from assay.cli.common import check_distinct_ids, check_format, stderr_console, s
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from assay.core.cases import EvalSet
     from assay.engine import RunOptions
     from assay.engine.judge_options import JudgeRunOptions
     from assay.engine.selection import CaseSelection
     from assay.metrics.base import Metric
-    from assay.model.core import EvalSet
     from assay.session.estimate import CostEstimate
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.text import Text
 
 from assay.cli.common import EXIT_INTERRUPTED, stderr_console, stdout_console
-from assay.model.results import Status
+from assay.core.results import Status
 from assay.session.sinks import interrupted_line, kept_line
 
 if TYPE_CHECKING:

@@ -47,8 +47,8 @@ from assay.cli.judge_options import (
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from assay.core.cases import EvalSet
     from assay.metrics.judged.base import JudgedMetric
-    from assay.model.core import EvalSet
     from assay.session.judge_noise import (
         JudgeSetup,
         PositionReport,

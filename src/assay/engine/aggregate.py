@@ -7,11 +7,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from assay.core.results import CaseResult, EvalResult, InvocationResult, Score, Status
 from assay.engine.stats import bootstrap_ci, pass_at_k, pass_hat_k
 from assay.engine.tally import Tally
 from assay.metrics.base import Metric
 from assay.metrics.stats import mean
-from assay.model.results import CaseResult, EvalResult, InvocationResult, Score, Status
 
 
 def _std(values: Sequence[float]) -> float | None:

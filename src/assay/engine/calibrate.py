@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalSet
+from assay.core.results import EvalResult, MetricResult, Status
 from assay.errors import ConfigError, InputError
 from assay.formats import detect_format, format_module
 from assay.formats._common import read_text, type_name
@@ -33,8 +35,6 @@ from assay.judges.agreement import confusion_matrix as confusion_matrix
 from assay.metrics.base import Metric
 from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.registry import build_metric, get_metric_class, metric_names
-from assay.model.core import EvalSet
-from assay.model.results import EvalResult, MetricResult, Status
 
 LABEL_KEY = "label"
 #: human verdicts accepted for the positive / negative outcome (case-insensitive)

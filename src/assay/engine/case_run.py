@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.base import Agent
+from assay.core.cases import EvalCase, Turn
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, MetricResult
 from assay.engine.infer import Inference, with_app_details
 from assay.engine.replay import replay
 from assay.engine.scenario_run import NO_AGENT, run_scenario, user_simulator
@@ -26,9 +29,6 @@ from assay.engine.scoring import (
     score_judged,
 )
 from assay.metrics.base import Metric
-from assay.model.core import EvalCase, Turn
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, MetricResult
 
 if TYPE_CHECKING:
     from assay.engine.options import RunOptions

@@ -30,9 +30,9 @@ from typing import Any
 
 from assay.agents.base import AgentSession
 from assay.agents.tools import ToolHook
+from assay.core.cases import EvalCase, Step, Turn
+from assay.core.error_types import ErrorType
 from assay.errors import AgentError, QuotaExhaustedError
-from assay.model.core import EvalCase, Step, Turn
-from assay.model.error_types import ErrorType
 from assay.redact import redact
 
 

@@ -20,9 +20,9 @@ from assay.metrics.base import Metric
 from assay.metrics.judged.base import JudgedMetric, judges_in_context
 
 if TYPE_CHECKING:
+    from assay.core.results import CaseResult
     from assay.judges.client import JudgePool
     from assay.judges.stats import JudgeStats
-    from assay.model.results import CaseResult
     from assay.models.cost import CostLine
     from assay.models.registry import ModelRegistry
 

@@ -23,9 +23,9 @@ from enum import StrEnum
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook, golden_mocks
 from assay.config import expects_checks
+from assay.core.cases import AgentTransfer, EvalCase, Step, ToolResponse, Turn
 from assay.engine.infer import Inference, guarded, send_turn, with_tools_not_run
 from assay.errors import parse_choice
-from assay.model.core import AgentTransfer, EvalCase, Step, ToolResponse, Turn
 
 
 class RunMethod(StrEnum):

@@ -20,6 +20,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
 from assay.agents.base import Agent, app_details_of
+from assay.core.cases import EvalCase, EvalSet
+from assay.core.results import CaseResult, EvalResult
 from assay.engine.aggregate import build_result
 from assay.engine.case_run import (
     CaseJob,
@@ -51,8 +53,6 @@ from assay.engine.scoring import (
 )
 from assay.errors import InputError
 from assay.metrics.base import Metric
-from assay.model.core import EvalCase, EvalSet
-from assay.model.results import CaseResult, EvalResult
 from assay.models.registry import ModelRegistry, registry_in_context
 
 if TYPE_CHECKING:

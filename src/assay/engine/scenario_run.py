@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from assay.agents.base import Agent, SessionOptions
 from assay.agents.tools import ToolBehavior, ToolHook, scenario_mocks
+from assay.core.cases import EvalCase, Turn
+from assay.core.error_types import ErrorType
 from assay.engine.infer import Inference, fill_tool_latencies, guarded, with_tools_not_run
-from assay.model.core import EvalCase, Turn
-from assay.model.error_types import ErrorType
 
 if TYPE_CHECKING:
     from assay.simulation import SimulationResult, SimulatorOptions, UserSimulator

@@ -12,18 +12,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from assay.engine.infer import Inference
-from assay.metrics.base import Metric
-from assay.metrics.case_memo import case_scope, close_scope, open_scope
-from assay.model.core import EvalCase, Turn
-from assay.model.error_types import ErrorType
-from assay.model.results import (
+from assay.core.cases import EvalCase, Turn
+from assay.core.error_types import ErrorType
+from assay.core.results import (
     CaseResult,
     InvocationResult,
     MetricResult,
     Score,
 )
-from assay.model.verdict import case_status
+from assay.core.verdict import case_status
+from assay.engine.infer import Inference
+from assay.metrics.base import Metric
+from assay.metrics.case_memo import case_scope, close_scope, open_scope
 from assay.models.cost import charged_to
 from assay.redact import redact
 

@@ -13,8 +13,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from assay.core.cases import EvalCase, EvalSet
 from assay.errors import ConfigError
-from assay.model.core import EvalCase, EvalSet
 
 
 @dataclass(frozen=True, slots=True)

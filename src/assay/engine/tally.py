@@ -15,8 +15,8 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from assay.core.results import CaseResult, MetricResult, Status
 from assay.metrics.base import Metric
-from assay.model.results import CaseResult, MetricResult, Status
 
 _STATUSES = tuple(Status)
 

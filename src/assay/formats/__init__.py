@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from assay.core.cases import EvalSet
 from assay.errors import InputError, UnknownFormatError
 from assay.formats._common import gc_paused, read_structured
-from assay.model.core import EvalSet
 
 FORMAT_MODULES: dict[str, str] = {
     "adk": "assay.formats.adk",

@@ -14,10 +14,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel, to_snake
 
-from assay.errors import InputError
-from assay.formats._adk_version import thoughts_are_text
-from assay.formats._common import Loc, type_name, validate
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     Blob,
     Persona,
@@ -28,6 +25,9 @@ from assay.model.core import (
     ToolResponse,
     UserInput,
 )
+from assay.errors import InputError
+from assay.formats._adk_version import thoughts_are_text
+from assay.formats._common import Loc, type_name, validate
 
 # Values under these keys are user data: their keys keep their spelling.
 _DATA_KEYS = frozenset(

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assay.core.cases import Grounding
 from assay.formats._adk_content import get_field, get_str, read_events, snake_struct
 from assay.formats._common import Loc
-from assay.model.core import Grounding
 
 
 def events_grounding(intermediate: object, loc: Loc) -> list[Grounding] | None:

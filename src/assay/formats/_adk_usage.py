@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assay.core.cases import Usage
 from assay.formats._adk_content import get_field
 from assay.formats._common import Loc, type_name
-from assay.model.core import Usage
 
 _COUNTS = {
     "prompt_tokens": "prompt_token_count",

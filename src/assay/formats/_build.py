@@ -8,7 +8,7 @@ made through pydantic's pickle protocol (`__getstate__` once per prototype,
 `__setstate__` per copy), and the builder then fills in the copy's field dict with
 values the loaders have already type-checked. Fields a builder does not set keep the
 model's default, taken from the model itself: adding a field to a model is one edit,
-in `assay.model`. An import-time check fails loudly if a builder's instances differ
+in `assay.core`. An import-time check fails loudly if a builder's instances differ
 from pydantic's, or if one shares a mutable value with its prototype (every mutable
 default is replaced).
 
@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from assay.model.core import (
+from assay.core.cases import (
     STEP_KINDS,
     Chunk,
     EvalCase,

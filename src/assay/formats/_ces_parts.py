@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from assay.formats._common import Loc
-from assay.model.core import (
+from assay.core.cases import (
     AgentTransfer,
     Blob,
     Expectation,
@@ -27,6 +26,7 @@ from assay.model.core import (
     UserGoalBehavior,
     UserInput,
 )
+from assay.formats._common import Loc
 
 REFS = "ces:evaluation_expectations"
 ROOT_SPANS = "ces:root_spans"

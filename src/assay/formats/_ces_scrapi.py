@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay.core.cases import EvalCase, Expectation, Rubric, ToolCall, Turn, UserInput
 from assay.formats._common import Loc
-from assay.model.core import EvalCase, Expectation, Rubric, ToolCall, Turn, UserInput
 
 
 def is_scrapi(d: object) -> bool:

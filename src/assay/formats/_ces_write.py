@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
-from assay.formats._fit_ces import EVALUATION_FIELDS, fit, synth_resource
-from assay.formats._loss import refuse
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     EvalSet,
     Expectation,
@@ -20,6 +17,9 @@ from assay.model.core import (
     Turn,
     UserGoalBehavior,
 )
+from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
+from assay.formats._fit_ces import EVALUATION_FIELDS, fit, synth_resource
+from assay.formats._loss import refuse
 
 
 def dump(evalset: EvalSet) -> Any:

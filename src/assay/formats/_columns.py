@@ -14,9 +14,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import Chunk, EvalCase
 from assay.errors import InputError, warn
 from assay.formats._common import type_name
-from assay.model.core import Chunk, EvalCase
 
 
 def row_error(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from assay.core.cases import EvalCase, EvalSet, SessionInput, Step, ToolResponse, Turn
 from assay.formats._golden import (
     answer_to_final_response,
     as_expectations,
@@ -30,7 +31,6 @@ from assay.formats._golden import (
     transfers,
 )
 from assay.formats._loss import Loss, Losses
-from assay.model.core import EvalCase, EvalSet, SessionInput, Step, ToolResponse, Turn
 
 Drop = Callable[[str], None]
 

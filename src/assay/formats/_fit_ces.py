@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
-from assay.formats._golden import answer_to_final_response, as_expectations
-from assay.formats._loss import Loss, Losses
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     EvalSet,
     Expectation,
@@ -31,6 +28,9 @@ from assay.model.core import (
     ToolResponse,
     Turn,
 )
+from assay.formats._ces_parts import AUDIO, DISPLAY, REFS, RESOURCES, ROOT_SPANS
+from assay.formats._golden import answer_to_final_response, as_expectations
+from assay.formats._loss import Loss, Losses
 
 # `Evaluation` fields (proto JSON names) a case's metadata may carry through.
 EVALUATION_FIELDS = frozenset(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from assay.core.cases import EvalCase, EvalSet, Expectation, SessionInput, Step, Turn
 from assay.errors import InputError
 from assay.formats._golden import (
     answer_to_expected_response,
@@ -26,7 +27,6 @@ from assay.formats._golden import (
     is_plain,
 )
 from assay.formats._loss import Loss, Losses
-from assay.model.core import EvalCase, EvalSet, Expectation, SessionInput, Step, Turn
 
 Drop = Callable[[str], None]
 RowWriter = Callable[[EvalCase, int], Any]

@@ -16,7 +16,7 @@ Agent transfers stay steps in both formats (CES has `agentTransfer` steps).
 
 from __future__ import annotations
 
-from assay.model.core import AgentMessage, EvalCase, Expectation, Step, Turn
+from assay.core.cases import AgentMessage, EvalCase, Expectation, Step, Turn
 
 _PLAIN = ("tool_call", "tool_response", "agent_response", "updated_variables")
 

@@ -9,11 +9,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from assay.core.cases import AgentMessage, EvalSet, Step, Turn, Usage
 from assay.formats._build import turn
 from assay.formats._columns import row_error
 from assay.formats._common import type_name
 from assay.formats._loss import Loss
-from assay.model.core import AgentMessage, EvalSet, Step, Turn, Usage
 
 _REQUEST = "a string, or {messages: [{role, content}]}"
 SYSTEM = "mlflow:system"  # metadata: leading system messages of a chat

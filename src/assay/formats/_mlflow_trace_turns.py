@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.formats._otel_turns import decoded_json as decoded
-from assay.model.core import (
+from assay.core.cases import (
     Chunk,
     Retrieval,
     Step,
@@ -21,6 +20,7 @@ from assay.model.core import (
     Usage,
     UserInput,
 )
+from assay.formats._otel_turns import decoded_json as decoded
 
 _USER_KEYS = ("input", "query", "question", "request", "prompt", "message", "text", "user_input")
 _REPLY_KEYS = ("output", "response", "answer", "content", "text", "result", "final_response")

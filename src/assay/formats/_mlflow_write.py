@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.core.cases import EvalCase, Turn
 from assay.errors import InputError
 from assay.formats._columns import add_metadata, dump_chunks, dump_expected
 from assay.formats._mlflow_chat import RAW_RESPONSE, SYSTEM, prompt_key, with_text
-from assay.model.core import EvalCase, Turn
 
 
 def case_row(case: EvalCase, index: int, flat: bool = False) -> dict[str, object]:

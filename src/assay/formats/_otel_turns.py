@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.model.core import Step, ToolCall, ToolResponse, Turn, Usage, UserInput
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn, Usage, UserInput
 
 _AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow", "create_agent"})
 _MODEL_OPS = frozenset({"chat", "generate_content", "text_completion", "embeddings"})

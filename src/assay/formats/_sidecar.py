@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay.core.cases import EvalSet
 from assay.errors import InputError
 from assay.formats._loss import Loss
-from assay.model.core import EvalSet
 
 SUFFIX = ".assay-sidecar.json"
 MARKER = "assay_sidecar"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay.core.cases import Rubric, RubricType, SessionInput, Step
 from assay.formats._build import new_call, new_step, step_shell, tool_response
 from assay.formats._columns import (
     content_text,
@@ -21,7 +22,6 @@ from assay.formats._columns import (
     row_error,
 )
 from assay.formats._common import Loc, type_name, validate
-from assay.model.core import Rubric, RubricType, SessionInput, Step
 
 STEP_FIELDS = "vertex:step_fields"
 RUBRIC_GROUPS = "vertex:rubric_groups"

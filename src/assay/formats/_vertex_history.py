@@ -25,8 +25,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from assay.core.cases import Step, ToolCall, ToolResponse, Turn, UserInput
 from assay.errors import InputError
-from assay.model.core import Step, ToolCall, ToolResponse, Turn, UserInput
 
 HISTORY_COLUMNS = ("history", "conversation_history")
 

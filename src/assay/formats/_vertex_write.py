@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet, Rubric, Step, Turn
 from assay.errors import InputError
 from assay.formats._columns import add_metadata, dump_expected, write_records
 from assay.formats._vertex_fields import RUBRIC_GROUPS, STEP_FIELDS
 from assay.formats._vertex_history import dump_history
-from assay.model.core import EvalCase, EvalSet, Rubric, Step, Turn
 
 
 def dump(evalset: EvalSet) -> object:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet, Persona, Scenario, Turn, UserInput
 from assay.errors import InputError
 from assay.formats import _adk_content as c
 from assay.formats._adk_grounding import events_grounding
@@ -32,7 +33,6 @@ from assay.formats._common import Loc, check_unique_ids, validate
 from assay.formats._fit_adk import fit
 from assay.formats._golden import mirror, transfers
 from assay.formats._loss import refuse
-from assay.model.core import EvalCase, EvalSet, Persona, Scenario, Turn, UserInput
 
 NAME = "adk"
 UNMAPPED = "adk_unmapped"

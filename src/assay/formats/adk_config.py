@@ -15,8 +15,8 @@ from typing import Any
 from pydantic.alias_generators import to_snake
 
 from assay.config import EvalConfig
+from assay.core.cases import EvalSet
 from assay.errors import UnknownFormatError
-from assay.model.core import EvalSet
 
 NAME = "adk-config"
 

@@ -24,9 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.errors import InputError
-from assay.formats._common import Loc, check_unique_ids, read_structured
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     EvalCase,
     EvalSet,
@@ -36,6 +34,8 @@ from assay.model.core import (
     Turn,
     UserInput,
 )
+from assay.errors import InputError
+from assay.formats._common import Loc, check_unique_ids, read_structured
 
 NAME = "adk-legacy"
 SESSION_FILE = "initial.session.json"

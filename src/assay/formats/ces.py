@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet, Rubric
 from assay.errors import InputError
 from assay.formats._ces_parts import (
     AUDIO,
@@ -62,7 +63,6 @@ from assay.formats._ces_scrapi import is_scrapi, load_scrapi
 from assay.formats._ces_write import dump, write
 from assay.formats._common import Loc, check_unique_ids, read_structured
 from assay.formats._fit_ces import fit, is_synth
-from assay.model.core import EvalCase, EvalSet, Rubric
 
 NAME = "ces"
 

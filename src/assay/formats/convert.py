@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.core.cases import EvalSet
 from assay.errors import ConversionLossError, InputError
 from assay.formats import _sidecar as sidecars
 from assay.formats import detect_format, format_module, load
 from assay.formats._common import read_structured
 from assay.formats._loss import Loss, refuse
 from assay.formats._sidecar import Restored
-from assay.model.core import EvalSet
 
 WRITABLE = ("adk", "ces", "vertex", "mlflow", "trace")
 # The file kinds each format is written as (by the target's extension).

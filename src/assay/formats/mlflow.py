@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet, Step
 from assay.errors import InputError
 from assay.formats._build import eval_case, eval_set, retrieval_step, turn
 from assay.formats._columns import (
@@ -68,7 +69,6 @@ from assay.formats._mlflow_chat import (
 from assay.formats._mlflow_classic import classic_rows, is_classic
 from assay.formats._mlflow_write import case_row, inputs_of
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
-from assay.model.core import EvalCase, EvalSet, Step
 
 NAME = "mlflow"
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet, Turn
 from assay.errors import InputError, warn
 from assay.formats._build import eval_set
 from assay.formats._common import read_text
@@ -49,7 +50,6 @@ from assay.formats._mlflow_trace_turns import (
     turn_of,
 )
 from assay.formats.otel import TraceSkipped, json_documents
-from assay.model.core import EvalCase, EvalSet, Turn
 
 NAME = "mlflow-trace"
 

@@ -32,11 +32,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.core.cases import EvalCase, EvalSet, Turn
 from assay.errors import InputError
 from assay.formats._build import eval_set
 from assay.formats._common import read_text
 from assay.formats._otel_turns import Span, conversation_key, turn_of
-from assay.model.core import EvalCase, EvalSet, Turn
 
 NAME = "otel"
 

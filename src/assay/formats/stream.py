@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 import orjson
 
+from assay.core.cases import EvalCase
 from assay.errors import InputError
 from assay.formats._common import NESTED_TOO_DEEP, read_any_csv_cell
-from assay.model.core import EvalCase
 
 ROW_SUFFIXES = {
     ".jsonl": "jsonl",

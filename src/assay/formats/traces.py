@@ -2,7 +2,7 @@
 
 A JSONL file (or a JSON list) with one case per line:
 `{"id", "turns": [Turn], "reference"?: [Turn], "tags"?, ...other EvalCase fields}`,
-where a Turn is `assay.model.core.Turn` as `model_dump` writes it (`user_input`,
+where a Turn is `assay.core.cases.Turn` as `model_dump` writes it (`user_input`,
 `steps`, `final_response`, `latency_s`, `usage`, `error`, ...). `turns` become
 `EvalCase.actual`: what the agent already did, scored without running it again. Every
 field is validated against the model; `id` is required. Writing produces the same
@@ -18,16 +18,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay.core.cases import EvalCase, EvalSet
 from assay.errors import InputError
 from assay.formats._build import eval_set
 from assay.formats._common import check_unique_ids, gc_paused, type_name
 from assay.formats._loss import Loss
-from assay.model.core import EvalCase, EvalSet
 
 NAME = "trace"
 
 _TURN_KEYS = frozenset({"user_input", "steps", "final_response"})
-_EXPECTED = "a trace row {id, turns: [Turn], ...EvalCase fields} (see assay.model.core)"
+_EXPECTED = "a trace row {id, turns: [Turn], ...EvalCase fields} (see assay.core.cases)"
 
 
 def detect(path: Path | None, data: object) -> bool:

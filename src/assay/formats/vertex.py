@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet
 from assay.errors import InputError
 from assay.formats._build import case_shell, set_shell, turn_shell
 from assay.formats._columns import (
@@ -81,7 +82,6 @@ from assay.formats._vertex_write import _row, rows
 from assay.formats._vertex_write import dump as _dump
 from assay.formats._vertex_write import write as _write
 from assay.formats.mapping import apply_mapping, clean_rows, rows_of
-from assay.model.core import EvalCase, EvalSet
 
 NAME = "vertex"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from assay.config import EvalConfig, load_config, parse_config
+from assay.core.cases import EvalSet
+from assay.core.results import CaseResult, EvalResult
 from assay.errors import AgentError
 from assay.interop import adk_verdicts
-from assay.model.core import EvalSet
-from assay.model.results import CaseResult, EvalResult
 
 NUM_RUNS = 2  # ADK's default number of runs per case
 

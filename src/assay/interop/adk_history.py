@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.core.results import CaseResult, EvalResult
 from assay.errors import AssayError, ConfigError
-from assay.model.results import CaseResult, EvalResult
 from assay.report.json_report import case_to_adk
 
 HISTORY_DIR = Path(".adk") / "eval_history"

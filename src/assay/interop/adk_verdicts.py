@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.model.core import Turn
-from assay.model.results import CaseResult, Status
+from assay.core.cases import Turn
+from assay.core.results import CaseResult, Status
 
 _INFORMATIONAL = 4  # ADK's EvalStatus.INFORMATIONAL
 

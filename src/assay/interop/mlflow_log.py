@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.core.results import EvalResult
 from assay.errors import AssayError, ConfigError
-from assay.model.results import EvalResult
 
 INSTALL_HINT = "pip install -e '.[mlflow]'"
 TABLE_NAME = "eval_results_table.json"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 from assay.session.sinks import FinishedRun, RunSink
 
 

@@ -54,12 +54,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from assay.core.cases import ToolCall
+from assay.core.jsonvalue import json_equal as json_equal
+from assay.core.jsonvalue import same_json
 from assay.errors import InputError
 from assay.metrics.call_equal import match_exact as _match_exact
 from assay.metrics.call_equal import match_name as _match_name
-from assay.model.core import ToolCall
-from assay.model.jsonvalue import json_equal as json_equal
-from assay.model.jsonvalue import same_json
 
 
 def json_contains(part: object, whole: object) -> bool:

@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.error_types import ErrorType
+from assay.core.results import MetricResult, Score, status_for
 from assay.metrics.stats import mean, sample_std
-from assay.model.core import EvalCase, Turn
-from assay.model.error_types import ErrorType
-from assay.model.results import MetricResult, Score, status_for
 
 
 class MetricOptions(BaseModel):

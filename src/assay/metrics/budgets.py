@@ -24,11 +24,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.errors import ConfigError
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 from assay.models.pricing import ModelPrice, find_price, read_price_file, shipped_prices
 
 Per = Literal["invocation", "case"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from assay.model.jsonvalue import same_json
+from assay.core.jsonvalue import same_json
 
 if TYPE_CHECKING:
-    from assay.model.core import ToolCall
+    from assay.core.cases import ToolCall
 
 
 def match_exact(expected: ToolCall, actual: ToolCall) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from assay.model.core import ToolCall, Turn
+from assay.core.cases import ToolCall, Turn
 
 
 class DiffKind(StrEnum):

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from assay.core.cases import ToolCall, Turn
 from assay.metrics.calldiff import explain_calls
-from assay.model.core import ToolCall, Turn
 
 _MEMO: ContextVar[dict[tuple[Any, ...], str | None] | None] = ContextVar(
     "assay_case_memo", default=None

@@ -24,10 +24,10 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from assay.core.results import Score
 from assay.metrics.base import MetricOptions
 from assay.metrics.registry import register
 from assay.metrics.response import ResponseMetric, nfc, quote
-from assay.model.results import Score
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
 
 from assay.config import EvalConfig
+from assay.core.cases import Chunk, EvalCase, ToolCall, Turn
+from assay.core.results import MetricResult, Score
 from assay.errors import ConfigError
 from assay.metrics.base import Metric
 from assay.metrics.registry import metric_names
-from assay.model.core import Chunk, EvalCase, ToolCall, Turn
-from assay.model.results import MetricResult, Score
 
 Style = Literal["row", "turn", "adk"]
 _ARITIES: tuple[tuple[int, Style], ...] = ((1, "row"), (3, "turn"), (4, "adk"))

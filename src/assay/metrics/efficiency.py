@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
+from assay.core.cases import EvalCase, Turn, Usage
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Turn, Usage
-from assay.model.results import MetricResult, Score
 
 EFFICIENCY_METRICS = (
     "tool_call_count_v1",

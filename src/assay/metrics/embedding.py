@@ -21,12 +21,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import MetricOptions
 from assay.metrics.lexical import NO_REFERENCE, reference_text
 from assay.metrics.registry import register
 from assay.metrics.response import ResponseMetric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 DEFAULT_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

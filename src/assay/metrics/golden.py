@@ -45,14 +45,14 @@ from typing import Any, ClassVar, Literal, cast
 
 from pydantic import Field, field_validator, model_validator
 
+from assay.core.cases import EvalCase, Expectation, ToolCall, Turn
+from assay.core.results import Score
 from assay.errors import ConfigError
 from assay.metrics.argmatch import json_contains, json_equal
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
 from assay.metrics.stats import mean
 from assay.metrics.trajectory import max_weight_assignment
-from assay.model.core import EvalCase, Expectation, ToolCall, Turn
-from assay.model.results import Score
 
 TRANSFER_TOOL = "transfer_to_agent"
 """The tool call by which an ADK agent hands the conversation to another agent."""

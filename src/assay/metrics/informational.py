@@ -18,10 +18,10 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Score
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Score
 
 
 class InformationalOptions(MetricOptions):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import Metric
 from assay.metrics.registry import register
 from assay.metrics.tokenize import rouge1
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 NO_REFERENCE = (
     "no reference response: the expected invocation has no final_response"

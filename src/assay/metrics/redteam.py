@@ -28,11 +28,11 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, ToolCall, Turn
+from assay.core.jsonvalue import json_equal
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import Metric
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, ToolCall, Turn
-from assay.model.jsonvalue import json_equal
-from assay.model.results import MetricResult, Score
 
 _SPACES = re.compile(r"\s+")
 

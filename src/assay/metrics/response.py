@@ -16,10 +16,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import Metric
 from assay.metrics.lexical import NO_REFERENCE, reference_text
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 NO_RESPONSE = "the agent gave no final response"
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from assay.core.cases import Chunk, EvalCase, Turn
+from assay.core.results import Score
 from assay.metrics.base import Metric
 from assay.metrics.registry import register
 from assay.metrics.stats import mean
-from assay.model.core import Chunk, EvalCase, Turn
-from assay.model.results import Score
 
 NO_EXPECTED = "no expected documents: the case has no expected_retrieved_context with a doc_uri"
 NO_RETRIEVAL = "no retrieved context: the invocation has no retrieval step"

@@ -30,11 +30,11 @@ from typing import ClassVar
 
 from pydantic import Field, StrictInt
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Score
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.registry import register
 from assay.metrics.stats import mean
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Score
 
 NO_GROUND_TRUTH = (
     "no ground truth: the case has no expected_retrieved_context (and its reference turn "

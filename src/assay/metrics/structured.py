@@ -24,7 +24,7 @@ from assay.metrics.response import quote
 
 if TYPE_CHECKING:
     import jsonschema
-from assay.model.results import Score
+from assay.core.results import Score
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 

@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.model.core import ToolCall
-from assay.model.jsonvalue import json_equal
+from assay.core.cases import ToolCall
+from assay.core.jsonvalue import json_equal
 
 
 class ToolCallFormatError(ValueError):

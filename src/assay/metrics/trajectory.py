@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar, cast
 
+from assay.core.cases import EvalCase, ToolCall, Turn
+from assay.core.results import MetricResult, Score
 from assay.errors import ConfigError, InputError
 from assay.metrics.argmatch import CallMatcher
 from assay.metrics.base import Metric, MetricOptions
@@ -47,8 +49,6 @@ from assay.metrics.trajectory_options import SingleToolUseOptions as SingleToolU
 from assay.metrics.trajectory_options import ToolTrajectoryOptions as ToolTrajectoryOptions
 from assay.metrics.trajectory_options import TrajectoryOptions as TrajectoryOptions
 from assay.metrics.trajectory_options import parse_match_type as parse_match_type
-from assay.model.core import EvalCase, ToolCall, Turn
-from assay.model.results import MetricResult, Score
 
 # -- matching algorithms ------------------------------------------------------------------
 

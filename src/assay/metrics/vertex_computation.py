@@ -22,13 +22,13 @@ from typing import ClassVar
 
 from pydantic import field_validator
 
+from assay.core.results import Score
 from assay.errors import ConfigError
 from assay.metrics.base import MetricOptions
 from assay.metrics.bleu import sentence_bleu
 from assay.metrics.registry import register
 from assay.metrics.response import ResponseMetric
 from assay.metrics.rouge import RougeType, check_split_summaries, rouge
-from assay.model.results import Score
 
 
 class _Computation(ResponseMetric):

@@ -17,14 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, ToolCall, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import agents_for
 from assay.metrics.registry import register
 from assay.metrics.structured import first_violation, schema_validator
 from assay.metrics.tool_calls import Verdict, parameter_score, tool_name_score
 from assay.metrics.trajectory import expected_tool_calls
-from assay.model.core import EvalCase, ToolCall, Turn
-from assay.model.results import MetricResult, Score
 
 NO_REFERENCE_TURN = "no reference turn at this index to compare tool calls with"
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     EvalSet,
     Expectation,

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model.core import EvalCase, Turn
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, EvalResult, Status
+from assay.core.cases import EvalCase, Turn
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, EvalResult, Status
 from assay.red_team.probes import CATEGORIES
 
 _Z95 = 1.959963984540054

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from assay.core.cases import ToolCall
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, InvocationResult, MetricResult, Status
 from assay.errors import AssayError
 from assay.metrics import calldiff
 from assay.metrics.calldiff import DiffKind, expected_calls
-from assay.model.core import ToolCall
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, InvocationResult, MetricResult, Status
 
 
 class Cause(StrEnum):

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from statistics import NormalDist
 
+from assay.core.results import CaseResult, EvalResult, Status, combine_statuses
 from assay.errors import InputError
 from assay.metrics.judged.noise import is_unstable
 from assay.metrics.registry import MetricTraits, metric_traits
-from assay.model.results import CaseResult, EvalResult, Status, combine_statuses
 from assay.report.analysis import analyze_case
 
 CaseId = tuple[str, str]  # (eval set id or "", case id)

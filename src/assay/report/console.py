@@ -15,9 +15,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from assay.core.results import CaseResult, EvalResult, MetricResult, Status
 from assay.metrics.efficiency import is_efficiency
 from assay.metrics.judged.noise import is_unstable
-from assay.model.results import CaseResult, EvalResult, MetricResult, Status
 
 if TYPE_CHECKING:
     from assay.engine.tally import Tally

@@ -19,8 +19,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from assay.core.results import CaseResult, Status
 from assay.errors import ConfigError, did_you_mean
-from assay.model.results import CaseResult, Status
 from assay.report.compare import CaseDelta, Change, Comparison, MetricDelta
 
 #: changed cases listed at most (`--json` has them all); unchanged ones are only counted

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 from assay.report.atomic import replaced_whole
 
 

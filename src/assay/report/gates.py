@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from rich.console import Console
 from rich.text import Text
 
+from assay.core.results import EvalResult, Status
 from assay.errors import ConfigError
-from assay.model.results import EvalResult, Status
 
 
 def parse_min_means(items: list[str] | None) -> dict[str, float]:

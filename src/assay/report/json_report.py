@@ -41,10 +41,10 @@ from typing import IO, Any
 
 import orjson
 
+from assay.core.cases import Turn
+from assay.core.results import CaseResult, EvalResult, MetricResult, Score, status_for
 from assay.errors import AssayError
 from assay.metrics.judged.noise import UNSTABLE_INVOCATIONS, is_unstable, split_of
-from assay.model.core import Turn
-from assay.model.results import CaseResult, EvalResult, MetricResult, Score, status_for
 from assay.report.atomic import remove_quietly, replaced_whole
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS

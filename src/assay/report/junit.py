@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, EvalResult, Status
 from assay.errors import AssayError
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, EvalResult, Status
 from assay.report.analysis import analyze_case
 from assay.report.atomic import partial_path, remove_quietly
 

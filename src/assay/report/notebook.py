@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import math
 
-from assay.model.results import EvalResult, Status
+from assay.core.results import EvalResult, Status
 from assay.report.analysis import analyze
 from assay.report.console import metric_order
 from assay.report.html.data import report_data

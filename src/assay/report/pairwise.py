@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from assay.core.results import CaseResult, EvalResult
 from assay.errors import ConfigError, InputError
 from assay.judges.noise import wilson_interval
 from assay.judges.pairwise import (
@@ -44,7 +45,6 @@ from assay.judges.pairwise import (
 )
 from assay.judges.types import JudgeCallError
 from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
-from assay.model.results import CaseResult, EvalResult
 
 CaseId = tuple[str, str]
 Choice = Literal["A", "B", "tie"]

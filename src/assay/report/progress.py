@@ -17,8 +17,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from assay.core.results import CaseResult, EvalResult, Status
 from assay.judges.stats import JudgeCounts
-from assay.model.results import CaseResult, EvalResult, Status
 
 
 class ProgressObserver:

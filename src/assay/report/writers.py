@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 from assay.report.csv_report import write_csv
 from assay.report.json_report import write_json
 from assay.report.junit import write_junit

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from assay._malloc import keep_freed_memory
+from assay.core.results import CaseResult, Status
 from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats._common import gc_paused
 from assay.formats.stream import LineChunk, RawBatch, batch_cases, may_hold_big_int
-from assay.model.results import CaseResult, Status
 from assay.report.json_report import CasesPart, csv_line, write_cases_part
 from assay.report.junit import EncodedTestcase, testcase_xml
 from assay.rows.plan import RowPlan
@@ -35,8 +35,8 @@ from assay.rows.writes import WorkerWrites
 from assay.store import EncodedCase, encode_case
 
 if TYPE_CHECKING:
+    from assay.core.cases import EvalCase
     from assay.metrics.base import Metric
-    from assay.model.core import EvalCase
     from assay.rows.kernel import EncodedMetric, KernelRow, RowKernel
 
 

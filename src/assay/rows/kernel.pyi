@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from assay.core.results import MetricResult, Status
 from assay.metrics.base import Metric
-from assay.model.results import MetricResult, Status
 from assay.rows.plan import RowPlan
 from assay.store import EncodedCase
 

@@ -41,8 +41,8 @@ from assay.metrics.call_equal import match_exact, match_name
 from assay.metrics.lexical import NO_REFERENCE
 from assay.metrics.porter import stem_uncached
 from assay.metrics.tokenize import rouge1_fmeasure
-from assay.model.jsonvalue import same_json
-from assay.model.results import MetricResult, Score, Status
+from assay.core.jsonvalue import same_json
+from assay.core.results import MetricResult, Score, Status
 from assay.report.json_report import _metric_entry, _overall_entry, csv_fields, dumps
 from assay.rows.plan import MAX_METRICS as _MAX_METRICS, KernelKind
 from assay.store._document import FORMAT, metric_entry

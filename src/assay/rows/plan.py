@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
+from assay.core.cases import EvalCase, Step, ToolCall, Turn
 from assay.engine.scoring import aligned_expected, safe_score
 from assay.errors import InputError
 from assay.formats.vertex import case_of_row
@@ -51,11 +52,10 @@ from assay.metrics.trajectory import (
     TrajectoryRecall,
     TrajectorySingleToolUse,
 )
-from assay.model.core import EvalCase, Step, ToolCall, Turn
 
 if TYPE_CHECKING:
+    from assay.core.results import MetricResult
     from assay.metrics.base import Metric
-    from assay.model.results import MetricResult
 
 MAX_METRICS = 64
 """The most metrics a run may have to take the kernel (its per-metric tables)."""

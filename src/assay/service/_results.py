@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from assay.core.cases import Expectation, ToolCall, Turn
+from assay.core.error_types import ErrorType
+from assay.core.verdict import ces_evaluation_status
 from assay.formats._ces_write import _dump_call, _dump_expectation
-from assay.model.core import Expectation, ToolCall, Turn
-from assay.model.error_types import ErrorType
-from assay.model.verdict import ces_evaluation_status
 from assay.service.errors import InvalidArgument, NotFound
 from assay.store.eval_results import SERVICE_KEY, Progress, ResultRow
 from assay.store.runs import RunInfo

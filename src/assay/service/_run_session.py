@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from assay.agents.tools import ToolBehavior
+from assay.core.cases import EvalCase, EvalSet
+from assay.core.results import CaseResult
 from assay.engine.build import build_metrics
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.engine.runner import RunOptions, runs_for
 from assay.formats import ces
-from assay.model.core import EvalCase, EvalSet
-from assay.model.results import CaseResult
 from assay.service.settings import ServiceRunSettings
 from assay.session.plan import Driver, RunFacts, plan_run
 from assay.session.run_session import RunSession

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from assay.agents.base import Agent, app_details_of
+from assay.core.cases import EvalCase
 from assay.formats import ces
-from assay.model.core import EvalCase
 from assay.service._fields import (
     DATASETS,
     EVALUATIONS,

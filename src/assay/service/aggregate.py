@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.core.verdict import is_pass
 from assay.errors import StoreError
-from assay.model.verdict import is_pass
 from assay.service._results import duration, render_result, service_config
 from assay.store.eval_results import EvaluationResults, ResultRow
 from assay.store.namespace import Namespace, current_namespace

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.base import Agent, app_details_of
+from assay.core.results import CaseResult, Status
 from assay.engine.case_run import CaseJob, CaseRunContext, evaluate_case_run
 from assay.engine.judging import JudgeRunOptions, run_registry
 from assay.engine.options import RunOptions
@@ -40,7 +41,6 @@ from assay.engine.tally import Tally
 from assay.errors import InputError
 from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import RowFile, batch_cases
-from assay.model.results import CaseResult, Status
 from assay.models.registry import registry_in_context
 from assay.redact import redact
 from assay.session.sinks import CaseOutputs, StreamedReports

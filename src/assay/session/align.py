@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assay.core.cases import EvalCase
 from assay.engine.calibrate import (
     CalibrationReport,
     ItemVerdict,
@@ -56,7 +57,6 @@ from assay.judges.align import (
 )
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.context import response_text, user_prompt_text
-from assay.model.core import EvalCase
 from assay.models.types import ModelCallError
 from assay.session.calibrate import acalibrate
 

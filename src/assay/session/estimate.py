@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from assay.core.cases import EvalCase, EvalSet
 from assay.engine import RunOptions
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.runner import arun, runs_for
 from assay.metrics.base import Metric
-from assay.model.core import EvalCase, EvalSet
 from assay.models.cost import CostLine
 from assay.models.pricing import token_counter
 

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from assay.core.cases import EvalCase, EvalSet
+from assay.core.results import EvalResult, Status
 from assay.engine.stats import bootstrap_ci
 from assay.errors import ConfigError
 from assay.judges.noise import fleiss_kappa, flip_rate, wilson_interval
@@ -31,8 +33,6 @@ from assay.judges.pairwise import PairVerdict, both_orders
 from assay.judges.types import JudgeCallError, JudgeModelOptions
 from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
-from assay.model.core import EvalCase, EvalSet
-from assay.model.results import EvalResult, Status
 from assay.session.run_session import RunSession
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from assay.model.results import CaseResult
+from assay.core.results import CaseResult
 from assay.store.lease import LEASE_S, owner_alive
 from assay.store.schema import RunStatus
 

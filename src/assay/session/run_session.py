@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from assay.core.results import CaseResult, EvalResult
 from assay.engine.aggregate import build_result
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.options import RunOptions
 from assay.errors import ConfigError, StoreError
-from assay.model.results import CaseResult, EvalResult
 from assay.redact import redact
 from assay.session.resume import ENVIRONMENT_KEY, Resumption, find_resumable
 from assay.session.sinks import CaseOutputs, FinishedRun, RunSink, StreamedReports
@@ -39,11 +39,11 @@ from assay.store.lease import LEASE_S, LeaseKeeper, describe_owner, this_process
 
 if TYPE_CHECKING:
     from assay.agents.base import Agent
+    from assay.core.cases import EvalSet
     from assay.engine.executors import Executor
     from assay.engine.runner import RunObserver
     from assay.judges.client import JudgePool
     from assay.metrics.base import Metric
-    from assay.model.core import EvalSet
     from assay.store import EncodedCase, Store, StoreRecorder
     from assay.store.runs import RunInfo
 

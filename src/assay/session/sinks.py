@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assay.core.results import CaseResult, Status
 from assay.engine.aggregate import agent_columns, case_latencies, case_rows, row_count
-from assay.model.results import CaseResult, Status
 
 if TYPE_CHECKING:
+    from assay.core.cases import EvalSet
+    from assay.core.results import EvalResult
     from assay.engine.runner import RunObserver
     from assay.engine.tally import Tally
     from assay.metrics.base import Metric
-    from assay.model.core import EvalSet
-    from assay.model.results import EvalResult
     from assay.report.json_report import JsonReportWriter, RowSpool
     from assay.report.junit import JUnitWriter
 

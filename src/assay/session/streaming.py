@@ -34,12 +34,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from assay.core.results import CaseResult, Status
 from assay.engine.tally import Tally
 from assay.errors import InputError, warn
 from assay.formats._common import gc_paused
 from assay.formats.row_columns import warn_misspelt_row_columns
 from assay.formats.stream import LineChunk, RawBatch, RowFile
-from assay.model.results import CaseResult, Status
 from assay.redact import redact
 from assay.rows.batch import (
     BatchOutput,

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.agents.base import Agent, AgentSession, SessionOptions
+from assay.core.cases import EvalCase, Initiator, Turn, UserInput
+from assay.core.error_types import ErrorType
 from assay.errors import ConfigError, QuotaExhaustedError
-from assay.model.core import EvalCase, Initiator, Turn, UserInput
-from assay.model.error_types import ErrorType
 from assay.simulation.personas import resolve_persona
 from assay.simulation.simulator import UserSimulationError, UserSimulator
 

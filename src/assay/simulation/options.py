@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from assay.core.cases import Persona
 from assay.errors import ConfigError
-from assay.model.core import Persona
 
 DEFAULT_STOP_SIGNAL = "</finished>"
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from assay.core.cases import Persona
 from assay.errors import ConfigError, InputError
 from assay.formats._adk_content import read_persona
 from assay.formats._common import Loc, read_structured
-from assay.model.core import Persona
 
 PRESET_PERSONAS: dict[str, Persona] = {
     "NOVICE": Persona(

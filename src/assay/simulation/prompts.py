@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assay.model.core import Persona, Scenario, Turn
+from assay.core.cases import Persona, Scenario, Turn
 
 _RULES = """\
 You play a human user talking to an AI agent, so that the agent can be tested. Write \

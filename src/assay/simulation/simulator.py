@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.cases import Persona, Scenario, Turn
 from assay.errors import AssayError, ConfigError, QuotaExhaustedError
-from assay.model.core import Persona, Scenario, Turn
 from assay.models.cache import NoReplyCache
 from assay.models.registry import ModelRegistry, current_registry
 from assay.models.resolve import make_backend, parse_model

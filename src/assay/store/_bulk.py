@@ -18,8 +18,8 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Dialect, Float, insert, null
 
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult
 from assay.store._document import compact_document, encode_document
 from assay.store.schema import case_results
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.core.error_types import ErrorType
+from assay.core.results import CaseResult, MetricResult, Score
 from assay.errors import StoreError
-from assay.model.error_types import ErrorType
-from assay.model.results import CaseResult, MetricResult, Score
 from assay.store._json import dumps_bytes
 
 FORMAT = 2

@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import Select, and_, bindparam, delete, func, select, update
 
-from assay.model.error_types import ExecutionState
-from assay.model.results import Status
-from assay.model.verdict import is_pass
+from assay.core.error_types import ExecutionState
+from assay.core.results import Status
+from assay.core.verdict import is_pass
 from assay.store._document import expand_document
 from assay.store._repository import Repository, database_errors
 from assay.store.namespace import current_namespace
@@ -218,7 +218,7 @@ class EvaluationResults(Repository):
                     counts["error"] += n
                     continue
                 counts["completed"] += n
-                # NOT_EVALUATED is no pass (assay.model.verdict): CES counts it failed.
+                # NOT_EVALUATED is no pass (assay.core.verdict): CES counts it failed.
                 counts["passed" if is_pass(status) else "failed"] += n
         return Progress(**counts)
 

@@ -369,8 +369,8 @@ def rationale(metric: Mapping[str, Any]) -> str | None:
 def case_inputs(document: Mapping[str, Any]) -> dict[str, JsonValue]:
     """A stored case as a Vertex row of a labels file: its last turn's `prompt`,
     `response` and `reference`, and the turns before as `history`."""
+    from assay.core.cases import Turn
     from assay.formats._vertex_history import dump_history
-    from assay.model.core import Turn
 
     turns: list[Turn] = []
     for inv in document.get("invocations") or []:

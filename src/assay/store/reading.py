@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from assay.core.results import CaseResult, EvalResult
 from assay.errors import StoreError
-from assay.model.results import CaseResult, EvalResult
 from assay.store.connect import resolve_url
 from assay.store.exceptions import RunNotFoundError
 from assay.store.runs import RunInfo

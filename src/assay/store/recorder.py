@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from assay.core.results import CaseResult, EvalResult
 from assay.errors import StoreError
-from assay.model.results import CaseResult, EvalResult
 from assay.store.schema import RunStatus
 from assay.store.store import Store
 

@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from assay.core.error_types import ExecutionState
+from assay.core.results import CaseResult, Status
 from assay.errors import StoreError
-from assay.model.error_types import ExecutionState
-from assay.model.results import CaseResult, Status
 from assay.store._bulk import (
     EXECUTION_STATE,
     STATUS,

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from assay.model.results import CaseResult
+from assay.core.results import CaseResult
 from assay.store._bulk import EncodedCase
 from assay.store.aligned_judges import AlignedJudgeRepository
 from assay.store.api_keys import ApiKeyRepository

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from assay.model.core import Turn
-from assay.model.results import CaseResult, EvalResult, InvocationResult, MetricResult, Status
+from assay.core.cases import Turn
+from assay.core.results import CaseResult, EvalResult, InvocationResult, MetricResult, Status
 from assay.report.analysis import analyze_case
 
 if TYPE_CHECKING:

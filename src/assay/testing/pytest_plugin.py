@@ -34,7 +34,7 @@ from assay.testing.assertions import EvalFailure, check_result
 
 if TYPE_CHECKING:
     from assay.config import EvalConfig
-    from assay.model.core import EvalSet
+    from assay.core.cases import EvalSet
 
 DEFAULT_PATTERNS = ("test_*.evalset.json", "*.test.json")
 

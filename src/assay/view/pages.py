@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from assay.core.results import CaseResult, EvalResult
 from assay.metrics.calldiff import format_call
-from assay.model.results import CaseResult, EvalResult
 from assay.report.analysis import case_run_key
 from assay.report.compare import Change, Comparison
 from assay.report.html import static_text

@@ -20,7 +20,7 @@ from adk_fixtures.scripted import call, last_function_response, reply, say, scri
 from assay.agents.adk import AdkAgent
 from assay.agents.base import SessionOptions
 from assay.agents.tools import ToolMock
-from assay.model.core import EvalCase, ToolCall, ToolResponse, Turn, UserInput
+from assay.core.cases import EvalCase, ToolCall, ToolResponse, Turn, UserInput
 
 ROOT, BILLING = "scripted-test-root", "scripted-test-billing"
 CASE = EvalCase(id="case-1")

@@ -17,10 +17,10 @@ import pytest
 
 from assay import evaluate
 from assay.agents.tools import ToolHook
+from assay.core import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn
+from assay.core.cases import Scenario
+from assay.core.error_types import ErrorType
 from assay.engine import build_metrics
-from assay.model import EvalCase, EvalSet, Step, ToolCall, ToolResponse, Turn
-from assay.model.core import Scenario
-from assay.model.error_types import ErrorType
 from assay.simulation import SimulatorOptions
 from assay.store import Store
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
@@ -197,10 +197,10 @@ def test_adk_agent_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 def test_the_agent_runs_in_ray_workers() -> None:
     """The case runs happen in Ray's worker processes, not in this one."""
     from assay.agents import CallableAgent
+    from assay.core import Score
     from assay.engine import RunOptions, run
     from assay.engine.executors.ray import RayExecutor
     from assay.metrics.base import Metric
-    from assay.model import Score
 
     class _Pid(Metric):
         name = "worker_pid"

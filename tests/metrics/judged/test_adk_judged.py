@@ -11,15 +11,7 @@ import pytest
 from scripted_judge import JudgeCall, ScriptedJudge, as_json, by_prompt
 
 from assay.config import load_config
-from assay.engine import score_case
-from assay.formats import load
-from assay.judges.types import JudgeCallError
-from assay.metrics.judged import JudgedMetric
-from assay.metrics.judged.context import agents_for, render_steps
-from assay.metrics.judged.hallucinations import parse_labels
-from assay.metrics.judged.rubrics import parse_rubric_reply
-from assay.metrics.registry import build_metric
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     Chunk,
     EvalCase,
@@ -31,7 +23,15 @@ from assay.model.core import (
     ToolResponse,
     Turn,
 )
-from assay.model.results import MetricResult, Status
+from assay.core.results import MetricResult, Status
+from assay.engine import score_case
+from assay.formats import load
+from assay.judges.types import JudgeCallError
+from assay.metrics.judged import JudgedMetric
+from assay.metrics.judged.context import agents_for, render_steps
+from assay.metrics.judged.hallucinations import parse_labels
+from assay.metrics.judged.rubrics import parse_rubric_reply
+from assay.metrics.registry import build_metric
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 FINAL = RubricType.FINAL_RESPONSE_QUALITY

@@ -11,11 +11,11 @@ import pytest
 from scripted_judge import ScriptedJudge, as_json, by_prompt
 
 from assay import formats
+from assay.core.cases import EvalCase, Step, ToolCall, ToolResponse, Turn
+from assay.core.results import MetricResult, Status
 from assay.judges.types import JudgeCallError
 from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Step, ToolCall, ToolResponse, Turn
-from assay.model.results import MetricResult, Status
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 BELLA = REALWORLD / "ces" / "bella_notte" / "evaluations"

@@ -13,6 +13,8 @@ from scripted_judge import ScriptedJudge, as_json, by_prompt
 
 from assay.api import evaluate, resolve_metrics
 from assay.config import load_config
+from assay.core.cases import Chunk, EvalCase, Retrieval, Step, Turn
+from assay.core.results import MetricResult, Status
 from assay.engine import score_case
 from assay.engine.aggregate import case_rows, summarize
 from assay.errors import ConfigError
@@ -23,8 +25,6 @@ from assay.metrics.judged.custom_judge import (
     custom_judge_from_criterion,
 )
 from assay.metrics.registry import build_metric, metric_names
-from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn
-from assay.model.results import MetricResult, Status
 
 
 def yes(why: str = "ok") -> str:

@@ -12,14 +12,14 @@ import pytest
 from scripted_judge import ScriptedJudge, as_json, by_prompt
 
 from assay import formats
+from assay.core.cases import Chunk, EvalCase, Retrieval, Step, Turn
+from assay.core.results import MetricResult, Status
 from assay.engine import score_case
 from assay.engine.aggregate import case_rows, summarize
 from assay.judges.types import JudgeCallError
 from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.judged.yes_no import YES_NO_SCHEMA
 from assay.metrics.registry import build_metric
-from assay.model.core import Chunk, EvalCase, Retrieval, Step, Turn
-from assay.model.results import MetricResult, Status
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from assay.core.cases import Rubric
 from assay.metrics.judged.multi_turn import violating_turns
 from assay.metrics.judged.rubrics import parse_rubric_reply
 from assay.metrics.judged.vertex_hosted import MAX_CHECKS, parse_checklist
-from assay.model.core import Rubric
 
 
 def test_violating_turns_ignore_hostile_entries() -> None:

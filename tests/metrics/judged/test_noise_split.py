@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_judge import ScriptedJudge, as_json
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score, Status
 from assay.metrics.judged import JudgedMetric, judges_in_context
 from assay.metrics.judged.noise import describe_split, is_unstable, mark_result, split_of
 from assay.metrics.registry import build_metric
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score, Status
 
 VALID = as_json(reasoning="same", verdict="valid")
 INVALID = as_json(reasoning="differs", verdict="invalid")

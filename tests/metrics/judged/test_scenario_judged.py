@@ -10,9 +10,7 @@ import pytest
 from scripted_judge import ScriptedJudge, as_json, by_prompt
 
 from assay import formats
-from assay.metrics.judged.base import NO_JUDGE_MESSAGE, JudgedMetric
-from assay.metrics.registry import build_metric, metric_names
-from assay.model.core import (
+from assay.core.cases import (
     EvalCase,
     Scenario,
     Step,
@@ -22,7 +20,9 @@ from assay.model.core import (
     UserGoalBehavior,
     UserInput,
 )
-from assay.model.results import MetricResult, Status
+from assay.core.results import MetricResult, Status
+from assay.metrics.judged.base import NO_JUDGE_MESSAGE, JudgedMetric
+from assay.metrics.registry import build_metric, metric_names
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 LARGE_PARTY = (

@@ -19,7 +19,7 @@ from test_ces_rest import PARENT, golden_evaluation, rest_client
 from test_runs import weather_agent
 
 from assay.agents.callable import CallableAgent
-from assay.model.core import Turn
+from assay.core.cases import Turn
 from assay.service import runs
 from assay.service.wire import ces_grpc
 from assay.store import Store

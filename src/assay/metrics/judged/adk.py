@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from assay.core.cases import EvalCase, Rubric, RubricType, Turn
+from assay.core.results import MetricResult, Score
 from assay.errors import ConfigError
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.adk_labels import response_validity
@@ -52,8 +54,6 @@ from assay.metrics.judged.rubrics import (
 )
 from assay.metrics.lexical import NO_REFERENCE, is_single_turn, reference_text
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Rubric, RubricType, Turn
-from assay.model.results import MetricResult, Score
 
 
 class _Strict(BaseModel):

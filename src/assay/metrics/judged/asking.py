@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.results import Score
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.base import JudgeClient
 from assay.metrics.judged.noise import sample_scores_detail
@@ -27,7 +28,6 @@ from assay.metrics.judged.parsing import (
 from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
 from assay.metrics.stats import mean
-from assay.model.results import Score
 from assay.models.cost import BudgetReached
 
 #: how the error text of a judge call that failed begins

@@ -25,12 +25,12 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import InvocationView, views_of
 from assay.metrics.judged.noise import mark_result
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 NO_JUDGE_MESSAGE = (
     "no LLM judge configured: give one with --judge MODEL (CLI), judge=MODEL (Python API)"

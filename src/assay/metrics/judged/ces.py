@@ -35,6 +35,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.asking import ask, no_parse_reason, settings_for, vote_details
 from assay.metrics.judged.base import JudgeClient, JudgedMetric, JudgedOptions
@@ -53,8 +55,6 @@ from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.voting import Vote, label_vote, ordinal_vote
 from assay.metrics.judged.yes_no import VotedJudge, expected_response_of, request_of
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 Behavior = Literal["ENABLED", "DISABLED"]
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model.core import EvalCase, Grounding, Step, Turn, UserInput
+from assay.core.cases import EvalCase, Grounding, Step, Turn, UserInput
 
 NO_INSTRUCTIONS = "(no developer instructions were provided)"
 NO_TOOLS = "(no tool declarations were provided)"

@@ -35,6 +35,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from assay.core.cases import Chunk, EvalCase, Turn
+from assay.core.results import Score
 from assay.errors import ConfigError
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.base import Metric, MetricOptions, is_custom_judge_criterion
@@ -55,8 +57,6 @@ from assay.metrics.judged.yes_no import (
 )
 from assay.metrics.registry import check_threshold, metric_names
 from assay.metrics.stats import mean
-from assay.model.core import Chunk, EvalCase, Turn
-from assay.model.results import Score
 
 AssessmentType = Literal["ANSWER", "RETRIEVAL"]
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")

@@ -27,6 +27,8 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import Score
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.base import JudgeClient, JudgedOptions
 from assay.metrics.judged.context import NO_PROMPT
@@ -47,8 +49,6 @@ from assay.metrics.judged.yes_no import (
 from assay.metrics.judged.yes_no import rating_of as rating_of  # public here too
 from assay.metrics.registry import register
 from assay.metrics.stats import mean
-from assay.model.core import EvalCase, Turn
-from assay.model.results import Score
 
 # -- answer judges -----------------------------------------------------------------------------
 

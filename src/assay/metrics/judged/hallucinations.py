@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.core.results import Score
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.asking import ask, no_parse_reason, settings_for
 from assay.metrics.judged.base import JudgeClient
@@ -34,7 +35,6 @@ from assay.metrics.judged.parsing import parse_choice, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.voting import binary_vote, label_vote
 from assay.metrics.stats import mean
-from assay.model.results import Score
 
 #: labels from the most negative to the most positive (label_vote's tie order)
 LABELS: tuple[str, ...] = (

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, Rubric, RubricType, Turn
+from assay.core.results import MetricResult, Score
 from assay.errors import ConfigError
 from assay.metrics.judged.adk import _RubricBased
 from assay.metrics.judged.asking import ask, case_details, settings_for
@@ -39,8 +41,6 @@ from assay.metrics.judged.rubrics import (
     rubric_score,
 )
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Rubric, RubricType, Turn
-from assay.model.results import MetricResult, Score
 
 EARLIER_TURN = "not evaluated: the conversation is judged once, as a whole, at its last invocation"
 

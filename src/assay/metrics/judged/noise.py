@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from assay.model.results import MetricResult, Score
+from assay.core.results import MetricResult, Score
 
 #: per-invocation detail: each parsed sample's score on the metric's scale
 SAMPLE_SCORES = "sample_scores"

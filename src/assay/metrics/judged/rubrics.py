@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.cases import Rubric
+from assay.core.results import Score
 from assay.metrics.judged.asking import no_parse_reason
 from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
 from assay.metrics.stats import mean
-from assay.model.core import Rubric
-from assay.model.results import Score
 
 #: rubric id -> the verdicts a sample gave it, in order (a reply in ADK's labelled
 #: layout may judge one rubric twice, and ADK counts both in the vote), each with its

@@ -31,6 +31,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, Scenario, Turn, UserGoalBehavior
+from assay.core.results import MetricResult, Status
 from assay.metrics.argmatch import ArgMatch, ArgMode, CallMatcher
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.asking import ask, settings_for
@@ -57,8 +59,6 @@ from assay.metrics.judged.scenario_view import (
     render_scenario,
 )
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Scenario, Turn, UserGoalBehavior
-from assay.model.results import MetricResult, Status
 
 SCENARIO_METRIC_NAMES = (
     "scenario_rubrics",

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from assay.core.cases import EvalCase, ScenarioExpectation, ToolCall, ToolResponse, Turn
 from assay.metrics.argmatch import CallMatcher
 from assay.metrics.judged.asking import (
     ask,
@@ -37,7 +38,6 @@ from assay.metrics.judged.parsing import parse_int_in, parse_json_object, parse_
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.scenario_view import agent_responses, render_conversation, render_scenario
 from assay.metrics.judged.voting import binary_vote, label_vote
-from assay.model.core import EvalCase, ScenarioExpectation, ToolCall, ToolResponse, Turn
 
 Outcome = Literal["PASS", "FAIL"]
 _MATCH = ("yes", "no")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from assay.core.cases import EvalCase, Persona, Scenario, Turn
 from assay.metrics.judged.context import (
     NO_RESPONSE,
     agents_for,
@@ -21,7 +22,6 @@ from assay.metrics.judged.context import (
     render_tool_declarations,
     user_prompt_text,
 )
-from assay.model.core import EvalCase, Persona, Scenario, Turn
 
 NOT_A_SCENARIO = (
     "{name} judges a simulated scenario conversation (a CES scenario or an ADK"

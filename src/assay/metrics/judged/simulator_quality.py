@@ -25,6 +25,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import ClassVar
 
+from assay.core.cases import EvalCase, Scenario, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.base import MetricOptions
 from assay.metrics.judged.adk import UserSimulatorQualityOptions
 from assay.metrics.judged.adk_labels import message_validity
@@ -40,8 +42,6 @@ from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.scenario import ScenarioMetric
 from assay.metrics.judged.scenario_view import persona_text, plan_text
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Scenario, Turn
-from assay.model.results import MetricResult, Score
 
 _VALIDITY = ("valid", "invalid")
 OPENING = "agent-initiated opening turn: no simulated user message to judge"

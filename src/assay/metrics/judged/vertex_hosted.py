@@ -23,6 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from assay.core.cases import EvalCase, Rubric, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.judged.asking import (
     ask,
     case_details,
@@ -52,8 +54,6 @@ from assay.metrics.judged.rubrics import parse_rubric_reply, render_rubrics, rub
 from assay.metrics.judged.scenario_view import render_scenario
 from assay.metrics.judged.voting import ordinal_vote
 from assay.metrics.registry import register
-from assay.model.core import EvalCase, Rubric, Turn
-from assay.model.results import MetricResult, Score
 
 MAX_CHECKS = 8
 _ID = re.compile(r"[^a-z0-9_]+")

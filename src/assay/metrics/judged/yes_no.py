@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from assay.core.cases import Chunk, EvalCase, Turn
+from assay.core.results import MetricResult, Score
 from assay.metrics.judged.asking import (
     ask,
     case_details,
@@ -38,8 +40,6 @@ from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
 from assay.metrics.stats import mean
-from assay.model.core import Chunk, EvalCase, Turn
-from assay.model.results import MetricResult, Score
 
 #: what every yes/no judge is asked to reply (rationale first: reasoning before verdict)
 YES_NO_SCHEMA: dict[str, Any] = {

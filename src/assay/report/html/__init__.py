@@ -16,7 +16,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from assay.model.results import EvalResult
+from assay.core.results import EvalResult
 from assay.report.atomic import replaced_whole
 from assay.report.html.data import git_commit, report_data, run_environment
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from assay._version import __version__
+from assay.core.cases import Turn
+from assay.core.results import CaseResult, EvalResult, MetricResult, Score, Status
 from assay.metrics.calldiff import align_calls, expected_calls
 from assay.metrics.judged.noise import is_unstable
-from assay.model.core import Turn
-from assay.model.results import CaseResult, EvalResult, MetricResult, Score, Status
 from assay.report.analysis import FailureAnalysis, analyze, case_run_key
 from assay.report.compare import paired_interval as mean_interval
 

@@ -28,14 +28,14 @@ from google.cloud import ces_v1beta as ces
 from google.protobuf.message import Message
 
 from assay.config import EXPECTATION_CHECKS, golden_checks_called_for
+from assay.core.cases import EvalCase, EvalSet, Turn
+from assay.core.results import Status
 from assay.engine.build import build_metrics
 from assay.engine.judging import JudgeRunOptions, run_judges
 from assay.engine.scoring import finish_case, score_turns
 from assay.errors import InputError
 from assay.formats import ces as ces_format
 from assay.formats._fit_ces import fit
-from assay.model.core import EvalCase, EvalSet, Turn
-from assay.model.results import Status
 from assay.service import _results, operations, runs
 from assay.service._results import parse_result_id
 from assay.service._run_session import EVAL_SET_ID, evaluation_case

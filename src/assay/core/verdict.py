@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assay.model.error_types import ErrorType
-from assay.model.results import Status, combine_statuses
+from assay.core.error_types import ErrorType
+from assay.core.results import Status, combine_statuses
 
 CES_PASS, CES_FAIL = "PASS", "FAIL"
 

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
-from assay.model.core import Turn
-from assay.model.error_types import ErrorType, ExecutionState
+from assay.core.cases import Turn
+from assay.core.error_types import ErrorType, ExecutionState
 
 _R = TypeVar("_R", bound="EvalResult")
 

@@ -1,12 +1,12 @@
-"""The one verdict rule (assay.model.verdict) that every surface uses."""
+"""The one verdict rule (assay.core.verdict) that every surface uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from assay.model.error_types import ErrorType
-from assay.model.results import Status
-from assay.model.verdict import case_status, ces_evaluation_status, is_pass
+from assay.core.error_types import ErrorType
+from assay.core.results import Status
+from assay.core.verdict import case_status, ces_evaluation_status, is_pass
 
 P, F, N = Status.PASSED, Status.FAILED, Status.NOT_EVALUATED
 

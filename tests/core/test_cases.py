@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from assay.metrics.base import Metric
-from assay.model.core import (
+from assay.core.cases import (
     STEP_KINDS,
     AgentMessage,
     AgentTransfer,
@@ -31,7 +30,7 @@ from assay.model.core import (
     UserGoalBehavior,
     UserInput,
 )
-from assay.model.results import (
+from assay.core.results import (
     CaseResult,
     EvalResult,
     InvocationResult,
@@ -41,6 +40,7 @@ from assay.model.results import (
     combine_statuses,
     status_for,
 )
+from assay.metrics.base import Metric
 
 # ----------------------------------------------------------------------------- Step
 

@@ -1,6 +1,6 @@
 """Format-neutral data model of assay (SPEC §1) and result shapes."""
 
-from assay.model.core import (
+from assay.core.cases import (
     AgentMessage,
     AgentTransfer,
     Blob,
@@ -26,7 +26,7 @@ from assay.model.core import (
     UserGoalBehavior,
     UserInput,
 )
-from assay.model.results import (
+from assay.core.results import (
     CaseResult,
     EvalResult,
     InvocationResult,
