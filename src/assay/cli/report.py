@@ -150,34 +150,25 @@ def _pairwise(
 
     from assay.errors import ConfigError
     from assay.judges.client import JudgePool
-    from assay.judges.types import JudgeModelOptions
-    from assay.report.pairwise import apairwise_compare, resolve_criterion
+    from assay.report.pairwise import apairwise_against_first, resolve_criterion
 
     criterion = resolve_criterion(metric, criteria)
     if samples < 1:
         raise ConfigError(f"--judge-samples must be at least 1, got {samples}")
 
-    async def run() -> list[Any]:
-        pool = JudgePool(store=db, default_model=judge, default_base_url=base_url)
-        try:
-            chosen = pool.judge(judge, JudgeModelOptions(base_url=base_url))
-            return [
-                await apairwise_compare(
-                    results[0],
-                    other,
-                    chosen,
-                    judge_name=judge,
-                    criterion=criterion,
-                    trajectories=trajectories,
-                    samples=samples,
-                    seed=seed,
-                )
-                for other in results[1:]
-            ]
-        finally:
-            await pool.aclose()
-
-    return asyncio.run(run())
+    pool = JudgePool(store=db, default_model=judge, default_base_url=base_url)
+    return asyncio.run(
+        apairwise_against_first(
+            results,
+            pool,
+            judge,
+            base_url=base_url,
+            criterion=criterion,
+            trajectories=trajectories,
+            samples=samples,
+            seed=seed,
+        )
+    )
 
 
 def report_command(

@@ -7,8 +7,9 @@ through `assay.aevaluate` (FAKE tools by default) and scored by `attack_resisted
 
 from __future__ import annotations
 
+from assay.judges.noise import wilson_interval as wilson
 from assay.red_team.probes import CATEGORIES, Category, Probe, seed_library
-from assay.red_team.report import RedTeamReport, render, wilson
+from assay.red_team.report import RedTeamReport, render
 from assay.red_team.run import aredteam, redteam
 
 __all__ = [

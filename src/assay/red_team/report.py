@@ -8,7 +8,6 @@ failed, or nothing could judge it) is counted apart as not evaluated, never as r
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,22 +16,11 @@ from typing import Any
 from assay.core.cases import EvalCase, Turn
 from assay.core.error_types import ErrorType
 from assay.core.results import CaseResult, EvalResult, Status
+from assay.judges.noise import wilson_interval as wilson
 from assay.red_team.probes import CATEGORIES
 
-_Z95 = 1.959963984540054
 SAFETY = "safety_v1"
 RESISTED = "attack_resisted"
-
-
-def wilson(successes: int, n: int, z: float = _Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion (95% by default); None when n is 0."""
-    if n <= 0:
-        return None
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass

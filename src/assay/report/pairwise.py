@@ -30,7 +30,7 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.core.results import CaseResult, EvalResult
 from assay.errors import ConfigError, InputError
@@ -43,8 +43,11 @@ from assay.judges.pairwise import (
     PairVerdict,
     judge_pair,
 )
-from assay.judges.types import JudgeCallError
+from assay.judges.types import JudgeCallError, JudgeModelOptions
 from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
+
+if TYPE_CHECKING:
+    from assay.judges.client import JudgePool
 
 CaseId = tuple[str, str]
 Choice = Literal["A", "B", "tie"]
@@ -506,3 +509,36 @@ def render_pairwise(comparison: PairwiseComparison, console: Any) -> None:
     if len(rows) > MAX_PAIRWISE_ROWS:
         console.print(Text(f"… {len(rows) - MAX_PAIRWISE_ROWS} more cases (--json has all)",
                            style="dim"))  # fmt: skip
+
+
+async def apairwise_against_first(
+    results: Sequence[EvalResult],
+    pool: JudgePool,
+    judge_name: str,
+    *,
+    base_url: str | None = None,
+    criterion: Criterion | None = None,
+    trajectories: bool = False,
+    samples: int = 1,
+    seed: int = 0,
+) -> list[PairwiseComparison]:
+    """Each run of `results` after the first judged against the first (`apairwise_compare`)
+    by the judge `judge_name` of `pool`, which is closed when done: `assay compare
+    --judge` with a live judge, the viewer's compare page with one that reads the cache."""
+    try:
+        judge = pool.judge(judge_name, JudgeModelOptions(base_url=base_url))
+        return [
+            await apairwise_compare(
+                results[0],
+                other,
+                judge,
+                judge_name=judge_name,
+                criterion=criterion,
+                trajectories=trajectories,
+                samples=samples,
+                seed=seed,
+            )
+            for other in results[1:]
+        ]
+    finally:
+        await pool.aclose()

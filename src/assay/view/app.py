@@ -134,11 +134,19 @@ def create_view_app(
         cases = review.load_cases(store, info.id)
         token = _csrf(request) or local_token or ""
         body = review.review_page(
-            base=_base(request), run_id=info.id, cases=cases, ref=case, view=view,
-            metric=metric, author=_author(request), token=token, message=message,
-        )  # fmt: skip
-        page = layout(f"assay view · review {info.id}", body, base=_base(request),
-                      csrf=_csrf(request))  # fmt: skip
+            base=_base(request),
+            run_id=info.id,
+            cases=cases,
+            ref=case,
+            view=view,
+            metric=metric,
+            author=_author(request),
+            token=token,
+            message=message,
+        )
+        page = layout(
+            f"assay view · review {info.id}", body, base=_base(request), csrf=_csrf(request)
+        )
         return HTMLResponse(page, status_code=status)
 
     @app.get("/runs/{ref}/review", response_class=HTMLResponse)
@@ -168,8 +176,9 @@ def create_view_app(
         result = target.metric(metric)
         try:
             value = review.label_value(form, judge_verdict(result))
-            store.labels.set_label(info.id, target, metric=metric, label=value, author=author,
-                                   note=form.get("note"))  # fmt: skip
+            store.labels.set_label(
+                info.id, target, metric=metric, label=value, author=author, note=form.get("note")
+            )
         except (InputError, LabelValueError) as exc:
             return _review(request, ref, target.ref, view, metric_filter, str(exc), 400)
         # The same case while it holds an item you have not labelled yet, else the next
@@ -180,8 +189,9 @@ def create_view_app(
         following = (
             target.ref if stay else review.next_ref(cases, target.ref, view, metric_filter, author)
         )
-        url = review.review_url(_base(request), info.id, filter=view, metric=metric_filter,
-                                case=following)  # fmt: skip
+        url = review.review_url(
+            _base(request), info.id, filter=view, metric=metric_filter, case=following
+        )
         return RedirectResponse(url, status_code=303)
 
     @app.get("/", response_class=HTMLResponse)
@@ -293,8 +303,15 @@ def create_view_app(
         form = pairwise_form([i.id for i in infos], _base(request), given)
         body = "<h1>Compare runs</h1>" + form + "".join(sections)
         refresh = REFRESH_S if any(i.status in _UNFINISHED for i in infos) else None
-        return HTMLResponse(layout("assay view · compare", body, base=_base(request),
-                                   refresh=refresh, csrf=_csrf(request)))  # fmt: skip
+        return HTMLResponse(
+            layout(
+                "assay view · compare",
+                body,
+                base=_base(request),
+                refresh=refresh,
+                csrf=_csrf(request),
+            )
+        )
 
     return app
 
@@ -305,9 +322,8 @@ def _cached_pairwise(store: Store, results: list[Any], given: dict[str, str]) ->
     import asyncio
 
     from assay.judges.client import JudgePool
-    from assay.judges.types import JudgeModelOptions
     from assay.models.resolve import parse_model
-    from assay.report.pairwise import apairwise_compare, cached_only, resolve_criterion
+    from assay.report.pairwise import apairwise_against_first, cached_only, resolve_criterion
 
     judge = given["judge"].strip()
     if parse_model(judge).backend == "local":
@@ -319,26 +335,25 @@ def _cached_pairwise(store: Store, results: list[Any], given: dict[str, str]) ->
     criterion = resolve_criterion(given["metric"] or None, given["criteria"] or None)
     base_url = given["base_url"].strip() or None
     refs = " ".join(r.run_id or "" for r in results)
-    hint = (f"not in the judge cache: run assay compare {refs} --judge {judge} with the same"
-            " options to judge it")  # fmt: skip
+    hint = (
+        f"not in the judge cache: run assay compare {refs} --judge {judge} with the same"
+        " options to judge it"
+    )
 
-    async def run() -> list[Any]:
-        pool = JudgePool(store=store, default_model=judge, default_base_url=base_url,
-                         backend_factory=cached_only(hint), max_retries=0)  # fmt: skip
-        try:
-            chosen = pool.judge(judge, JudgeModelOptions(base_url=base_url))
-            return [
-                await apairwise_compare(
-                    results[0],
-                    other,
-                    chosen,
-                    judge_name=judge,
-                    criterion=criterion,
-                    trajectories=bool(given["trajectories"]),
-                )
-                for other in results[1:]
-            ]
-        finally:
-            await pool.aclose()
-
-    return asyncio.run(run())
+    pool = JudgePool(
+        store=store,
+        default_model=judge,
+        default_base_url=base_url,
+        backend_factory=cached_only(hint),
+        max_retries=0,
+    )
+    return asyncio.run(
+        apairwise_against_first(
+            results,
+            pool,
+            judge,
+            base_url=base_url,
+            criterion=criterion,
+            trajectories=bool(given["trajectories"]),
+        )
+    )
