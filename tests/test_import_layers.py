@@ -86,8 +86,41 @@ PRIVATE_CROSSINGS: dict[tuple[str, str], str] = {
     ),
     ("assay.simulation.personas", "assay.formats._common.Loc"): "errors located as formats do",
     ("assay.simulation.personas", "assay.formats._common.read_structured"): "YAML/JSON reading",
-    # The row path writes the store's and the JSON report's documents byte for byte
-    # (issue #34 gives each output one writer; these go with the lean tier).
+    ("assay.rows.batch", "assay.formats._common.gc_paused"): "the loaders' GC pause",
+    ("assay.cli.labels", "assay.formats._common.read_text"): "labels read as data are",
+    ("assay.cases.generate_definition", "assay.formats._common.read_structured"): (
+        "an agent's description file read as YAML/JSON eval files are"
+    ),
+    ("assay.cases.sources", "assay.formats._common.Loc"): "errors located as formats do",
+    ("assay.cases.generate_write", "assay.formats._loss.refuse"): (
+        "what a format cannot hold refused as `assay convert` refuses it"
+    ),
+    ("assay.cases.edit", "assay.formats._vertex_write.rows"): (
+        "Vertex rows of new cases written as the Vertex writer writes them"
+    ),
+    ("assay.cases.sources", "assay.formats._ces_parts.read_call"): (
+        "a CES conversation's calls read as the CES reader reads them"
+    ),
+    ("assay.cases.sources", "assay.formats._ces_parts.read_response"): (
+        "a CES conversation's responses read as the CES reader reads them"
+    ),
+    ("assay.store.labels", "assay.formats._vertex_history.dump_history"): (
+        "a labelled case's earlier turns as the Vertex history column holds them"
+    ),
+    # agents' loader: an agent's definition is imported as `--agent` imports it.
+    ("assay.cases.generate_definition", "assay.agents.loader._import_object"): (
+        "`--agent MODULE:ATTR` resolved as assay eval resolves it"
+    ),
+    # The row kernel writes the store's and the JSON report's documents byte for byte
+    # (tests/rows/test_kernel.py): it reuses their encoders rather than copy them.
+    ("assay.rows.kernel", "assay.report.json_report._metric_entry"): "a report metric",
+    ("assay.rows.kernel", "assay.report.json_report._overall_entry"): "a report metric",
+    ("assay.rows.kernel", "assay.store._document.FORMAT"): "the stored format's tag",
+    ("assay.rows.kernel", "assay.store._document.metric_entry"): "a stored metric entry",
+    ("assay.rows.kernel", "assay.store._json.dumps_bytes"): "the store's JSON encoding",
+    ("assay.rows.plan", "assay.metrics.trajectory._ALGORITHMS"): (
+        "the trajectory metrics' matching modes the kernel computes itself"
+    ),
 }
 
 

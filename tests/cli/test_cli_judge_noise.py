@@ -445,7 +445,7 @@ def test_an_unreachable_judge_measures_nothing_and_says_why(tmp_path: Path, comm
 
 def test_the_python_api_takes_judge_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     from assay import evaluate
-    from assay.metrics.judged.noise import split_of
+    from assay.metrics.sample_split import split_of
 
     rows = [{"prompt": f"q{i}", "response": f"a{i}", "reference": f"r{i}"} for i in range(6)]
     with JudgeServer(seeded_coin(9)) as server:

@@ -101,7 +101,6 @@ def test_arguments_breaking_the_schema_are_tool_errors_naming_them(
 def test_every_declared_property_is_enforced(http: TestClient) -> None:
     # For every tool and every property it declares with a type, a value of the wrong
     # type is refused naming that property — never INTERNAL.
-    wrong = {"string": 7, "integer": "7", "boolean": "true", "object": [], "array": {}}
     checked = 0
     for tool in TOOLS.values():
         schema = tool.input_schema
@@ -109,16 +108,37 @@ def test_every_declared_property_is_enforced(http: TestClient) -> None:
         for name, prop in schema["properties"].items():
             if "type" not in prop:
                 continue
-            text = _error_text(_call(http, tool.name, {**valid, name: wrong[prop["type"]]}))
+            text = _error_text(_call(http, tool.name, {**valid, name: _wrong(prop)}))
             assert text.startswith(f"INVALID_ARGUMENT: {name}: expected"), (tool.name, text)
             checked += 1
     assert checked >= 50
 
 
+def _types(prop: dict[str, Any]) -> list[str]:
+    """A property's JSON types (`"type"` may name one or list several)."""
+    declared = prop["type"]
+    return list(declared) if isinstance(declared, list) else [declared]
+
+
 def _valid(prop: dict[str, Any]) -> Any:
-    return {"string": "apps/m", "object": {}, "array": [], "integer": 1, "boolean": True}[
-        prop["type"]
-    ]
+    return {
+        "string": "apps/m", "object": {}, "array": [], "integer": 1, "number": 1.5,
+        "boolean": True,
+    }[_types(prop)[0]]  # fmt: skip
+
+
+def _wrong(prop: dict[str, Any]) -> Any:
+    """A value of none of the property's types."""
+    fits = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+    }
+    types = _types(prop)
+    return next(v for v in (7, "7", "true", [], {}) if not any(fits[t](v) for t in types))
 
 
 def test_well_formed_arguments_still_run(http: TestClient) -> None:

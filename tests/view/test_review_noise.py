@@ -1,7 +1,7 @@
 """The review queue and judge samples together, in headless Chromium: `assay eval
 --judge-samples 5` against the coin-flip stand-in judge, then `assay view`'s review
 queue: its "unstable verdicts" filter lists exactly the items the run marked unstable
-(`assay.metrics.judged.noise`), and each shows its per-sample scores."""
+(`assay.metrics.sample_split`), and each shows its per-sample scores."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.metrics.judged.noise import SAMPLE_SCORES, is_unstable
+from assay.metrics.sample_split import SAMPLE_SCORES, is_unstable
 from assay.store import Store
 from assay.store.labels import case_ref
 from assay.store.labels import is_unstable as review_unstable

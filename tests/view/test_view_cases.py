@@ -170,6 +170,6 @@ def test_posts_without_the_token_or_outside_the_folder_are_refused(
     ],
 )
 def test_only_loopback_hosts_may_post(header: str, loopback: bool) -> None:
-    from assay.view._writes import loopback_host
+    from assay.view.writes import loopback_host
 
     assert loopback_host(header) is loopback

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.metrics.judged.noise import is_unstable, split_of
+from assay.metrics.sample_split import is_unstable, split_of
 from assay.store import Store
 from assay.store.reading import load_result
 from assay.testing import JudgeServer

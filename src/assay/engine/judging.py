@@ -96,7 +96,7 @@ def unstable_summary(cases: Sequence[CaseResult]) -> dict[str, int]:
     """`judge/unstable/{metric}`: the case results of each metric whose judge samples
     straddled its threshold, for every metric with a sample split; `judge/unstable`
     their total. None of these keys when no judged item had more than one sample."""
-    from assay.metrics.judged.noise import is_unstable, split_of
+    from assay.metrics.sample_split import is_unstable, split_of
 
     counts: dict[str, int] = {}
     for case in cases:

@@ -11,7 +11,7 @@ A case *regressed* when it passed in the base run and does not pass now; it *imp
 the other way round; it is *unchanged* unless its status or a gating metric moved. A
 case that passed in one run and not in the other only through judged metrics that were
 *unstable* in either run (their judge samples straddled the threshold,
-`assay.metrics.judged.noise`) is an *unstable flip*: counted apart
+`assay.metrics.sample_split`) is an *unstable flip*: counted apart
 (`Comparison.unstable_flips`), neither a regression nor an improvement by itself. A
 delta within `EQUAL_WITHIN` (1e-9) is equal, and is reported as 0. A metric's mean
 delta over the cases both runs scored gets a paired bootstrap interval (resampling
@@ -37,8 +37,8 @@ from statistics import NormalDist
 
 from assay.core.results import CaseResult, EvalResult, Status, combine_statuses
 from assay.errors import InputError
-from assay.metrics.judged.noise import is_unstable
 from assay.metrics.registry import MetricTraits, metric_traits
+from assay.metrics.sample_split import is_unstable
 from assay.report.analysis import analyze_case
 
 CaseId = tuple[str, str]  # (eval set id or "", case id)

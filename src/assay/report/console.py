@@ -17,7 +17,7 @@ from rich.text import Text
 
 from assay.core.results import CaseResult, EvalResult, MetricResult, Status
 from assay.metrics.efficiency import is_efficiency
-from assay.metrics.judged.noise import is_unstable
+from assay.metrics.sample_split import is_unstable
 
 if TYPE_CHECKING:
     from assay.engine.tally import Tally

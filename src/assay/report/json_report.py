@@ -44,7 +44,7 @@ import orjson
 from assay.core.cases import Turn
 from assay.core.results import CaseResult, EvalResult, MetricResult, Score, status_for
 from assay.errors import AssayError
-from assay.metrics.judged.noise import UNSTABLE_INVOCATIONS, is_unstable, split_of
+from assay.metrics.sample_split import UNSTABLE_INVOCATIONS, is_unstable, split_of
 from assay.report.atomic import remove_quietly, replaced_whole
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -847,7 +847,7 @@ def _invocation_score(case: CaseResult, metric: MetricResult, index: int) -> Sco
 
 def judge_samples_of(case: CaseResult) -> dict[str, Any]:
     """`{metric: {pass, fail, unstable, unstable_invocations}}` for each judged metric of
-    the case whose judge samples were split (`assay.metrics.judged.noise`)."""
+    the case whose judge samples were split (`assay.metrics.sample_split`)."""
     out: dict[str, Any] = {}
     for metric in case.metrics.values():
         split = split_of(metric.details)

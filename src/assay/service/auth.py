@@ -24,7 +24,7 @@ from assay.service.errors import (
 )
 from assay.service.ui_session import LOGIN, LOGOUT, UiLogin, is_ui_path, wants_html
 from assay.store import Store
-from assay.view._writes import is_loopback as is_loopback  # `assay serve`'s bind check
+from assay.view.writes import is_loopback as is_loopback  # `assay serve`'s bind check
 
 PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from assay.errors import ConfigError, StoreError
@@ -35,6 +35,13 @@ class AlignedJudgeRepository(Repository):
             now = utcnow()
             try:
                 with self._writer.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        # Writers of one name take turns (SQLite's write transaction
+                        # already does): under contention retries alone could run out.
+                        conn.execute(
+                            text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                            {"key": f"aligned_judges:{spec.name}"},
+                        )
                     latest = conn.execute(
                         select(func.max(aligned_judges.c.version)).where(
                             aligned_judges.c.name == spec.name

@@ -334,11 +334,11 @@ def is_unstable(metric: Mapping[str, Any]) -> bool:
     scores pass and some fail, or (with no sample scores kept) the samples' verdicts
     were not unanimous (`agreement` under 1), or the result says `unstable`.
 
-    A result the run marked (`details.unstable`, `assay.metrics.judged.noise`) is what
+    A result the run marked (`details.unstable`, `assay.metrics.sample_split`) is what
     the run says: its invocations are judged one by one, so two stable invocations on
     either side of the threshold are not an unstable item. The fallbacks read results
     stored without the mark."""
-    from assay.metrics.judged.noise import UNSTABLE
+    from assay.metrics.sample_split import UNSTABLE
 
     details = metric.get("details") or {}
     if isinstance(details, Mapping) and isinstance(details.get(UNSTABLE), bool):

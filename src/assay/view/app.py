@@ -45,7 +45,6 @@ from assay.store.reading import find_run, load_result
 from assay.store.runs import RunInfo
 from assay.store.schema import RunStatus
 from assay.view import review
-from assay.view._writes import WriteGuard, WriteRefused
 from assay.view.pages import (
     ICON,
     compare_query,
@@ -57,6 +56,7 @@ from assay.view.pages import (
     pairwise_section,
     runs_page,
 )
+from assay.view.writes import WriteGuard, WriteRefused
 
 #: seconds between reloads of a page that shows a run still in progress
 REFRESH_S = 3
@@ -111,7 +111,7 @@ def create_view_app(
     into an eval set file under that folder (`assay.view.cases`).
     """
     app = FastAPI(title="assay view", docs_url=None, redoc_url=None, openapi_url=None)
-    # One token per viewer process for both of its writers (`view/_writes.py`).
+    # One token per viewer process for both of its writers (`view/writes.py`).
     guard = WriteGuard()
     local_token = guard.token if local_writes else None
     if cases_root is not None:

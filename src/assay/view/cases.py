@@ -6,7 +6,7 @@ read from traces or recorded data: "new case from this conversation") open
 `/runs/{run}/author/{key}`: the eval set file to write (under the folder the viewer
 was started in) and the mode; posting it shows the diff the write would make, and a
 second post saves it, only if the file still holds the text the diff was made from.
-Both posts carry the viewer's token (`assay.view._writes`).
+Both posts carry the viewer's token (`assay.view.writes`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from assay.errors import InputError
 from assay.report.analysis import case_run_key
 from assay.store import Store
 from assay.store.reading import find_run, load_result
-from assay.view._writes import WriteGuard, WriteRefused
 from assay.view.pages import esc, layout
+from assay.view.writes import WriteGuard, WriteRefused
 
 _CSS = """
 form.author label { display: block; margin: 6px 0; }

@@ -45,8 +45,8 @@ from assay.store.labels import (
     rationale,
     sample_scores,
 )
-from assay.view._writes import WriteRefused, loopback_host, parse_form
 from assay.view.pages import esc
+from assay.view.writes import WriteRefused, loopback_host, parse_form
 
 FILTERS = {
     "unlabelled": "not yet labelled by you",

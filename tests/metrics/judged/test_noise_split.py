@@ -1,5 +1,5 @@
 """How a judged item's samples split around the threshold, and the unstable flag
-(`assay.metrics.judged.noise`), for each family that reports sample scores."""
+(`assay.metrics.sample_split`), for each family that reports sample scores."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from scripted_judge import ScriptedJudge, as_json
 from assay.core.cases import EvalCase, Turn
 from assay.core.results import MetricResult, Score, Status
 from assay.metrics.judged import JudgedMetric, judges_in_context
-from assay.metrics.judged.noise import describe_split, is_unstable, mark_result, split_of
 from assay.metrics.registry import build_metric
+from assay.metrics.sample_split import describe_split, is_unstable, mark_result, split_of
 
 VALID = as_json(reasoning="same", verdict="valid")
 INVALID = as_json(reasoning="differs", verdict="invalid")

@@ -17,7 +17,6 @@ from typing import Any
 from assay.core.results import Score
 from assay.judges.types import JudgeModelOptions
 from assay.metrics.judged.base import JudgeClient
-from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import (
     field,
     labelled_value,
@@ -27,6 +26,7 @@ from assay.metrics.judged.parsing import (
 )
 from assay.metrics.judged.prompts import RenderedPrompt
 from assay.metrics.judged.voting import Vote, binary_vote
+from assay.metrics.sample_split import sample_scores_detail
 from assay.metrics.stats import mean
 from assay.models.cost import BudgetReached
 

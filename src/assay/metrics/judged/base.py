@@ -30,7 +30,7 @@ from assay.core.results import MetricResult, Score
 from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.metrics.base import Metric, MetricOptions
 from assay.metrics.judged.context import InvocationView, views_of
-from assay.metrics.judged.noise import mark_result
+from assay.metrics.sample_split import mark_result
 
 NO_JUDGE_MESSAGE = (
     "no LLM judge configured: give one with --judge MODEL (CLI), judge=MODEL (Python API)"

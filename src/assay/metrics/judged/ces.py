@@ -49,12 +49,12 @@ from assay.metrics.judged.context import (
     render_tool_declarations,
     user_prompt_text,
 )
-from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_int_in, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.voting import Vote, label_vote, ordinal_vote
 from assay.metrics.judged.yes_no import VotedJudge, expected_response_of, request_of
 from assay.metrics.registry import register
+from assay.metrics.sample_split import sample_scores_detail
 
 Behavior = Literal["ENABLED", "DISABLED"]
 

@@ -22,9 +22,9 @@ from typing import Any
 from assay.core.cases import Rubric
 from assay.core.results import Score
 from assay.metrics.judged.asking import no_parse_reason
-from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
+from assay.metrics.sample_split import sample_scores_detail
 from assay.metrics.stats import mean
 
 #: rubric id -> the verdicts a sample gave it, in order (a reply in ADK's labelled

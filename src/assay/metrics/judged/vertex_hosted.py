@@ -47,13 +47,13 @@ from assay.metrics.judged.multi_turn import (
     trajectory_schema,
     violating_turns,
 )
-from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field, parse_json_object
 from assay.metrics.judged.prompts import get_prompt
 from assay.metrics.judged.rubrics import parse_rubric_reply, render_rubrics, rubric_score
 from assay.metrics.judged.scenario_view import render_scenario
 from assay.metrics.judged.voting import ordinal_vote
 from assay.metrics.registry import register
+from assay.metrics.sample_split import sample_scores_detail
 
 MAX_CHECKS = 8
 _ID = re.compile(r"[^a-z0-9_]+")

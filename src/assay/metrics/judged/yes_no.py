@@ -35,10 +35,10 @@ from assay.metrics.judged.asking import (
 )
 from assay.metrics.judged.base import JudgeClient, JudgedMetric
 from assay.metrics.judged.context import NO_PROMPT, user_prompt_text
-from assay.metrics.judged.noise import sample_scores_detail
 from assay.metrics.judged.parsing import field as get_field
 from assay.metrics.judged.parsing import parse_json_object, parse_yes_no
 from assay.metrics.judged.voting import binary_vote
+from assay.metrics.sample_split import sample_scores_detail
 from assay.metrics.stats import mean
 
 #: what every yes/no judge is asked to reply (rationale first: reasoning before verdict)

@@ -19,7 +19,7 @@ from assay._version import __version__
 from assay.core.cases import Turn
 from assay.core.results import CaseResult, EvalResult, MetricResult, Score, Status
 from assay.metrics.calldiff import align_calls, expected_calls
-from assay.metrics.judged.noise import is_unstable
+from assay.metrics.sample_split import is_unstable
 from assay.report.analysis import FailureAnalysis, analyze, case_run_key
 from assay.report.compare import paired_interval as mean_interval
 
@@ -260,7 +260,7 @@ def _case_row(case: CaseResult, analysis: FailureAnalysis) -> dict[str, object]:
         "latency": _finite(case.latency_s),
         "scores": {n: _finite(m.score) for n, m in case.metrics.items()},
         "failed": [n for n, m in case.metrics.items() if m.status is Status.FAILED],
-        # judged metrics whose samples straddle the threshold (`metrics.judged.noise`)
+        # judged metrics whose samples straddle the threshold (`metrics.sample_split`)
         "unstable": [n for n, m in case.metrics.items() if is_unstable(m.details)],
         "reason": found.reason() if found else None,
         "causes": [c.value for c in found.causes] if found else [],

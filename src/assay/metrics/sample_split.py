@@ -15,7 +15,8 @@ The case's `MetricResult.details` sum the split over its invocations
 (`sample_split`), count the unstable ones (`unstable_invocations`) and say
 `unstable: True` when any is. A metric without a threshold, or an invocation with
 fewer than two parsed samples, gets no split. Readers (the report, the viewer's review
-queue, compare) use `is_unstable` and `split_of`.
+queue, compare) use `is_unstable` and `split_of`; this module sits beside the judged
+metrics, not in their package, so reading a stored result loads no judge.
 """
 
 from __future__ import annotations
