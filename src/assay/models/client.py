@@ -191,12 +191,14 @@ class ModelClient:
                 return shared
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
-        outcome: Outcome = ModelCallError(f"the {self.role} call was cancelled", retryable=False)
+        outcome: Outcome | None = None
         try:
             outcome = await self._call(key, prompt, settings)
         finally:
             if self._in_flight.get(key) is future:
                 del self._in_flight[key]
+            if outcome is None:  # built only when needed: an error's text is redacted
+                outcome = ModelCallError(f"the {self.role} call was cancelled", retryable=False)
             future.set_result(outcome)
         return outcome
 
