@@ -181,6 +181,12 @@ def test_adk_agent_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
     env = {"ASSAY_EXAMPLE_MODEL": "scripted-weather"}
     monkeypatch.setenv("ASSAY_EXAMPLE_MODEL", "scripted-weather")
+    # The example reads its model when imported: a copy another test of this worker
+    # imported without the variable (reading its definition, say) would be reused.
+    folder = str(REPO / "examples" / "adk_weather")
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(folder):
+            monkeypatch.delitem(sys.modules, name)
     _, on_ray = _both(
         tmp_path,
         executor=RayExecutor(runtime_env={"env_vars": env}),
