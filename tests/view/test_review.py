@@ -67,8 +67,8 @@ def test_a_click_and_the_keys_store_labels(viewer: Viewer, browser: Any, tmp_pat
     page.screenshot(path=str(tmp_path / "review.png"))
     # A click on "disagree" with a note stores the opposite of the judge's verdict.
     page.fill("section.item textarea.note", "0 + 0 is 0, the agent said 1")
-    page.click("section.item button.disagree")
-    page.wait_for_load_state()
+    with page.expect_navigation():  # the post's answer is the next page
+        page.click("section.item button.disagree")
     labels = viewer.labels()
     assert [(x["case"], x["verdict"], x["author"], x["note"]) for x in labels] == [
         (f"sums/{case_id(0)}", "fail", local_author(), "0 + 0 is 0, the agent said 1")
@@ -226,8 +226,8 @@ def test_number_keys_pick_the_metric_of_a_case(tmp_path: Path, browser: Any) -> 
             # The second metric's samples split: it is marked unstable.
             assert page.locator("section.item[data-number='2'] .unstable").count() == 1
             page.keyboard.press("2")
-            page.keyboard.press("d")  # disagree with the judge's fail on the second metric
-            page.wait_for_load_state()
+            with page.expect_navigation():  # the post's answer is the next page
+                page.keyboard.press("d")  # disagree with the judge's fail on the second metric
             # Still case c0 (its first metric is not labelled), that metric selected.
             assert _case(page) == "two/c0"
             assert page.locator("section.item.selected").get_attribute("data-number") == "1"
