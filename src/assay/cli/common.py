@@ -41,8 +41,50 @@ def options_command(
     The command gets its options gathered in one `options` object."""
     if not dataclasses.is_dataclass(options):
         raise TypeError(f"{options.__name__} is not a dataclass")
+    parameters = _field_parameters(options)
+
+    def decorate(command: Callable[[Options], None]) -> Callable[..., None]:
+        def typer_command(**values: object) -> None:
+            command(options(**values))
+
+        return _as_command(typer_command, command, parameters)
+
+    return decorate
+
+
+def grouped_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Make `command` a typer command in which each parameter annotated with a frozen
+    dataclass of options stands for that dataclass's fields, in its place: their flags,
+    help and defaults are the fields' (as `options_command` makes them), and the
+    command gets them gathered in one object. Options several commands share are so
+    declared once, wherever each command lists them."""
+    hints = get_type_hints(command, include_extras=True)
+    parameters: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type, list[str]]] = {}
+    for parameter in inspect.signature(command).parameters.values():
+        hint = hints.get(parameter.name)
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            fields = _field_parameters(hint)
+            groups[parameter.name] = (hint, [field.name for field in fields])
+            parameters += fields
+        else:
+            parameters.append(parameter.replace(annotation=hint))
+    names = [p.name for p in parameters]
+    if len(set(names)) != len(names):
+        raise TypeError(f"{command.__name__}: an option group repeats a parameter's name")
+
+    def typer_command(**values: object) -> None:
+        for name, (options, fields) in groups.items():
+            values[name] = options(**{field: values.pop(field) for field in fields})
+        command(**values)
+
+    return _as_command(typer_command, command, parameters)
+
+
+def _field_parameters(options: type) -> list[inspect.Parameter]:
+    """The fields of the dataclass `options` as the parameters of a typer command."""
     hints = get_type_hints(options, include_extras=True)
-    parameters = [
+    return [
         inspect.Parameter(
             field.name,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -53,19 +95,20 @@ def options_command(
         for field in dataclasses.fields(options)
     ]  # fmt: skip
 
-    def decorate(command: Callable[[Options], None]) -> Callable[..., None]:
-        def typer_command(**values: object) -> None:
-            command(options(**values))
 
-        typer_command.__name__ = command.__name__
-        typer_command.__qualname__ = command.__qualname__
-        typer_command.__module__ = command.__module__
-        typer_command.__doc__ = command.__doc__
-        typer_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        typer_command.__annotations__ = {p.name: p.annotation for p in parameters}
-        return typer_command
-
-    return decorate
+def _as_command(
+    typer_command: Callable[..., None],
+    command: Callable[..., None],
+    parameters: list[inspect.Parameter],
+) -> Callable[..., None]:
+    """`typer_command` named and documented as `command`, with `parameters` for typer."""
+    typer_command.__name__ = command.__name__
+    typer_command.__qualname__ = command.__qualname__
+    typer_command.__module__ = command.__module__
+    typer_command.__doc__ = command.__doc__
+    typer_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    typer_command.__annotations__ = {p.name: p.annotation for p in parameters}
+    return typer_command
 
 
 StoreOption = Annotated[

@@ -23,24 +23,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli.common import command_app, stderr_console, stdout_console, user_errors
+from assay.cli.common import (
+    command_app,
+    grouped_options,
+    stderr_console,
+    stdout_console,
+    user_errors,
+)
 from assay.cli.judge_align import register as register_align_commands
 from assay.cli.judge_noise import register as register_noise_commands
-from assay.cli.judge_options import (
-    BaseUrlOption,
-    CacheStoreOption,
-    ConcurrencyOption,
-    CriterionOption,
-    JsonOption,
-    JudgeOption,
-    MetricOption,
-    NoCacheOption,
-    NoStoreOption,
-    SamplesOption,
-    TimeoutOption,
-    check_call_limits,
-    parse_criterion,
-)
+from assay.cli.judge_options import JsonOption, JudgeCalls, JudgeOption, MetricOption, SamplesOption
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -62,6 +54,7 @@ EXPLANATION_WIDTH = 160
 
 
 @judge_app.command("calibrate")
+@grouped_options
 def calibrate_command(
     judge: JudgeOption,
     metric: MetricOption,
@@ -70,13 +63,7 @@ def calibrate_command(
         typer.Argument(help="Labelled items: JSONL, each line the inputs plus 'label'."),
     ] = None,
     samples: SamplesOption = None,
-    base_url: BaseUrlOption = None,
-    criterion: CriterionOption = None,
-    store: CacheStoreOption = None,
-    no_store: NoStoreOption = False,
-    no_cache: NoCacheOption = False,
-    judge_concurrency: ConcurrencyOption = 8,
-    judge_timeout: TimeoutOption = 60.0,
+    calls: JudgeCalls = JudgeCalls(),
     out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON.")] = None,
     min_kappa: Annotated[
         float | None,
@@ -96,27 +83,13 @@ def calibrate_command(
     if from_store or labels is None:
         _from_store_command(
             labels, from_store, runs, judge=judge, metric=metric, samples=samples,
-            base_url=base_url, criterion=criterion, store=store, no_store=no_store,
-            use_cache=not no_cache, concurrency=judge_concurrency, timeout_s=judge_timeout,
-            out=out, min_kappa=min_kappa, as_json=as_json,
+            calls=calls, out=out, min_kappa=min_kappa, as_json=as_json,
         )  # fmt: skip
         return
     with user_errors():
         if runs:
             raise ConfigError("--run picks stored labels: use it with --from-store")
-        report = _calibrate(
-            labels,
-            judge=judge,
-            metric=metric,
-            samples=samples,
-            base_url=base_url,
-            criterion=parse_criterion(criterion),
-            store_url=store,
-            no_store=no_store,
-            use_cache=not no_cache,
-            concurrency=judge_concurrency,
-            timeout_s=judge_timeout,
-        )
+        report = _calibrate(labels, judge=judge, metric=metric, samples=samples, calls=calls)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         else:
@@ -140,13 +113,7 @@ def _from_store_command(
     judge: str,
     metric: str,
     samples: int | None,
-    base_url: str | None,
-    criterion: str | None,
-    store: str | None,
-    no_store: bool,
-    use_cache: bool,
-    concurrency: int,
-    timeout_s: float,
+    calls: JudgeCalls,
     out: Path | None,
     min_kappa: float | None,
     as_json: bool,
@@ -163,13 +130,13 @@ def _from_store_command(
             raise ConfigError("give a labels file or --from-store, not both")
         if not from_store:
             raise ConfigError("give a labels file (JSONL), or --from-store for stored labels")
-        if no_store:
+        if calls.no_store:
             raise ConfigError("--from-store reads the store: it cannot go with --no-store")
-        check_call_limits(concurrency, timeout_s)
-        scorer = build_judged_metric(metric, judge=judge, samples=samples, base_url=base_url,
-                                     criterion=parse_criterion(criterion))  # fmt: skip
-        db = open_existing(store)
-        try:
+        calls.check_limits()
+        scorer = build_judged_metric(metric, judge=judge, samples=samples,
+                                     base_url=calls.base_url,
+                                     criterion=calls.metric_options())  # fmt: skip
+        with open_existing(calls.store) as db:
             ids = [find_run(db, r).id for r in runs] if runs else None
             result = asyncio.run(
                 acalibrate_from_store(
@@ -177,13 +144,11 @@ def _from_store_command(
                     metric=scorer,
                     judge=judge,
                     runs=ids,
-                    use_cache=use_cache,
-                    concurrency=concurrency,
-                    timeout_s=timeout_s,
+                    use_cache=calls.use_cache,
+                    concurrency=calls.judge_concurrency,
+                    timeout_s=calls.judge_timeout,
                 )
             )
-        finally:
-            db.close()
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         else:
@@ -249,50 +214,32 @@ def render_agreement(result: StoreCalibration, console: Console) -> None:
 
 
 def _calibrate(
-    labels: Path,
-    *,
-    judge: str,
-    metric: str,
-    samples: int | None,
-    base_url: str | None,
-    criterion: dict[str, Any] | None,
-    store_url: str | None,
-    no_store: bool,
-    use_cache: bool,
-    concurrency: int,
-    timeout_s: float,
+    labels: Path, *, judge: str, metric: str, samples: int | None, calls: JudgeCalls
 ) -> CalibrationReport:
     import asyncio
 
     from assay.engine.calibrate import build_judged_metric, load_labels
     from assay.session.calibrate import acalibrate
 
-    check_call_limits(concurrency, timeout_s)
+    criterion = calls.metric_options()
+    calls.check_limits()
     # Usage errors first (metric, judge options), then the data, then the store.
     scorer = build_judged_metric(
-        metric, judge=judge, samples=samples, base_url=base_url, criterion=criterion
+        metric, judge=judge, samples=samples, base_url=calls.base_url, criterion=criterion
     )
     labelled = load_labels(labels)
-    db = None
-    if not no_store:
-        from assay.store import Store
-
-        db = Store.open(store_url)
-    try:
+    with calls.cache_store() as db:
         return asyncio.run(
             acalibrate(
                 labelled,
                 metric=scorer,
                 judge=judge,
                 store=db,
-                use_cache=use_cache,
-                concurrency=concurrency,
-                timeout_s=timeout_s,
+                use_cache=calls.use_cache,
+                concurrency=calls.judge_concurrency,
+                timeout_s=calls.judge_timeout,
             )
         )
-    finally:
-        if db is not None:
-            db.close()
 
 
 def exit_code(report: CalibrationReport, min_kappa: float | None) -> int:

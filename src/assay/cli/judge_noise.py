@@ -28,22 +28,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli.common import FromOption, stdout_console, user_errors
-from assay.cli.judge_options import (
-    BaseUrlOption,
-    CacheStoreOption,
-    ConcurrencyOption,
-    CriterionOption,
-    JsonOption,
-    JudgeOption,
-    MetricOption,
-    NoCacheOption,
-    NoStoreOption,
-    SamplesOption,
-    TimeoutOption,
-    check_call_limits,
-    parse_criterion,
-)
+from assay.cli.common import FromOption, grouped_options, stdout_console, user_errors
+from assay.cli.judge_options import JsonOption, JudgeCalls, JudgeOption, MetricOption, SamplesOption
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,8 +51,8 @@ DataArgument = Annotated[
 
 def register(app: typer.Typer) -> None:
     """Mount the commands on `assay judge`."""
-    app.command("stability")(stability_command)
-    app.command("probe")(probe_command)
+    app.command("stability")(grouped_options(stability_command))
+    app.command("probe")(grouped_options(probe_command))
 
 
 def stability_command(
@@ -85,13 +71,7 @@ def stability_command(
         typer.Option("--max-flip-rate", help="Exit 1 when the overall flip rate is above this."),
     ] = None,
     from_format: FromOption = None,
-    base_url: BaseUrlOption = None,
-    criterion: CriterionOption = None,
-    store: CacheStoreOption = None,
-    no_store: NoStoreOption = False,
-    no_cache: NoCacheOption = False,
-    judge_concurrency: ConcurrencyOption = 8,
-    judge_timeout: TimeoutOption = 60.0,
+    calls: JudgeCalls = JudgeCalls(),
     as_json: JsonOption = False,
 ) -> None:
     """Measure a judge's self-consistency: flip rate and Fleiss' kappa over repeats."""
@@ -100,10 +80,9 @@ def stability_command(
     with user_errors():
         if max_flip_rate is not None and not 0.0 <= max_flip_rate <= 1.0:
             raise ConfigError(f"--max-flip-rate must be between 0 and 1, got {max_flip_rate}")
-        scorer = _metric(metric, judge, samples, base_url, criterion)
+        scorer = _metric(metric, judge, samples, calls)
         evalsets = _data(data, from_format)
-        with _setup(judge, base_url, store, no_store, no_cache, judge_concurrency,
-                    judge_timeout) as setup:  # fmt: skip
+        with _setup(judge, calls) as setup:
             report = asyncio.run(astability(evalsets, scorer, setup, repeats=repeats))
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
@@ -139,13 +118,7 @@ def probe_command(
         bool, typer.Option("--fail-on-bias", help="Exit 1 when a bias is found.")
     ] = False,
     from_format: FromOption = None,
-    base_url: BaseUrlOption = None,
-    criterion: CriterionOption = None,
-    store: CacheStoreOption = None,
-    no_store: NoStoreOption = False,
-    no_cache: NoCacheOption = False,
-    judge_concurrency: ConcurrencyOption = 8,
-    judge_timeout: TimeoutOption = 60.0,
+    calls: JudgeCalls = JudgeCalls(),
     as_json: JsonOption = False,
 ) -> None:
     """Probe a judge for position bias (pairwise, both orders) and verbosity bias."""
@@ -158,14 +131,11 @@ def probe_command(
         if samples is not None and samples < 1:
             raise ConfigError(f"--samples must be at least 1, got {samples}")
         scorer = (
-            None
-            if pairwise or chosen == "position"
-            else _metric(metric, judge, samples, base_url, criterion)
+            None if pairwise or chosen == "position" else _metric(metric, judge, samples, calls)
         )
         evalsets = _data(data, from_format)
         reports: list[PositionReport | VerbosityReport] = []
-        with _setup(judge, base_url, store, no_store, no_cache, judge_concurrency,
-                    judge_timeout) as setup:  # fmt: skip
+        with _setup(judge, calls) as setup:
             if chosen in ("position", "both"):
                 reports.append(asyncio.run(aprobe_position(evalsets, setup, samples=samples or 1)))
             if scorer is not None:
@@ -202,14 +172,13 @@ def _bias(bias: str | None, pairwise: bool, metric: str) -> Bias:
     return word  # type: ignore[return-value]  # checked against the three words above
 
 
-def _metric(
-    name: str, judge: str, samples: int | None, base_url: str | None, criterion: str | None
-) -> JudgedMetric:
+def _metric(name: str, judge: str, samples: int | None, calls: JudgeCalls) -> JudgedMetric:
     from assay.engine.calibrate import build_judged_metric
 
     return build_judged_metric(
-        name, judge=judge, samples=samples, base_url=base_url, criterion=parse_criterion(criterion)
-    )
+        name, judge=judge, samples=samples, base_url=calls.base_url,
+        criterion=calls.metric_options(),
+    )  # fmt: skip
 
 
 def _data(paths: Sequence[Path], from_format: str | None) -> list[EvalSet]:
@@ -222,37 +191,23 @@ def _data(paths: Sequence[Path], from_format: str | None) -> list[EvalSet]:
 
 
 @contextmanager
-def _setup(
-    judge: str,
-    base_url: str | None,
-    store_url: str | None,
-    no_store: bool,
-    no_cache: bool,
-    concurrency: int,
-    timeout_s: float,
-) -> Iterator[JudgeSetup]:
+def _setup(judge: str, calls: JudgeCalls) -> Iterator[JudgeSetup]:
+    """What both commands' measurements call the judge with: its limits checked, the
+    model string read, the cache's store open for the measurement."""
     from assay.models.resolve import parse_model
     from assay.session.judge_noise import JudgeSetup
 
-    check_call_limits(concurrency, timeout_s)
+    calls.check_limits()
     parse_model(judge)
-    db = None
-    if not no_store:
-        from assay.store import Store
-
-        db = Store.open(store_url)
-    try:
+    with calls.cache_store() as db:
         yield JudgeSetup(
             judge=judge,
-            base_url=base_url,
+            base_url=calls.base_url,
             store=db,
-            use_cache=not no_cache,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
+            use_cache=calls.use_cache,
+            concurrency=calls.judge_concurrency,
+            timeout_s=calls.judge_timeout,
         )
-    finally:
-        if db is not None:
-            db.close()
 
 
 def _num(value: float | None, fmt: str = ".3f") -> str:

@@ -1,14 +1,23 @@
 """What the `assay judge` commands (calibrate, align, stability, probe) read alike: the
-judge's options, `--criterion` as the metric's options, and the judge's call limits."""
+judge's options, `--criterion` as the metric's options, and the judge's call limits.
+
+`JudgeCalls` gathers the options calibrate, stability and probe share (declared once:
+a command takes it as one parameter of `cli.common.grouped_options`)."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.store import Store
 
 JudgeOption = Annotated[
     str,
@@ -77,3 +86,40 @@ def check_call_limits(concurrency: int, timeout_s: float) -> None:
         raise ConfigError(f"--judge-concurrency must be at least 1, got {concurrency}")
     if timeout_s <= 0:
         raise ConfigError(f"--judge-timeout must be positive, got {timeout_s}")
+
+
+@dataclass(frozen=True)
+class JudgeCalls:
+    """How a judge command calls its judge: the endpoint, the metric's options, where
+    the judge's replies are cached, and the calls' limits."""
+
+    base_url: BaseUrlOption = None
+    criterion: CriterionOption = None
+    store: CacheStoreOption = None
+    no_store: NoStoreOption = False
+    no_cache: NoCacheOption = False
+    judge_concurrency: ConcurrencyOption = 8
+    judge_timeout: TimeoutOption = 60.0
+
+    @property
+    def use_cache(self) -> bool:
+        return not self.no_cache
+
+    def metric_options(self) -> dict[str, Any] | None:
+        """`--criterion` read (see `parse_criterion`)."""
+        return parse_criterion(self.criterion)
+
+    def check_limits(self) -> None:
+        """`--judge-concurrency` and `--judge-timeout` checked (see `check_call_limits`)."""
+        check_call_limits(self.judge_concurrency, self.judge_timeout)
+
+    @contextmanager
+    def cache_store(self) -> Iterator[Store | None]:
+        """The store of the judge cache (`--store`), closed after; None with `--no-store`."""
+        if self.no_store:
+            yield None
+            return
+        from assay.store import Store
+
+        with Store.open(self.store) as db:
+            yield db
