@@ -31,13 +31,9 @@ def evaluate(evalset: Path, store: str, *extra: str) -> dict[str, str]:
         "--store", store, *extra,
     )  # fmt: skip
     assert code in (0, 1), out
-    from assay.store.reading import load_run, open_existing
+    from assay.store.reading import load_stored_run
 
-    db = open_existing(store)
-    try:
-        _info, result = load_run(db, "latest")
-    finally:
-        db.close()
+    _info, result = load_stored_run(store, "latest")
     return {c.case_id: c.status.value for c in result.cases}
 
 
@@ -153,13 +149,9 @@ def test_cases_from_traces_are_what_assay_eval_reads(tmp_path: Path, traces: str
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     code, out = cli("eval", str(source), "--store", store)
     assert code in (0, 1), out
-    from assay.store.reading import load_run, open_existing
+    from assay.store.reading import load_stored_run
 
-    db = open_existing(store)
-    try:
-        _info, result = load_run(db, "latest")
-    finally:
-        db.close()
+    _info, result = load_stored_run(store, "latest")
     read = {
         c.case_id: [inv.actual for inv in c.invocations if inv.actual is not None]
         for c in result.cases

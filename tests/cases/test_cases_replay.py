@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from assay.agents.tools import golden_mocks
 from assay.cli import app
 from assay.core.cases import EvalCase, Expectation, ToolCall, ToolResponse, Turn
-from assay.store.reading import load_run, open_existing
+from assay.store.reading import load_stored_run
 
 AGENT = "weather_agent:weather_agent"
 
@@ -22,11 +22,7 @@ def cli(*args: str) -> tuple[int, str]:
 
 
 def latest_answers(store: str) -> dict[str, str | None]:
-    db = open_existing(store)
-    try:
-        _info, result = load_run(db, "latest")
-    finally:
-        db.close()
+    _info, result = load_stored_run(store, "latest")
     return {
         c.case_id: c.invocations[0].actual.final_response if c.invocations[0].actual else None
         for c in result.cases

@@ -357,3 +357,23 @@ def test_latencies_are_stored_as_floats_whatever_number_they_were_given_as(
         )
     assert stored == [2.0, 2.5, None, 0.0]
     assert [type(v) for v in stored] == [float, float, type(None), float]
+
+
+def test_load_stored_run_reads_a_run_of_an_existing_store_only(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    """What `assay runs show`, `assay report` and `assay cases add --from-run` read: the
+    named run of a store that exists (a mistyped SQLite path is refused, not created)."""
+    from assay.store.reading import load_stored_run
+
+    run_id = _start(store)
+    store.add_case_results(run_id, [weather_result()])
+    info, result = load_stored_run(store_url, "latest")
+    assert info.id == result.run_id == run_id
+    assert [c.case_id for c in result.cases] == [weather_result().case_id]
+    with pytest.raises(RunNotFoundError):
+        load_stored_run(store_url, "zzzz")
+    missing = tmp_path / "typo" / "assay.db"
+    with pytest.raises(StoreError, match="does not exist"):
+        load_stored_run(f"sqlite:///{missing}", "latest")
+    assert not missing.parent.exists()

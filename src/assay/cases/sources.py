@@ -86,13 +86,9 @@ def from_run(
     store: str | None = None,
 ) -> list[Played]:
     """The chosen case runs of the stored run `run` (an id, a prefix or `latest`)."""
-    from assay.store.reading import load_run, open_existing
+    from assay.store.reading import load_stored_run
 
-    db = open_existing(store)
-    try:
-        info, result = load_run(db, run)
-    finally:
-        db.close()
+    info, result = load_stored_run(store, run)
     return played_of_results(result.cases, info.id, cases=cases, failed=failed)
 
 
@@ -179,14 +175,10 @@ def from_stored_conversation(
     space = (
         Namespace(found["project"], found["location"]) if found["project"] else DEFAULT_NAMESPACE
     )
-    db = open_existing(store)
-    try:
-        with namespace_scope(space):
-            row = EvaluationResults(db.engine, db.url).result(
-                found["app"], evaluation, run_id, int(index)
-            )
-    finally:
-        db.close()
+    with open_existing(store) as db, namespace_scope(space):
+        row = EvaluationResults(db.engine, db.url).result(
+            found["app"], evaluation, run_id, int(index)
+        )
     if row is None:
         raise InputError(f"no conversation {name} in the store")
     turns = [

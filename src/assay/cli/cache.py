@@ -37,11 +37,8 @@ def stats_command(store: StoreOption = None) -> None:
     with user_errors():
         from assay.store.reading import open_existing
 
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             groups = db.judge_cache.stats()
-        finally:
-            db.close()
     console = stdout_console()
     if not groups:
         console.print("the judge cache is empty")
@@ -74,11 +71,8 @@ def clear_command(
     with user_errors():
         from assay.store.reading import open_existing
 
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             removed = db.judge_cache.clear(backend=backend, model=model)
-        finally:
-            db.close()
     which = " ".join(p for p in (backend, model) if p)
     stdout_console().print(
         f"removed {removed} cached judge repl{'y' if removed == 1 else 'ies'}"

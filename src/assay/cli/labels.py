@@ -19,6 +19,8 @@ label or a bad line of the file (its number and field).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,10 +41,11 @@ from assay.errors import InputError, StoreError
 
 if TYPE_CHECKING:
     from assay.store import Store
-    from assay.store.labels import CaseTarget, Label
+    from assay.store.labels import CaseTarget, Label, LabelRepository
 
 labels_app = command_app("labels", "People's labels on judged results: set, list, export, import.")
 
+CaseArgument = Annotated[str, typer.Argument(help="The case: ID, SET/ID, or ID#N for its Nth run.")]
 MetricOption = Annotated[str, typer.Option("--metric", "-m", help="The metric labelled.")]
 AuthorOption = Annotated[
     str | None, typer.Option("--author", help="Who labels (default: the OS user).")
@@ -60,10 +63,20 @@ def _author(author: str | None) -> str:
     return author if author is not None else local_author()
 
 
+@contextmanager
+def _run_labels(store: str | None, run: str) -> Iterator[tuple[LabelRepository, str]]:
+    """The labels of the store at `store` (which must exist; closed after) and the id of
+    the run `run` names in it."""
+    from assay.store.reading import find_run, open_existing
+
+    with open_existing(store) as db:
+        yield db.labels, find_run(db, run).id
+
+
 @labels_app.command("set")
 def set_command(
     run: RunArgument,
-    case: Annotated[str, typer.Argument(help="The case: ID, SET/ID, or ID#N for its Nth run.")],
+    case: CaseArgument,
     metric: MetricOption,
     label: Annotated[
         str, typer.Option("--label", "-l", help="pass, fail, or a score on the metric's scale.")
@@ -73,17 +86,10 @@ def set_command(
     store: StoreOption = None,
 ) -> None:
     """Label one judged metric of one case of a run (replaces your own earlier label)."""
-    from assay.store.reading import find_run, open_existing
-
-    with user_errors():
-        db = open_existing(store)
-        try:
-            info = find_run(db, run)
-            stored = db.labels.set_label(
-                info.id, case, metric=metric, label=label, author=_author(author), note=note
-            )
-        finally:
-            db.close()
+    with user_errors(), _run_labels(store, run) as (labels, run_id):
+        stored = labels.set_label(
+            run_id, case, metric=metric, label=label, author=_author(author), note=note
+        )
     stdout_console().print(
         f"labelled {stored.case} {stored.metric} = {stored.label} ({stored.verdict}) "
         f"by {stored.author} in run {stored.run_id}",
@@ -95,25 +101,16 @@ def set_command(
 @labels_app.command("delete")
 def delete_command(
     run: RunArgument,
-    case: Annotated[str, typer.Argument(help="The case: ID, SET/ID, or ID#N for its Nth run.")],
+    case: CaseArgument,
     metric: MetricOption,
     author: AuthorOption = None,
     store: StoreOption = None,
 ) -> None:
     """Remove your own label on one metric of one case (others' labels stay)."""
-    from assay.store.reading import find_run, open_existing
-
-    with user_errors():
-        db = open_existing(store)
-        try:
-            info = find_run(db, run)
-            who = _author(author)
-            if not db.labels.delete_label(info.id, case, metric=metric, author=who):
-                raise InputError(
-                    f"{who} has no label on {metric} of case {case!r} in run {info.id}"
-                )
-        finally:
-            db.close()
+    with user_errors(), _run_labels(store, run) as (labels, run_id):
+        who = _author(author)
+        if not labels.delete_label(run_id, case, metric=metric, author=who):
+            raise InputError(f"{who} has no label on {metric} of case {case!r} in run {run_id}")
     stdout_console().print(f"deleted {who}'s label on {case} {metric}", highlight=False)
 
 
@@ -128,16 +125,9 @@ def list_command(
     store: StoreOption = None,
 ) -> None:
     """The labels people gave in a run, oldest first."""
-    from assay.store.reading import find_run, open_existing
-
-    with user_errors():
-        db = open_existing(store)
-        try:
-            info = find_run(db, run)
-            found = db.labels.list_labels([info.id], metric=metric)
-            events = db.labels.history([info.id]) if history else []
-        finally:
-            db.close()
+    with user_errors(), _run_labels(store, run) as (labels, run_id):
+        found = labels.list_labels([run_id], metric=metric)
+        events = labels.history([run_id]) if history else []
     if history:
         for event in events:
             if metric is None or event.metric == metric:
@@ -149,9 +139,9 @@ def list_command(
         return
     console = stdout_console()
     if not found:
-        console.print(f"no labels in run {info.id} yet: `assay labels set` or `assay view`")
+        console.print(f"no labels in run {run_id} yet: `assay labels set` or `assay view`")
         return
-    console.print(_table(found, info.id))
+    console.print(_table(found, run_id))
 
 
 def _table(found: list[Label], run_id: str) -> Table:
@@ -190,13 +180,10 @@ def export_command(
     from assay.store.reading import find_run, open_existing
 
     with user_errors():
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             ids = [find_run(db, r).id for r in runs] if runs else None
             metric = _one_metric(db, ids, metric)
             items = label_pairs(db, metric=metric, runs=ids)
-        finally:
-            db.close()
         if not items:
             raise InputError(f"no labels on {metric} to export")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -298,8 +285,7 @@ def import_command(
 
     with user_errors():
         lines = _read_import(file, author)
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             targets: list[tuple[_Line, CaseTarget]] = []
             for line in lines:
                 try:
@@ -311,6 +297,4 @@ def import_command(
             for line, target in targets:
                 db.labels.set_label(target.run_id, target, metric=line.metric, label=line.label,
                                     author=line.author, note=line.note)  # fmt: skip
-        finally:
-            db.close()
     stderr_console().print(Text(f"imported {len(targets)} labels from {file}", style="dim"))

@@ -89,8 +89,7 @@ def compare_command(
                 "--criteria, --metric and --trajectories are for the pairwise judge: add"
                 " --judge MODEL"
             )
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             loaded = [load_run(db, ref) for ref in runs]
             results = [result for _, result in loaded]
             names = [info.name for info, _ in loaded]
@@ -110,8 +109,6 @@ def compare_command(
                 if judge is not None
                 else []
             )
-        finally:
-            db.close()
     console = stdout_console()
     if as_json:
         docs = [c.to_dict() for c in comparisons]
@@ -180,15 +177,11 @@ def report_command(
     with user_errors():
         from assay.errors import ConfigError
         from assay.report.html import write_html
-        from assay.store.reading import load_run, open_existing
+        from assay.store.reading import load_stored_run
 
         if html is None:
             raise ConfigError("assay report: say which report to write, e.g. --html report.html")
-        db = open_existing(store)
-        try:
-            info, result = load_run(db, run)
-        finally:
-            db.close()
+        info, result = load_stored_run(store, run)
         path = write_html(result, html, run=info)
     stderr_console().print(
         f"wrote {path} (run {info.id})", style="dim", highlight=False, markup=False

@@ -38,12 +38,9 @@ def runs_command(
     with user_errors():
         from assay.store.reading import open_existing
 
-        db = open_existing(store)
-        try:
+        with open_existing(store) as db:
             infos = db.list_runs(limit=limit)
             short = short_ids([i.id for i in infos], lambda prefix: _resolves(db, prefix))
-        finally:
-            db.close()
     console = stdout_console()
     if not infos:
         console.print("no runs stored yet: run `assay eval ...` first")
@@ -84,13 +81,9 @@ def show_command(
 ) -> None:
     """A stored run: its settings, case table, why cases failed and the summary."""
     with user_errors():
-        from assay.store.reading import load_run, open_existing
+        from assay.store.reading import load_stored_run
 
-        db = open_existing(store)
-        try:
-            info, result = load_run(db, run)
-        finally:
-            db.close()
+        info, result = load_stored_run(store, run)
         if case is not None:
             from assay.report.console_runs import print_cases, select_case
 

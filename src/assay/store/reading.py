@@ -70,3 +70,10 @@ def load_run(db: Store, ref: str) -> tuple[RunInfo, EvalResult]:
     """The run named by `ref` (see `find_run`) and its result."""
     info = find_run(db, ref)
     return info, load_result(db, info)
+
+
+def load_stored_run(url: str | None, ref: str) -> tuple[RunInfo, EvalResult]:
+    """The run named by `ref` and its result, read from the store at `url`, which must
+    exist (`open_existing`) and is closed after."""
+    with open_existing(url) as db:
+        return load_run(db, ref)
