@@ -7,15 +7,15 @@ near-duplicates: exactly those four must be refused, each with its reason.
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assay.cases import generate, read_definition, write_generated
-from assay.cases.generate_cases import plan
+from assay.cases.generate_cases import GenerationResult, agenerate, plan
 from assay.cases.generate_check import (
     INVALID_ARGUMENTS,
     INVENTED_TOOL,
@@ -45,14 +45,6 @@ HOME_TOOLS = [
     "set_temperature",
     "get_energy_report",
 ]
-
-
-@pytest.fixture
-def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    with JudgeServer(script) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
-        yield server
 
 
 # -- definitions -------------------------------------------------------------------------
@@ -244,14 +236,19 @@ def test_generate_refuses_exactly_the_bad_cases(standin: JudgeServer) -> None:
     assert result.input_tokens > 0 and result.output_tokens > 0
 
 
-def test_coverage_names_the_tools_never_touched(monkeypatch: pytest.MonkeyPatch) -> None:
+def _home_generated(monkeypatch: pytest.MonkeyPatch) -> GenerationResult:
+    """Five cases from the home-automation example's own stand-in generator."""
     monkeypatch.chdir(REPO)
     from examples.home_automation.standin_generate import script as home_script
 
     with JudgeServer(home_script) as server:
-        result = generate(
+        return generate(
             HOME, model="openai:stand-in", count=5, base_url=server.openai_base_url, api_key="k"
         )
+
+
+def test_coverage_names_the_tools_never_touched(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _home_generated(monkeypatch)
     assert result.coverage.untouched_tools == ["get_energy_report"]
     assert result.coverage.tools["set_device_info"] == 1
     assert {r.case_id for r in result.refusals} == set(REFUSED)
@@ -265,13 +262,7 @@ def test_written_set_loads_in_google_adk_and_passes_in_assay(
 
     from assay.cli import app
 
-    monkeypatch.chdir(REPO)
-    from examples.home_automation.standin_generate import script as home_script
-
-    with JudgeServer(home_script) as server:
-        result = generate(
-            HOME, model="openai:stand-in", count=5, base_url=server.openai_base_url, api_key="k"
-        )
+    result = _home_generated(monkeypatch)
     out = tmp_path / "generated.evalset.json"
     readers = write_generated(result.cases, out, "adk")
     assert readers == ["assay's adk reader", "google-adk EvalSet"]
@@ -563,8 +554,6 @@ def test_top_ups_are_bounded(standin: JudgeServer) -> None:
 def test_home_definition_matches_the_home_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     # definition.json describes examples/home_automation/home.py: same tools, same
     # parameters (all but the session's `home`), the same required ones.
-    import inspect
-
     monkeypatch.chdir(REPO)
     from examples.home_automation.home import TOOLS
 
@@ -582,6 +571,17 @@ async def test_generate_runs_inside_a_running_loop(standin: JudgeServer) -> None
     # as from a notebook cell: `generate` must not call asyncio.run on the running loop
     result = generate(HOME, model="openai:stand-in", count=6)
     assert len(result.cases) == 6
+
+
+def test_generate_takes_agenerates_parameters_declared_once() -> None:
+    """`generate` is `agenerate` run to completion: the same parameters (for `help()`),
+    its own name and docstring, and a wrong call refused before anything runs."""
+    assert inspect.signature(generate) == inspect.signature(agenerate)
+    assert "count" in inspect.signature(generate).parameters
+    assert generate.__name__ == "generate" and generate.__module__ == agenerate.__module__
+    assert (generate.__doc__ or "").startswith("Generate cases from the agent's definition")
+    with pytest.raises(TypeError):
+        generate(HOME, "openai:stand-in", 3)  # type: ignore[misc]  # keywords only
 
 
 def _random_json(rng: random.Random, depth: int = 0) -> object:

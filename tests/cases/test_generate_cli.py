@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,19 +10,10 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 from assay.testing.judge_server import JudgeServer, StandinReply
-from assay.testing.standin_generator import script
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = str(REPO / "examples" / "home_automation" / "definition.json")
 runner = CliRunner()
-
-
-@pytest.fixture
-def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    with JudgeServer(script) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
-        yield server
 
 
 def _generate(out: Path, *extra: str) -> list[str]:

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Coroutine, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from assay.cases.generate_check import (
     LEXICAL_THRESHOLD,
@@ -66,6 +67,9 @@ from assay.models.types import ModelCallError
 
 if TYPE_CHECKING:
     from assay.models.client import ModelClient
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 DEFAULT_TIMEOUT_S = 120.0
 #: requests beyond ceil(count / BATCH) when refusals left the set short of --count
@@ -305,49 +309,26 @@ class _Generation:
         return len(fresh)
 
 
-def generate(
-    agent: object,
-    *,
-    model: str,
-    count: int,
-    scenarios: bool = False,
-    personas: str | Path | Mapping[str, Persona] | None = None,
-    focus: str | None = None,
-    embeddings: str | None = None,
-    embedding_model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    lexical_threshold: float = LEXICAL_THRESHOLD,
-    semantic_threshold: float = SEMANTIC_THRESHOLD,
-) -> GenerationResult:
-    """Generate cases from the agent's definition (blocking; see `agenerate`).
+def _blocking(
+    coroutine_function: Callable[_P, Coroutine[object, object, _T]],
+) -> Callable[[Callable[[], object]], Callable[_P, _T]]:
+    """Make the decorated function (its name and docstring) run `coroutine_function` to
+    completion, with its parameters: declared once, on `coroutine_function` (for mypy
+    the `ParamSpec`, for `inspect.signature` and `help()` `__signature__`)."""
 
-    `agent` is a description file, an ADK agent (folder, ``MODULE:ATTR`` or the object),
-    an `OpenAIToolsAgent`, or an `AgentDefinition`; `model` a model string
-    (``openai:NAME``, ``gemini-...``, ``anthropic:NAME``); `embeddings` the base URL of
-    an OpenAI-compatible embeddings endpoint for the semantic duplicate check.
-    """
-    return _run_sync(
-        agenerate(
-            agent,
-            model=model,
-            count=count,
-            scenarios=scenarios,
-            personas=personas,
-            focus=focus,
-            embeddings=embeddings,
-            embedding_model=embedding_model,
-            base_url=base_url,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            lexical_threshold=lexical_threshold,
-            semantic_threshold=semantic_threshold,
-        )
-    )
+    def take(described: Callable[[], object]) -> Callable[_P, _T]:
+        def blocking(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return _run_sync(coroutine_function(*args, **kwargs))
+
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(blocking, name, getattr(described, name))
+        blocking.__signature__ = inspect.signature(coroutine_function)  # type: ignore[attr-defined]
+        return blocking
+
+    return take
 
 
-def _run_sync(coro: Coroutine[object, object, GenerationResult]) -> GenerationResult:
+def _run_sync(coro: Coroutine[object, object, _T]) -> _T:
     """Run `coro` to completion, also from a notebook cell (a loop already running there:
     the coroutine then runs on its own loop in a worker thread, as `assay.evaluate` does).
     """
@@ -357,6 +338,17 @@ def _run_sync(coro: Coroutine[object, object, GenerationResult]) -> GenerationRe
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+@_blocking(agenerate)
+def generate() -> None:
+    """Generate cases from the agent's definition (blocking; see `agenerate`).
+
+    `agent` is a description file, an ADK agent (folder, ``MODULE:ATTR`` or the object),
+    an `OpenAIToolsAgent`, or an `AgentDefinition`; `model` a model string
+    (``openai:NAME``, ``gemini-...``, ``anthropic:NAME``); `embeddings` the base URL of
+    an OpenAI-compatible embeddings endpoint for the semantic duplicate check.
+    """
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

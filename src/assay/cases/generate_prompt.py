@@ -43,49 +43,30 @@ _COMMON = {
     "expected_tool_calls": {"type": "array", "items": _TOOL_CALL},
     "rubrics": {"type": "array", "items": {"type": "string"}},
 }
-GOLDEN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "cases": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    **_COMMON,
-                    "expected_outcome": {"type": "string"},
-                },
-                "required": ["id", "user_goal", "opening_message", "expected_tool_calls"],
-            },
-        }
+
+
+def _cases_schema(own: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The reply's JSON schema: `{"cases": [...]}`, each case the common fields and `own`."""
+    case = {"type": "object", "properties": {**_COMMON, **own}, "required": required}
+    return {
+        "type": "object",
+        "properties": {"cases": {"type": "array", "items": case}},
+        "required": ["cases"],
+    }
+
+
+GOLDEN_SCHEMA = _cases_schema(
+    {"expected_outcome": {"type": "string"}},
+    ["id", "user_goal", "opening_message", "expected_tool_calls"],
+)
+SCENARIO_SCHEMA = _cases_schema(
+    {
+        "persona": {"type": "string"},
+        "conversation_plan": {"type": "string"},
+        "stop_condition": {"type": "string"},
     },
-    "required": ["cases"],
-}
-SCENARIO_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "cases": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    **_COMMON,
-                    "persona": {"type": "string"},
-                    "conversation_plan": {"type": "string"},
-                    "stop_condition": {"type": "string"},
-                },
-                "required": [
-                    "id",
-                    "user_goal",
-                    "opening_message",
-                    "persona",
-                    "conversation_plan",
-                    "stop_condition",
-                ],
-            },
-        }
-    },
-    "required": ["cases"],
-}
+    ["id", "user_goal", "opening_message", "persona", "conversation_plan", "stop_condition"],
+)
 
 
 def reply_schema(scenarios: bool) -> dict[str, Any]:
