@@ -24,6 +24,8 @@ from assay.testing.standin_aligning import FollowingJudge
 
 runner = CliRunner()
 METRIC = "final_response_match_v2"
+#: `assay judge align` of a labels file ({labels}: filled in by the test) by a base judge
+ALIGNING = ["judge", "align", "{labels}", "--metric", METRIC, "--judge", "openai:x"]
 _EXAMPLE_RESPONSE = re.compile(r"<response>\s*(.*?)\s*</response>", re.S)
 _AGENT_RESPONSE = re.compile(r"<agent_response>\s*(.*?)\s*</agent_response>", re.S)
 
@@ -249,69 +251,18 @@ def test_a_criterion_names_an_aligned_judge(tmp_path: Path) -> None:
             ["judge", "align", "--metric", METRIC, "--judge", "openai:x"],
             "a labels file or --from-store",
         ),
-        (
-            [
-                "judge",
-                "align",
-                "{labels}",
-                "--from-store",
-                "--metric",
-                METRIC,
-                "--judge",
-                "openai:x",
-            ],
-            "a labels file or --from-store",
-        ),
-        (
-            [
-                "judge",
-                "align",
-                "{labels}",
-                "--run",
-                "r1",
-                "--metric",
-                METRIC,
-                "--judge",
-                "openai:x",
-            ],
-            "--run",
-        ),
+        ([*ALIGNING, "--from-store"], "a labels file or --from-store"),
+        ([*ALIGNING, "--run", "r1"], "--run"),
         (
             ["judge", "align", "{labels}", "--metric", METRIC, "--judge", "aligned:frm"],
             "base judge",
         ),
-        (
-            [
-                "judge",
-                "align",
-                "{labels}",
-                "--metric",
-                METRIC,
-                "--judge",
-                "openai:x",
-                "--folds",
-                "1",
-            ],
-            "--folds",
-        ),
+        ([*ALIGNING, "--folds", "1"], "--folds"),
         (
             ["judge", "align", "{labels}", "--metric", "rouge_1", "--judge", "openai:x"],
             "not judged",
         ),
-        (
-            [
-                "judge",
-                "align",
-                "{labels}",
-                "--metric",
-                METRIC,
-                "--judge",
-                "openai:x",
-                "--name",
-                "a/b",
-            ],
-            "'a/b'",
-        ),
+        ([*ALIGNING, "--name", "a/b"], "'a/b'"),
         (["judge", "align", "{few}", "--metric", METRIC, "--judge", "openai:x"], "too few"),
     ],
 )

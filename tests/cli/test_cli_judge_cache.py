@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ def _rows(tmp_path: Path) -> Path:
 
 def _yes(request: StandinRequest) -> StandinReply:
     return StandinReply(json.dumps({"rationale": "matches", "rating": "yes"}))
+
+
+@pytest.fixture
+def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
+    """The stand-in judge (answering yes) that `assay eval` reaches through the environment."""
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    with JudgeServer(_yes) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        yield server
 
 
 def _dead_port() -> int:
@@ -71,18 +81,15 @@ def _eval(tmp_path: Path, *args: str) -> Any:
 
 
 def test_another_endpoint_is_called_not_answered_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: JudgeServer
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_yes) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        first, summary = _eval(tmp_path)
-        assert first.exit_code == 0, first.output
-        assert len(server.requests) == 2
-        again, summary = _eval(tmp_path)  # same endpoint: every reply from the cache
-        assert again.exit_code == 0, again.output
-        assert len(server.requests) == 2
-        assert summary["judge/cache_hits"] == 2
+    first, summary = _eval(tmp_path)
+    assert first.exit_code == 0, first.output
+    assert len(judge.requests) == 2
+    again, summary = _eval(tmp_path)  # same endpoint: every reply from the cache
+    assert again.exit_code == 0, again.output
+    assert len(judge.requests) == 2
+    assert summary["judge/cache_hits"] == 2
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{_dead_port()}/v1")
     dead, summary = _eval(tmp_path, "--judge-concurrency", "1")
     # The judge at the dead endpoint was asked (and failed): no verdict, no PASS.
@@ -93,65 +100,53 @@ def test_another_endpoint_is_called_not_answered_from_the_cache(
     assert "PASSED" not in dead.output
 
 
-def test_an_unparseable_reply_is_not_cached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+def test_an_unparseable_reply_is_not_cached(tmp_path: Path, judge: JudgeServer) -> None:
     broken = StandinReply(json.dumps({"is_valid": True}))  # a key correctness never reads
-    with JudgeServer(broken) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        first, _ = _eval(tmp_path)
-        assert first.exit_code == 1
-        assert "could be parsed" in json.dumps(json.loads((tmp_path / "out.json").read_text()))
-        assert len(server.requests) == 2
-        server.set_script(_yes)  # the judge is fixed
-        fixed, summary = _eval(tmp_path)
-        assert len(server.requests) == 4, "the broken replies were answered from the cache"
-        assert summary["judge/cache_hits"] == 0
-        assert fixed.exit_code == 0, fixed.output
-        again, summary = _eval(tmp_path)  # the good replies are cached
-        assert len(server.requests) == 4
-        assert summary["judge/cache_hits"] == 2
-        assert again.exit_code == 0
+    judge.set_script(broken)
+    first, _ = _eval(tmp_path)
+    assert first.exit_code == 1
+    assert "could be parsed" in json.dumps(json.loads((tmp_path / "out.json").read_text()))
+    assert len(judge.requests) == 2
+    judge.set_script(_yes)  # the judge is fixed
+    fixed, summary = _eval(tmp_path)
+    assert len(judge.requests) == 4, "the broken replies were answered from the cache"
+    assert summary["judge/cache_hits"] == 0
+    assert fixed.exit_code == 0, fixed.output
+    again, summary = _eval(tmp_path)  # the good replies are cached
+    assert len(judge.requests) == 4
+    assert summary["judge/cache_hits"] == 2
+    assert again.exit_code == 0
 
 
-def test_cache_stats_and_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_stats_and_clear(tmp_path: Path, judge: JudgeServer) -> None:
     store = f"sqlite:///{tmp_path / 'assay.db'}"
     missing = runner.invoke(app, ["cache", "stats", "--store", store])
     assert missing.exit_code == 2 and "does not exist" in missing.output  # not created
     assert not (tmp_path / "assay.db").exists()
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_yes) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        first, _ = _eval(tmp_path)
-        assert first.exit_code == 0, first.output
-        stats = runner.invoke(app, ["cache", "stats", "--store", store])
-        assert stats.exit_code == 0, stats.output
-        row = next(line for line in stats.output.splitlines() if "stand-in" in line)
-        assert "openai" in row and " 2 " in row
-        assert "total: 2 cached replies" in stats.output
-        other = runner.invoke(app, ["cache", "clear", "--store", store, "--model", "other"])
-        assert "removed 0 cached judge replies of other" in other.output
-        _, summary = _eval(tmp_path)  # still cached
-        assert summary["judge/cache_hits"] == 2 and len(server.requests) == 2
-        cleared = runner.invoke(app, ["cache", "clear", "--store", store])
-        assert cleared.exit_code == 0 and "removed 2 cached judge replies" in cleared.output
-        after = runner.invoke(app, ["cache", "stats", "--store", store])
-        assert "the judge cache is empty" in after.output
-        # With the cache cleared the same judge is asked again.
-        _, summary = _eval(tmp_path)
-        assert summary["judge/calls"] == 2 and len(server.requests) == 4
+    first, _ = _eval(tmp_path)
+    assert first.exit_code == 0, first.output
+    stats = runner.invoke(app, ["cache", "stats", "--store", store])
+    assert stats.exit_code == 0, stats.output
+    row = next(line for line in stats.output.splitlines() if "stand-in" in line)
+    assert "openai" in row and " 2 " in row
+    assert "total: 2 cached replies" in stats.output
+    other = runner.invoke(app, ["cache", "clear", "--store", store, "--model", "other"])
+    assert "removed 0 cached judge replies of other" in other.output
+    _, summary = _eval(tmp_path)  # still cached
+    assert summary["judge/cache_hits"] == 2 and len(judge.requests) == 2
+    cleared = runner.invoke(app, ["cache", "clear", "--store", store])
+    assert cleared.exit_code == 0 and "removed 2 cached judge replies" in cleared.output
+    after = runner.invoke(app, ["cache", "stats", "--store", store])
+    assert "the judge cache is empty" in after.output
+    # With the cache cleared the same judge is asked again.
+    _, summary = _eval(tmp_path)
+    assert summary["judge/calls"] == 2 and len(judge.requests) == 4
 
 
-def test_progress_lines_count_the_judge_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_yes) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        result, _summary = _eval(tmp_path)  # no terminal: plain progress lines
-        assert result.exit_code == 0, result.output
-        again, _summary = _eval(tmp_path)
+def test_progress_lines_count_the_judge_calls(tmp_path: Path, judge: JudgeServer) -> None:
+    result, _summary = _eval(tmp_path)  # no terminal: plain progress lines
+    assert result.exit_code == 0, result.output
+    again, _summary = _eval(tmp_path)
     # The last progress line of each run says how the judge was used.
     assert "judge: 2 calls, 0 cached" in result.output.replace("\n", " ")
     assert "judge: 0 calls, 2 cached" in again.output.replace("\n", " ")

@@ -15,6 +15,7 @@ from assay.testing.standin_judges import fair, first_shown, length_loving, seede
 
 REPO = Path(__file__).resolve().parents[2]
 ITEMS = REPO / "examples" / "judge_calibration" / "final_response_match_v2.jsonl"
+METRIC = "final_response_match_v2"
 runner = CliRunner()
 
 
@@ -44,6 +45,16 @@ def judge_args(server: JudgeServer, *extra: str) -> list[str]:
     return ["--judge", "openai:standin", "--base-url", server.openai_base_url, *extra]
 
 
+def judge_command(command: str, data: Path, *extra: str, metric: str = METRIC) -> list[str]:
+    """`assay judge COMMAND DATA -m METRIC EXTRA...` (stability or probe)."""
+    return ["judge", command, str(data), "-m", metric, *extra]
+
+
+def eval_args(items: Path, *extra: str) -> list[str]:
+    """`assay eval ITEMS` scored by the judged metric with the stand-in judge."""
+    return ["eval", str(items), "-m", METRIC, "--judge", "openai:standin", *extra]
+
+
 # ----------------------------------------------------------------------------- eval
 
 
@@ -53,13 +64,8 @@ def test_eval_judge_samples_marks_unstable_items_everywhere(items: Path, tmp_pat
     with JudgeServer(seeded_coin(3)) as server:
         result = runner.invoke(
             app,
-            [
-                "eval",
-                str(items),
-                "-m",
-                "final_response_match_v2",
-                "--judge",
-                "openai:standin",
+            eval_args(
+                items,
                 "--judge-samples",
                 "3",
                 "--store",
@@ -68,7 +74,7 @@ def test_eval_judge_samples_marks_unstable_items_everywhere(items: Path, tmp_pat
                 str(out),
                 "--html",
                 str(html),
-            ],
+            ),
             env={"OPENAI_BASE_URL": server.openai_base_url, "COLUMNS": "200"},
         )
         calls = len(server.requests)
@@ -108,19 +114,7 @@ def test_one_sample_per_item_adds_no_noise_keys(items: Path, tmp_path: Path) -> 
     with JudgeServer(fair) as server:
         result = runner.invoke(
             app,
-            [
-                "eval",
-                str(items),
-                "-m",
-                "final_response_match_v2",
-                "--judge",
-                "openai:standin",
-                "--judge-samples",
-                "1",
-                "--no-store",
-                "--out",
-                str(out),
-            ],
+            eval_args(items, "--judge-samples", "1", "--no-store", "--out", str(out)),
             env={"OPENAI_BASE_URL": server.openai_base_url},
         )
     assert result.exit_code in (0, 1), result.output
@@ -135,20 +129,8 @@ def test_one_sample_per_item_adds_no_noise_keys(items: Path, tmp_path: Path) -> 
 
 def test_stability_of_a_deterministic_judge(items: Path, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'assay.db'}"
-    args = [
-        "judge",
-        "stability",
-        str(items),
-        "-m",
-        "final_response_match_v2",
-        "--repeats",
-        "4",
-        "--samples",
-        "1",
-        "--store",
-        store,
-        "--json",
-    ]
+    args = judge_command("stability", items, "--repeats", "4", "--samples", "1",
+                         "--store", store, "--json")  # fmt: skip
     with JudgeServer(fair) as server:
         result = runner.invoke(app, [*args, *judge_args(server)])
         first_calls = len(server.requests)
@@ -166,22 +148,11 @@ def test_stability_of_a_deterministic_judge(items: Path, tmp_path: Path) -> None
 
 
 def test_a_random_judge_is_reported_unstable(items: Path) -> None:
+    repeats = ["--repeats", "5", "--samples", "1", "--no-store"]
     with JudgeServer(seeded_coin(11)) as server:
         result = runner.invoke(
             app,
-            [
-                "judge",
-                "stability",
-                str(items),
-                "-m",
-                "final_response_match_v2",
-                "--repeats",
-                "5",
-                "--samples",
-                "1",
-                "--no-store",
-                *judge_args(server),
-            ],
+            judge_command("stability", items, *repeats, *judge_args(server)),
             env={"COLUMNS": "200"},
         )
         calls = len(server.requests)
@@ -192,22 +163,15 @@ def test_a_random_judge_is_reported_unstable(items: Path) -> None:
     with JudgeServer(seeded_coin(11)) as server:
         as_json = runner.invoke(
             app,
-            [
-                "judge",
+            judge_command(
                 "stability",
-                str(items),
-                "-m",
-                "final_response_match_v2",
-                "--repeats",
-                "5",
-                "--samples",
-                "1",
-                "--no-store",
+                items,
+                *repeats,
                 "--json",
                 "--max-flip-rate",
                 "0.1",
                 *judge_args(server),
-            ],
+            ),
         )
     assert as_json.exit_code == 1  # the flip rate is above --max-flip-rate
     report = json.loads(as_json.output)
@@ -229,19 +193,16 @@ def test_a_random_judge_is_reported_unstable(items: Path) -> None:
 def test_stability_usage_errors(items: Path, extra: list[str], message: str) -> None:
     result = runner.invoke(
         app,
-        [
-            "judge",
+        judge_command(
             "stability",
-            str(items),
-            "-m",
-            "final_response_match_v2",
+            items,
             "--judge",
             "openai:standin",
             "--base-url",
             "http://127.0.0.1:9/v1",
             "--no-store",
             *extra,
-        ],
+        ),
     )
     assert result.exit_code == 2, result.output
     assert message in result.output
@@ -250,16 +211,9 @@ def test_stability_usage_errors(items: Path, extra: list[str], message: str) -> 
 def test_stability_refuses_a_metric_that_is_not_judged(items: Path) -> None:
     result = runner.invoke(
         app,
-        [
-            "judge",
-            "stability",
-            str(items),
-            "-m",
-            "response_match_score",
-            "--judge",
-            "openai:x",
-            "--no-store",
-        ],
+        judge_command(
+            "stability", items, "--judge", "openai:x", "--no-store", metric="response_match_score"
+        ),
     )
     assert result.exit_code == 2 and "not judged by an LLM" in result.output
 
@@ -267,17 +221,7 @@ def test_stability_refuses_a_metric_that_is_not_judged(items: Path) -> None:
 def test_stability_names_a_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.jsonl"
     result = runner.invoke(
-        app,
-        [
-            "judge",
-            "stability",
-            str(missing),
-            "-m",
-            "final_response_match_v2",
-            "--judge",
-            "openai:x",
-            "--no-store",
-        ],
+        app, judge_command("stability", missing, "--judge", "openai:x", "--no-store")
     )
     assert result.exit_code == 2 and "nope.jsonl" in result.output
 
@@ -287,18 +231,7 @@ def test_stability_names_a_missing_file(tmp_path: Path) -> None:
 
 def probe(server: JudgeServer, items: Path, *extra: str) -> tuple[int, list[dict[str, object]]]:
     result = runner.invoke(
-        app,
-        [
-            "judge",
-            "probe",
-            str(items),
-            "-m",
-            "final_response_match_v2",
-            "--no-store",
-            "--json",
-            *judge_args(server),
-            *extra,
-        ],
+        app, judge_command("probe", items, "--no-store", "--json", *judge_args(server), *extra)
     )
     return result.exit_code, json.loads(result.output) if result.exit_code in (
         0,
@@ -344,15 +277,9 @@ def test_the_probe_prints_a_plain_verdict_line(items: Path) -> None:
     with JudgeServer(first_shown) as server:
         result = runner.invoke(
             app,
-            [
-                "judge",
-                "probe",
-                str(items),
-                "-m",
-                "pairwise_preference",
-                "--no-store",
-                *judge_args(server),
-            ],
+            judge_command(
+                "probe", items, "--no-store", *judge_args(server), metric="pairwise_preference"
+            ),
             env={"COLUMNS": "200"},
         )
     assert result.exit_code == 0, result.output
@@ -373,18 +300,9 @@ def test_the_probe_prints_a_plain_verdict_line(items: Path) -> None:
 def test_probe_usage_errors(items: Path, metric: str, bias: str, message: str) -> None:
     result = runner.invoke(
         app,
-        [
-            "judge",
-            "probe",
-            str(items),
-            "-m",
-            metric,
-            "--bias",
-            bias,
-            "--judge",
-            "openai:x",
-            "--no-store",
-        ],
+        judge_command(
+            "probe", items, "--bias", bias, "--judge", "openai:x", "--no-store", metric=metric
+        ),
     )
     assert result.exit_code == 2, result.output
     assert message in result.output
@@ -396,15 +314,9 @@ def test_the_position_probe_needs_two_different_answers(tmp_path: Path) -> None:
     with JudgeServer(fair) as server:
         result = runner.invoke(
             app,
-            [
-                "judge",
-                "probe",
-                str(data),
-                "-m",
-                "pairwise_preference",
-                "--no-store",
-                *judge_args(server),
-            ],
+            judge_command(
+                "probe", data, "--no-store", *judge_args(server), metric="pairwise_preference"
+            ),
         )
         assert server.requests == []
     assert result.exit_code == 2
@@ -417,12 +329,9 @@ def test_an_unreachable_judge_measures_nothing_and_says_why(tmp_path: Path, comm
     few.write_text(json.dumps({"prompt": "q", "response": "a", "reference": "b"}) + "\n")
     result = runner.invoke(
         app,
-        [
-            "judge",
+        judge_command(
             command,
-            str(few),
-            "-m",
-            "final_response_match_v2",
+            few,
             "--judge",
             "openai:x",
             "--base-url",
@@ -433,7 +342,7 @@ def test_an_unreachable_judge_measures_nothing_and_says_why(tmp_path: Path, comm
             "2",
             "--no-store",
             "--json",
-        ],
+        ),
     )
     assert result.exit_code == 1, result.output
     parsed = json.loads(result.output)
