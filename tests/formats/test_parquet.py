@@ -4,7 +4,6 @@ MLflow rows loaded, a bad row named by its row number and column."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from assay import formats
 from assay.cli import app
 from assay.formats.stream import row_file
 from assay.store import Store
+from trip_rows import trip_rows
 
 runner = CliRunner()
-TOOLS = ["search_flights", "book_hotel", "get_weather"]
 WORDS = ["the", "flight", "to", "paris", "leaves", "at", "nine", "hotel", "near", "station"]
 CRITERIA = {
     "trajectory_exact_match": 1.0,
@@ -31,26 +30,7 @@ CRITERIA = {
 
 
 def _rows(n: int, seed: int = 5) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        ref = [
-            {"tool_name": rng.choice(TOOLS), "tool_input": {"n": rng.randint(1, 3)}}
-            for _ in range(rng.randint(1, 3))
-        ]
-        pred = ref[::-1] if rng.random() < 0.3 else list(ref)
-        reference = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 10)))
-        row: dict[str, Any] = {
-            "prompt": f"trip {i}",
-            "response": reference if rng.random() < 0.5 else "something else entirely",
-            "reference": reference,
-            "predicted_trajectory": pred,
-            "reference_trajectory": ref,
-        }
-        if i % 7:  # the others get the loader's default id, row-{index}
-            row["id"] = f"case-{i}"
-        rows.append(row)
-    return rows
+    return trip_rows(n, seed=seed, words=WORDS)
 
 
 def _as_text(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
