@@ -20,16 +20,43 @@ import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
+import pytest
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.models.registry import LLMRegistry
 from google.genai import types as genai_types
 
+from assay.core.results import CaseResult, EvalResult
+from assay.report.json_report import case_to_adk
 from assay.testing.judge_server import StandinRequest
 
 JUDGE_MODEL = "assay-parity-judge"
 Marker = str | tuple[str, ...]
+#: per case: assay's result, its ADK-shaped overall entry and per-invocation entries
+Compared = dict[str, tuple[CaseResult, dict[str, Any], list[dict[str, Any]]]]
+
+
+def assert_same_scores(name: str, adk: Mapping[str, Any], ours: EvalResult) -> Compared:
+    """assay's score and status of metric `name` are ADK's (`adk`: case id -> ADK's
+    `EvaluationResult`), case by case, overall and per invocation; what was compared."""
+    cases: dict[str, CaseResult] = {c.case_id: c for c in ours.cases}
+    assert set(cases) == set(adk)
+    compared: Compared = {}
+    for case_id, expected in adk.items():
+        doc = case_to_adk(cases[case_id])
+        (overall,) = [m for m in doc["overall_eval_metric_results"] if m["metric_name"] == name]
+        assert overall["score"] == pytest.approx(expected.overall_score), case_id
+        assert overall["eval_status"] == expected.overall_eval_status.value, case_id
+        per = [
+            next(r for r in inv["eval_metric_results"] if r["metric_name"] == name)
+            for inv in doc["eval_metric_result_per_invocation"]
+        ]
+        want = expected.per_invocation_results
+        assert [p["score"] for p in per] == pytest.approx([w.score for w in want]), case_id
+        assert [p["eval_status"] for p in per] == [w.eval_status.value for w in want], case_id
+        compared[case_id] = (cases[case_id], overall, per)
+    return compared
 
 
 def _parts(marker: Marker) -> tuple[str, ...]:

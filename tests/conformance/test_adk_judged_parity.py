@@ -23,13 +23,19 @@ from google.adk.evaluation.eval_result import EvalCaseResult as AdkEvalCaseResul
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluator import EvaluationResult
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
-from judge_parity import JUDGE_MODEL, Marker, Router, ScriptedLlm, rubric_block
+from judge_parity import (
+    JUDGE_MODEL,
+    Marker,
+    Router,
+    ScriptedLlm,
+    assert_same_scores,
+    rubric_block,
+)
 
 from assay import evaluate, formats
 from assay.core.cases import Scenario
-from assay.core.results import CaseResult, EvalResult
+from assay.core.results import EvalResult
 from assay.interop.adk_history import adk_case_result
-from assay.report.json_report import case_to_adk
 from assay.testing.judge_server import JudgeServer
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parity"
@@ -114,20 +120,10 @@ def run_assay(
 
 
 def assert_same(name: str, adk: Mapping[str, EvaluationResult], ours: EvalResult) -> None:
-    cases: dict[str, CaseResult] = {c.case_id: c for c in ours.cases}
-    assert set(cases) == set(adk)
+    compared = assert_same_scores(name, adk, ours)
     for case_id, expected in adk.items():
-        doc = case_to_adk(cases[case_id])
-        (overall,) = [m for m in doc["overall_eval_metric_results"] if m["metric_name"] == name]
-        assert overall["score"] == pytest.approx(expected.overall_score), case_id
-        assert overall["eval_status"] == expected.overall_eval_status.value, case_id
-        per = [
-            next(r for r in inv["eval_metric_results"] if r["metric_name"] == name)
-            for inv in doc["eval_metric_result_per_invocation"]
-        ]
+        case, overall, per = compared[case_id]
         want = expected.per_invocation_results
-        assert [p["score"] for p in per] == pytest.approx([w.score for w in want]), case_id
-        assert [p["eval_status"] for p in per] == [w.eval_status.value for w in want], case_id
         # Per-rubric verdicts of each invocation, as ADK's results carry them.
         assert [_rubrics(p.get("details", {}).get("rubric_scores")) for p in per] == [
             _rubrics([r.model_dump() for r in w.rubric_scores or []]) for w in want
@@ -136,14 +132,14 @@ def assert_same(name: str, adk: Mapping[str, EvaluationResult], ours: EvalResult
             [r.model_dump() for r in expected.overall_rubric_scores or []]
         ), case_id
         # ADK reads assay's eval history (ADK-shaped case results) with the verdicts.
-        history = AdkEvalCaseResult.model_validate(adk_case_result(cases[case_id]))
+        history = AdkEvalCaseResult.model_validate(adk_case_result(case))
         (read,) = [m for m in history.overall_eval_metric_results if m.metric_name == name]
         got_rubrics = read.details.rubric_scores or []
         assert _rubrics([r.model_dump() for r in got_rubrics]) == _rubrics(
             [r.model_dump() for r in expected.overall_rubric_scores or []]
         ), case_id
         if expected.overall_rubric_scores:
-            got = cases[case_id].metrics[name].details["rubric_scores"]
+            got = case.metrics[name].details["rubric_scores"]
             assert got == {r.rubric_id: r.score for r in expected.overall_rubric_scores}, case_id
 
 

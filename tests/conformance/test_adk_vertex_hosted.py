@@ -25,10 +25,10 @@ from google.adk.evaluation.eval_metrics import BaseCriterion, EvalMetric
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.evaluator import EvaluationResult
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
+from judge_parity import assert_same_scores
 
 from assay import evaluate, formats
-from assay.core.results import CaseResult, EvalResult
-from assay.report.json_report import case_to_adk
+from assay.core.results import EvalResult
 from assay.testing.judge_server import JudgeServer, StandinRequest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "parity"
@@ -162,23 +162,6 @@ def _assay(name: str, criterion: Mapping[str, Any]) -> EvalResult:
     return evaluate(recorded, metrics={name: dict(criterion)}, judge=MODEL, use_cache=False)
 
 
-def _assert_same(name: str, adk: Mapping[str, EvaluationResult], ours: EvalResult) -> None:
-    cases: dict[str, CaseResult] = {c.case_id: c for c in ours.cases}
-    assert set(cases) == set(adk)
-    for case_id, expected in adk.items():
-        doc = case_to_adk(cases[case_id])
-        (overall,) = [m for m in doc["overall_eval_metric_results"] if m["metric_name"] == name]
-        assert overall["score"] == pytest.approx(expected.overall_score), case_id
-        assert overall["eval_status"] == expected.overall_eval_status.value, case_id
-        per = [
-            next(r for r in inv["eval_metric_results"] if r["metric_name"] == name)
-            for inv in doc["eval_metric_result_per_invocation"]
-        ]
-        want = expected.per_invocation_results
-        assert [p["score"] for p in per] == pytest.approx([w.score for w in want]), case_id
-        assert [p["eval_status"] for p in per] == [w.eval_status.value for w in want], case_id
-
-
 @pytest.mark.parametrize("name", MULTI_TURN)
 def test_multi_turn_hosted_metrics_match_adk(
     name: str, vertex: _VertexStandin, judge: JudgeServer
@@ -186,7 +169,7 @@ def test_multi_turn_hosted_metrics_match_adk(
     adk = _adk(name, 0.6)
     ours = _assay(name, {"threshold": 0.6})
     assert judge.errors == []
-    _assert_same(name, adk, ours)
+    assert_same_scores(name, adk, ours)
     scores = {c.case_id: c.metrics[name].score for c in ours.cases}
     assert scores == pytest.approx(
         {"booking": 2 / 3, "single_turn": 1.0, "criterion_rubrics_only": 0.5}
@@ -231,7 +214,7 @@ def test_response_evaluation_score_matches_adk(vertex: _VertexStandin, judge: Ju
     name = "response_evaluation_score"
     adk = _adk(name, 4.0)
     ours = _assay(name, {"threshold": 4.0})
-    _assert_same(name, adk, ours)
+    assert_same_scores(name, adk, ours)
     scores = {c.case_id: c.metrics[name].score for c in ours.cases}
     assert scores == pytest.approx(
         {"booking": 4.0, "single_turn": 5.0, "criterion_rubrics_only": 3.0}
