@@ -12,15 +12,22 @@ A reply that is an Exception instance (or a function raising) makes `generate` r
 like a judge call that failed after retries.
 
 Every call is recorded as `JudgeCall(messages, n, settings)` for assertions on what the
-judge saw.
+judge saw. `judged` builds a judged metric, `ascore` / `score` score a case with it and
+a scripted judge.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from assay.core.cases import EvalCase, Turn
+from assay.core.results import MetricResult
+from assay.metrics.judged.base import JudgedMetric
+from assay.metrics.registry import build_metric
 
 Reply = str | BaseException
 ReplyFn = Callable[[list[dict[str, str]], int], Reply]
@@ -118,3 +125,37 @@ def by_prompt(routes: Mapping[str, Sequence[Reply] | Callable[[int], Reply]]) ->
         raise AssertionError(f"ScriptedJudge: no route matches prompt {text[:200]!r}")
 
     return reply
+
+
+def judged(name: str, criterion: Any = None) -> JudgedMetric:
+    """The judged metric `name` built from `criterion` (a threshold or its options)."""
+    metric = build_metric(name, criterion)
+    assert isinstance(metric, JudgedMetric)
+    return metric
+
+
+async def ascore(
+    metric: JudgedMetric,
+    judge: ScriptedJudge,
+    case: EvalCase,
+    actual: Sequence[Turn],
+    expected: Sequence[Turn | None] | None = None,
+) -> MetricResult:
+    """`metric` scored by `judge` on `actual`; `expected` is by default the case's
+    reference, turn by turn (None past its end)."""
+    metric.attach_judge(judge)
+    if expected is None:
+        ref = case.reference or []
+        expected = [ref[i] if i < len(ref) else None for i in range(len(actual))]
+    return await metric.ascore_case(case, actual, expected)
+
+
+def score(
+    metric: JudgedMetric,
+    judge: ScriptedJudge,
+    case: EvalCase,
+    actual: Sequence[Turn],
+    expected: Sequence[Turn | None] | None = None,
+) -> MetricResult:
+    """`ascore`, blocking."""
+    return asyncio.run(ascore(metric, judge, case, actual, expected))

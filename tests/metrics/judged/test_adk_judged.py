@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from scripted_judge import JudgeCall, ScriptedJudge, as_json, by_prompt
+from scripted_judge import ascore as run
+from scripted_judge import judged as metric
 
 from assay.config import load_config
 from assay.core.cases import (
@@ -23,34 +23,17 @@ from assay.core.cases import (
     ToolResponse,
     Turn,
 )
-from assay.core.results import MetricResult, Status
+from assay.core.results import Status
 from assay.engine import score_case
 from assay.formats import load
 from assay.judges.types import JudgeCallError
-from assay.metrics.judged import JudgedMetric
 from assay.metrics.judged.context import agents_for, render_steps
 from assay.metrics.judged.hallucinations import parse_labels
 from assay.metrics.judged.rubrics import parse_rubric_reply
-from assay.metrics.registry import build_metric
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 FINAL = RubricType.FINAL_RESPONSE_QUALITY
 TOOL = RubricType.TOOL_USE_QUALITY
-
-
-def metric(name: str, criterion: Any = None) -> JudgedMetric:
-    built = build_metric(name, criterion or {})
-    assert isinstance(built, JudgedMetric)
-    return built
-
-
-async def run(
-    m: JudgedMetric, judge: ScriptedJudge, case: EvalCase, actual: Sequence[Turn]
-) -> MetricResult:
-    m.attach_judge(judge)
-    ref = case.reference or []
-    expected = [ref[i] if i < len(ref) else None for i in range(len(actual))]
-    return await m.ascore_case(case, actual, expected)
 
 
 def valid(reason: str = "same facts") -> str:

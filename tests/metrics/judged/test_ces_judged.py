@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-from scripted_judge import ScriptedJudge, as_json, by_prompt
+from scripted_judge import ScriptedJudge, as_json, by_prompt, judged
+from scripted_judge import score as run
 
 from assay import formats
 from assay.core.cases import EvalCase, Step, ToolCall, ToolResponse, Turn
-from assay.core.results import MetricResult, Status
+from assay.core.results import Status
 from assay.judges.types import JudgeCallError
-from assay.metrics.judged.base import JudgedMetric
-from assay.metrics.registry import build_metric
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 BELLA = REALWORLD / "ces" / "bella_notte" / "evaluations"
-
-
-def judged(name: str, criterion: Any = None) -> JudgedMetric:
-    metric = build_metric(name, criterion)
-    assert isinstance(metric, JudgedMetric)
-    return metric
-
-
-def run(
-    metric: JudgedMetric,
-    judge: ScriptedJudge,
-    case: EvalCase,
-    actual: Sequence[Turn],
-    expected: Sequence[Turn | None] | None = None,
-) -> MetricResult:
-    metric.attach_judge(judge)
-    if expected is None:
-        ref = case.reference or []
-        expected = [ref[i] if i < len(ref) else None for i in range(len(actual))]
-    return asyncio.run(metric.ascore_case(case, actual, expected))
 
 
 def similarity(score: int, why: str = "because") -> str:

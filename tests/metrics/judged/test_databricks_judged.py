@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_judge import ScriptedJudge, as_json, by_prompt
+from scripted_judge import ScriptedJudge, as_json, by_prompt, judged
+from scripted_judge import score as run
 
 from assay import formats
 from assay.core.cases import Chunk, EvalCase, Retrieval, Step, Turn
-from assay.core.results import MetricResult, Status
+from assay.core.results import Status
 from assay.engine import score_case
 from assay.engine.aggregate import case_rows, summarize
 from assay.judges.types import JudgeCallError
-from assay.metrics.judged.base import JudgedMetric
 from assay.metrics.judged.yes_no import YES_NO_SCHEMA
-from assay.metrics.registry import build_metric
 
 REALWORLD = Path(__file__).resolve().parents[3] / "tests" / "data" / "realworld"
 
@@ -30,23 +28,6 @@ def yes(why: str = "fine") -> str:
 
 def no(why: str = "wrong") -> str:
     return as_json(rationale=why, rating="no")
-
-
-def judged(name: str, criterion: Any = None) -> JudgedMetric:
-    metric = build_metric(name, criterion)
-    assert isinstance(metric, JudgedMetric)
-    return metric
-
-
-def run(
-    metric: JudgedMetric, judge: ScriptedJudge, case: EvalCase, actual: Sequence[Turn]
-) -> MetricResult:
-    metric.attach_judge(judge)
-    expected = [
-        (case.reference or [])[i] if i < len(case.reference or []) else None
-        for i in range(len(actual))
-    ]
-    return asyncio.run(metric.ascore_case(case, actual, expected))
 
 
 def retrieval(*contents: str | None) -> Step:

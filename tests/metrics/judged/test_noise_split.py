@@ -4,37 +4,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_judge import ScriptedJudge, as_json
+from scripted_judge import ascore as run
+from scripted_judge import judged as metric
 
 from assay.core.cases import EvalCase, Turn
 from assay.core.results import MetricResult, Score, Status
-from assay.metrics.judged import JudgedMetric, judges_in_context
-from assay.metrics.registry import build_metric
+from assay.metrics.judged import judges_in_context
 from assay.metrics.sample_split import describe_split, is_unstable, mark_result, split_of
 
 VALID = as_json(reasoning="same", verdict="valid")
 INVALID = as_json(reasoning="differs", verdict="invalid")
-
-
-def metric(name: str, criterion: Any = None) -> JudgedMetric:
-    built = build_metric(name, criterion or {})
-    assert isinstance(built, JudgedMetric)
-    return built
-
-
-async def run(
-    m: JudgedMetric, judge: ScriptedJudge, case: EvalCase, actual: Sequence[Turn]
-) -> MetricResult:
-    m.attach_judge(judge)
-    ref = case.reference or []
-    return await m.ascore_case(
-        case, actual, [ref[i] if i < len(ref) else None for i in range(len(actual))]
-    )
 
 
 def one_turn() -> tuple[EvalCase, list[Turn]]:
