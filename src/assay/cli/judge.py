@@ -32,7 +32,14 @@ from assay.cli.common import (
 )
 from assay.cli.judge_align import register as register_align_commands
 from assay.cli.judge_noise import register as register_noise_commands
-from assay.cli.judge_options import JsonOption, JudgeCalls, JudgeOption, MetricOption, SamplesOption
+from assay.cli.judge_options import (
+    JsonOption,
+    JudgeCalls,
+    JudgeOption,
+    MetricOption,
+    SamplesOption,
+    figure,
+)
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -251,10 +258,6 @@ def exit_code(report: CalibrationReport, min_kappa: float | None) -> int:
     return 0
 
 
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def _short(text: str | None) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= EXPLANATION_WIDTH else text[: EXPLANATION_WIDTH - 1] + "…"
@@ -274,9 +277,9 @@ def render_report(report: CalibrationReport, console: Console) -> None:
     summary = Table(title="Agreement with the human labels", title_justify="left")
     summary.add_column("statistic")
     summary.add_column("value", justify="right")
-    summary.add_row("accuracy", _share(report.accuracy))
+    summary.add_row("accuracy", figure(report.accuracy))
     kappa_note = "" if report.kappa is not None else " (undefined: one label only)"
-    summary.add_row("Cohen's kappa", _share(report.kappa) + kappa_note)
+    summary.add_row("Cohen's kappa", figure(report.kappa) + kappa_note)
     summary.add_row("items compared", str(len(report.scored)))
     summary.add_row("disagreements", str(len(report.disagreements)))
     console.print(summary)
@@ -323,7 +326,7 @@ def _items_table(title: str, items: list[ItemVerdict]) -> Table:
             str(item.line) if item.line is not None else "",
             item.human,
             item.judge or "—",
-            _share(item.agreement),
+            figure(item.agreement),
             _short(item.explanation),
         )
     return table

@@ -31,6 +31,7 @@ from assay.cli.judge_options import (
     SamplesOption,
     TimeoutOption,
     check_call_limits,
+    figure,
     parse_criterion,
 )
 from assay.errors import ConfigError
@@ -199,10 +200,6 @@ def _store_labels(db: Store, metric: str, runs: list[str]) -> tuple[LabelledSet,
     return labelled_set_from_items(items)
 
 
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def _within(interval: tuple[float, float] | None) -> str:
     return "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
 
@@ -227,18 +224,18 @@ def render_alignment(
             str(fold.index),
             str(fold.train),
             str(fold.test),
-            _num(fold.kappa_before),
-            _num(fold.kappa_after),
-            f"{_num(fold.accuracy_before)} → {_num(fold.accuracy_after)}",
+            figure(fold.kappa_before),
+            figure(fold.kappa_after),
+            f"{figure(fold.accuracy_before)} → {figure(fold.accuracy_after)}",
         )
-    table.add_row("mean", "", "", _num(report.mean_before), _num(report.mean_after), "")
+    table.add_row("mean", "", "", figure(report.mean_before), figure(report.mean_after), "")
     table.add_row(
         "pooled",
         "",
         str(report.compared),
-        _num(report.kappa_before) + _within(report.kappa_before_interval),
-        _num(report.kappa_after) + _within(report.kappa_after_interval),
-        f"{_num(report.accuracy_before)} → {_num(report.accuracy_after)}",
+        figure(report.kappa_before) + _within(report.kappa_before_interval),
+        figure(report.kappa_after) + _within(report.kappa_after_interval),
+        f"{figure(report.accuracy_before)} → {figure(report.accuracy_after)}",
     )
     console.print(table)
     interval = report.gain_interval
@@ -308,7 +305,7 @@ def list_command(store: StoreOption = None, as_json: JsonOption = False) -> None
                 spec.judge_model,
                 str(len(spec.guidelines)),
                 str(len(spec.examples)),
-                f"{_num(spec.kappa_before)} → {_num(spec.kappa_after)}",
+                f"{figure(spec.kappa_before)} → {figure(spec.kappa_after)}",
                 spec.created_at or "",
             )
         stdout_console().print(table)
@@ -345,7 +342,7 @@ def show_command(
             Text.assemble(
                 (f"aligned:{spec.ref}", "bold"),
                 f" for {spec.metric} over {spec.judge_model}, created {spec.created_at};"
-                f" held-out kappa {_num(spec.kappa_before)} → {_num(spec.kappa_after)}"
+                f" held-out kappa {figure(spec.kappa_before)} → {figure(spec.kappa_after)}"
                 f" ({spec.report.get('verdict', 'not measured')})",
             )
         )

@@ -29,7 +29,14 @@ from rich.table import Table
 from rich.text import Text
 
 from assay.cli.common import FromOption, grouped_options, stdout_console, user_errors
-from assay.cli.judge_options import JsonOption, JudgeCalls, JudgeOption, MetricOption, SamplesOption
+from assay.cli.judge_options import (
+    JsonOption,
+    JudgeCalls,
+    JudgeOption,
+    MetricOption,
+    SamplesOption,
+    figure,
+)
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -210,10 +217,6 @@ def _setup(judge: str, calls: JudgeCalls) -> Iterator[JudgeSetup]:
         )
 
 
-def _num(value: float | None, fmt: str = ".3f") -> str:
-    return "n/a" if value is None else format(value, fmt)
-
-
 def _interval(pair: Sequence[float] | None, fmt: str = ".3f") -> str:
     return "n/a" if pair is None else f"{format(pair[0], fmt)} – {format(pair[1], fmt)}"
 
@@ -231,8 +234,8 @@ def render_stability(report: StabilityReport, console: Console) -> None:
     table.add_column("statistic")
     table.add_column("value", justify="right")
     table.add_column("95% interval", justify="right")
-    table.add_row("flip rate", _num(report.flip_rate), _interval(report.flip_interval))
-    kappa = _num(report.kappa) + ("" if report.kappa is not None else " (one verdict only)")
+    table.add_row("flip rate", figure(report.flip_rate), _interval(report.flip_interval))
+    kappa = figure(report.kappa) + ("" if report.kappa is not None else " (one verdict only)")
     table.add_row("Fleiss' kappa", kappa, "")
     table.add_row("items that flipped", f"{len(report.flipped)} of {len(report.rated)}", "")
     unrated = len(report.items) - len(report.rated)
@@ -246,7 +249,7 @@ def render_stability(report: StabilityReport, console: Console) -> None:
         flips.add_column("flip rate", justify="right")
         for item in report.flipped:
             flips.add_row(
-                item.item, " ".join(v or "-" for v in item.verdicts), _num(item.flip_rate)
+                item.item, " ".join(v or "-" for v in item.verdicts), figure(item.flip_rate)
             )
         console.print(flips)
     if report.unscored_reason:
@@ -272,10 +275,10 @@ def render_probe(report: PositionReport | VerbosityReport, console: Console) -> 
         table.add_row("pairs judged in both orders", str(len(report.decided)), "")
         table.add_row(
             "verdict followed the position",
-            _num(report.rate, ".0%"),
+            figure(report.rate, ".0%"),
             _interval(report.interval, ".0%"),
         )
-        table.add_row("first answer shown preferred", _num(report.first_shown_share, ".0%"), "")
+        table.add_row("first answer shown preferred", figure(report.first_shown_share, ".0%"), "")
         if report.skipped:
             table.add_row("items without two different answers", str(len(report.skipped)), "")
     else:
@@ -283,7 +286,7 @@ def render_probe(report: PositionReport | VerbosityReport, console: Console) -> 
         table.add_row("items scored both ways", str(len(report.shifts)), "")
         table.add_row("score rose / fell", f"{report.rose} / {report.fell}", "")
         table.add_row(
-            "net share that rose", _num(report.net, "+.0%"), _interval(report.interval, "+.0%")
+            "net share that rose", figure(report.net, "+.0%"), _interval(report.interval, "+.0%")
         )
     console.print(table)
     if report.unscored_reason:

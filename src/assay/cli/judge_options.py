@@ -2,7 +2,8 @@
 judge's options, `--criterion` as the metric's options, and the judge's call limits.
 
 `JudgeCalls` gathers the options calibrate, stability and probe share (declared once:
-a command takes it as one parameter of `cli.common.grouped_options`)."""
+a command takes it as one parameter of `cli.common.grouped_options`); `figure` is how
+their reports show a statistic."""
 
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ TimeoutOption = Annotated[
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print the report as JSON instead of tables.")
 ]
+
+
+def figure(value: float | None, fmt: str = ".3f") -> str:
+    """A statistic as the judge commands' tables show it ("n/a" when undefined)."""
+    return "n/a" if value is None else format(value, fmt)
 
 
 def parse_criterion(text: str | None) -> dict[str, Any] | None:
