@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli.common import stderr_console, stdout_console, user_errors
+from assay.cli.common import StoreOption, stderr_console, stdout_console, user_errors
 from assay.cli.judge_options import (
     BaseUrlOption,
     ConcurrencyOption,
@@ -50,10 +50,6 @@ def register(app: typer.Typer) -> None:
     app.command("show")(show_command)
 
 
-StoreOption = Annotated[
-    str | None,
-    typer.Option("--store", help="Store URL (default .assay/assay.db)."),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
