@@ -130,8 +130,7 @@ def align_command(
         build_judged_metric(
             metric, judge=judge, samples=samples, base_url=base_url, criterion=parsed
         )
-        db = _open(store)
-        try:
+        with _open(store) as db:
             labelled, left_out = (
                 _store_labels(db, metric, run or []) if from_store else (_file_labels(labels), [])
             )
@@ -152,8 +151,6 @@ def align_command(
                 )
             )
             stored = None if no_save else db.aligned_judges.add(report.spec)
-        finally:
-            db.close()
         data = report.to_dict()
         data["left_out"] = left_out
         if stored is not None:
@@ -279,11 +276,8 @@ def render_spec(spec: AlignedJudgeSpec, console: Console) -> None:
 def list_command(store: StoreOption = None, as_json: JsonOption = False) -> None:
     """List the aligned judges in the store, every version."""
     with user_errors():
-        db = _open(store)
-        try:
+        with _open(store) as db:
             specs = db.aligned_judges.list_judges()
-        finally:
-            db.close()
         if as_json:
             print(json.dumps([_listed(s) for s in specs], indent=2, ensure_ascii=False))
             return
@@ -325,11 +319,8 @@ def show_command(
 
     with user_errors():
         name, version = parse_ref(ref)
-        db = _open(store)
-        try:
+        with _open(store) as db:
             spec = db.aligned_judges.resolve(name, version)
-        finally:
-            db.close()
         if as_json:
             print(json.dumps(spec.to_dict(), indent=2, ensure_ascii=False))
             return
