@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from typer.testing import CliRunner
@@ -28,6 +28,21 @@ METRIC = "final_response_match_v2"
 ALIGNING = ["judge", "align", "{labels}", "--metric", METRIC, "--judge", "openai:x"]
 _EXAMPLE_RESPONSE = re.compile(r"<response>\s*(.*?)\s*</response>", re.S)
 _AGENT_RESPONSE = re.compile(r"<agent_response>\s*(.*?)\s*</agent_response>", re.S)
+
+
+class Labelled(NamedTuple):
+    rows: list[dict[str, Any]]
+    labels: Path
+    store: str
+
+
+@pytest.fixture
+def labelled(tmp_path: Path) -> Labelled:
+    """The 60 labelled items, written as a labels file, and a SQLite store beside them."""
+    rows = labelled_rows()
+    return Labelled(
+        rows, write_labels(tmp_path / "labels.jsonl", rows), f"sqlite:///{tmp_path / 'assay.db'}"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -74,12 +89,10 @@ def _aligned_requests(server: JudgeServer, since: int = 0) -> list[StandinReques
 
 def test_align_fixes_a_systematic_error_on_held_out_labels_and_stores_the_judge(
     tmp_path: Path,
+    labelled: Labelled,
 ) -> None:
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
-    with JudgeServer(stand_in) as server:
+    rows, labels, store = labelled
+    with JudgeServer(FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)) as server:
         report = _json(_align(server, labels, store, "--name", "frm", "--json"))
         assert not server.errors
         # Each fold: built from 48 items, scored on the 12 others.
@@ -118,10 +131,10 @@ def test_align_fixes_a_systematic_error_on_held_out_labels_and_stores_the_judge(
     assert table.exit_code == 0 and "aligned:frm@1" in table.stdout
 
 
-def test_align_claims_no_gain_where_the_errors_are_random(tmp_path: Path) -> None:
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
+def test_align_claims_no_gain_where_the_errors_are_random(
+    tmp_path: Path, labelled: Labelled
+) -> None:
+    rows, labels, store = labelled
     stand_in = FollowingJudge(truth_of(rows), flip_rate=0.3, seed=1)
     with JudgeServer(stand_in) as server:
         result = _align(server, labels, store, "--name", "coin", "--out", str(tmp_path / "r.json"))
@@ -156,12 +169,11 @@ def _eval(rows_file: Path, store: str, judge: str, out: Path, base_url: str) -> 
     return json.loads(out.read_text())
 
 
-def test_eval_uses_an_aligned_judge_and_its_version_keys_the_cache(tmp_path: Path) -> None:
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
-    with JudgeServer(stand_in) as server:
+def test_eval_uses_an_aligned_judge_and_its_version_keys_the_cache(
+    tmp_path: Path, labelled: Labelled
+) -> None:
+    rows, labels, store = labelled
+    with JudgeServer(FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)) as server:
         _json(_align(server, labels, store, "--name", "frm", "--json", "--folds", "3"))
 
         plain = _eval(labels, store, "openai:stand-in", tmp_path / "plain.json", server.base_url)
@@ -196,10 +208,8 @@ def test_eval_uses_an_aligned_judge_and_its_version_keys_the_cache(tmp_path: Pat
         assert {r.system for r in new_calls} <= {r.system for r in calls}
 
 
-def test_a_criterion_names_an_aligned_judge(tmp_path: Path) -> None:
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
+def test_a_criterion_names_an_aligned_judge(tmp_path: Path, labelled: Labelled) -> None:
+    rows, labels, store = labelled
     config = tmp_path / "test_config.json"
     config.write_text(
         json.dumps(
@@ -213,8 +223,7 @@ def test_a_criterion_names_an_aligned_judge(tmp_path: Path) -> None:
             }
         )
     )
-    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
-    with JudgeServer(stand_in) as server:
+    with JudgeServer(FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)) as server:
         _json(_align(server, labels, store, "--name", "frm", "--json", "--folds", "3"))
         before = len(server.requests)
         result = runner.invoke(
@@ -279,15 +288,12 @@ def test_usage_errors_exit_2_naming_the_field(
 
 
 def test_the_python_api_runs_with_an_aligned_judge(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, labelled: Labelled, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import assay
 
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
-    with JudgeServer(stand_in) as server:
+    rows, labels, store = labelled
+    with JudgeServer(FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)) as server:
         _json(_align(server, labels, store, "--name", "frm", "--json", "--folds", "3"))
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         before = len(server.requests)
@@ -322,17 +328,14 @@ def test_a_judge_that_never_answers_usably_exits_1_saying_why(tmp_path: Path) ->
     assert listed == []
 
 
-def test_from_store_aligns_on_the_labels_people_gave(tmp_path: Path) -> None:
+def test_from_store_aligns_on_the_labels_people_gave(tmp_path: Path, labelled: Labelled) -> None:
     """`--from-store` on labels people stored (`assay.store.labels`): a real judged run
     of the 60 items in a SQLite store, two people labelling each item as the truth
     has it and a third disagreeing once (the majority wins)."""
     from assay.store import Store
 
-    rows = labelled_rows()
-    labels = write_labels(tmp_path / "labels.jsonl", rows)
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    stand_in = FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)
-    with JudgeServer(stand_in) as server:
+    rows, labels, store = labelled
+    with JudgeServer(FollowingJudge(truth_of(rows), bias_word=BIAS_WORD)) as server:
         ran = runner.invoke(
             app,
             ["eval", str(labels), "-m", METRIC, "--judge", "openai:stand-in", "--store", store],
