@@ -150,12 +150,6 @@ async def ascore(
     return await metric.ascore_case(case, actual, expected)
 
 
-def score(
-    metric: JudgedMetric,
-    judge: ScriptedJudge,
-    case: EvalCase,
-    actual: Sequence[Turn],
-    expected: Sequence[Turn | None] | None = None,
-) -> MetricResult:
-    """`ascore`, blocking."""
-    return asyncio.run(ascore(metric, judge, case, actual, expected))
+def score(*args: Any, **kwargs: Any) -> MetricResult:
+    """`ascore`, blocking (its parameters)."""
+    return asyncio.run(ascore(*args, **kwargs))
