@@ -241,3 +241,33 @@ def test_calibrate_usage_errors(judged: tuple[str, str, JudgeServer], tmp_path: 
     assert nothing.exit_code == 2, nothing.output
     assert "no labels on metric 'correctness'" in nothing.output
     assert METRIC in nothing.output  # the metrics that are labelled
+
+
+def test_commands_that_read_a_store_refuse_a_missing_one_and_create_nothing(
+    tmp_path: Path,
+) -> None:
+    """Every command that opens an existing store (`store.reading.open_existing`) names
+    a mistyped SQLite path in one line, exit 2, and leaves no empty store behind."""
+    missing = f"sqlite:///{tmp_path / 'nope' / 'absent.db'}"
+    labels = tmp_path / "labels.jsonl"
+    row = {"run_id": "r1", "case": "c1", "metric": METRIC, "label": "pass"}
+    labels.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    commands = [
+        ["labels", "set", "latest", "c1", "--metric", METRIC, "--label", "pass"],
+        ["labels", "delete", "latest", "c1", "--metric", METRIC],
+        ["labels", "list", "latest"],
+        ["labels", "export", "--out", str(tmp_path / "out.jsonl")],
+        ["labels", "import", str(labels)],
+        ["judge", "calibrate", "--from-store", "--judge", "openai:x", "--metric", METRIC],
+        ["report", "latest", "--html", str(tmp_path / "r.html")],
+        ["cache", "stats"],
+        ["cache", "clear"],
+    ]
+    for args in commands:
+        result = runner.invoke(app, [*args, "--store", missing])
+        assert result.exit_code == 2, (args, result.output)
+        said = " ".join(result.output.split())
+        assert "does not exist" in said and "absent.db" in said, (args, result.output)
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "nope").exists()
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "r.html").exists()
