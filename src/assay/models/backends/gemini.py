@@ -6,6 +6,12 @@ or `GOOGLE_GENAI_USE_VERTEXAI=true` with `GOOGLE_CLOUD_PROJECT`, `GOOGLE_CLOUD_L
 and application-default credentials for Vertex AI. `base_url` in the judge options
 points the SDK elsewhere (a proxy or a stand-in); without a key a placeholder is sent.
 
+With `--judge-batch`, a Gemini API judge sends its calls through Gemini's batch mode
+(``batches.create`` with inlined requests, each carrying its reply-cache key as
+``metadata.key``; ``batches.get`` until it ends): the same request body as a live call,
+its replies matched by key, never by position. A Vertex AI judge stays live (its batch
+prediction needs Cloud Storage or BigQuery).
+
 A JSON schema in the settings becomes ``responseMimeType: application/json`` with
 ``responseJsonSchema`` (the JSON Schema form, not the OpenAPI subset of
 ``responseSchema``); a model that rejects it gets plain-text requests from then on.
@@ -15,10 +21,14 @@ Needs ``google-genai>=1.40`` (the first with `aclose` and `response_json_schema`
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import httpx
+import pydantic
 from google import genai
 from google.auth import exceptions as auth_errors
 from google.genai import errors as genai_errors
@@ -48,6 +58,77 @@ try:
     _TRANSPORT += (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
 except ImportError:
     pass
+
+
+logger = logging.getLogger(__name__)
+
+#: the metadata key of a batched request that carries its custom id (the reply-cache key)
+_KEY = "key"
+#: the states in which a batch has ended (the SDK's names of the API's batch states)
+_BATCH_ENDED = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+    }
+)
+#: why a Vertex AI judge's calls stay live under `--judge-batch`
+VERTEX_BATCH_UNAVAILABLE = (
+    "is served by Vertex AI, whose batch prediction reads and writes Cloud Storage or"
+    " BigQuery, which assay does not use"
+)
+
+
+def _state(state: object) -> str:
+    """A batch state as its name (the SDK gives an enum, or the text of a new state)."""
+    return str(getattr(state, "value", state))
+
+
+def _file_items(data: bytes) -> list[tuple[str | None, Any, Any]]:
+    """(key, response, error) of each line of a batch's responses file (JSONL, one
+    ``{"key", "response" | "error"}`` object a line); an unreadable line is skipped."""
+    items: list[tuple[str | None, Any, Any]] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            logger.warning("a line of a Gemini batch's responses file is not JSON: %d", number)
+            continue
+        if not isinstance(item, dict):
+            continue
+        key = item.get(_KEY)
+        response, error = item.get("response"), item.get("error")
+        parsed: Any = None
+        if isinstance(response, dict):
+            try:
+                parsed = genai_types.GenerateContentResponse._from_response(
+                    response=response, kwargs={}
+                )
+            except pydantic.ValidationError:
+                error = error or {"message": f"line {number}: an unreadable response"}
+        if error is not None and not isinstance(error, dict):
+            error = {"message": str(error)}
+        items.append(
+            (
+                key if isinstance(key, str) else None,
+                parsed,
+                genai_types.JobError.model_validate(_job_error(error)) if error else None,
+            )
+        )
+    return items
+
+
+def _job_error(error: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a google.rpc.Status the SDK's `JobError` reads."""
+    code, message = error.get("code"), error.get("message")
+    return {
+        "code": code if isinstance(code, int) and not isinstance(code, bool) else None,
+        "message": str(message) if message is not None else None,
+    }
 
 
 def _env_flag(name: str) -> bool:
@@ -98,19 +179,21 @@ class GeminiBackend(SDKBackend):
             timeout=max(1, round(timeout_s * 1000)),  # the SDK counts milliseconds
             retry_options=genai_types.HttpRetryOptions(attempts=1),
         )
+        #: why this judge cannot batch (`--judge-batch` then calls it live); None: it can
+        self.batch_unavailable: str | None = VERTEX_BATCH_UNAVAILABLE if vertex else None
         try:
             self._client = genai.Client(api_key=api_key, http_options=http_options)
         except (ValueError, auth_errors.GoogleAuthError) as exc:
             # missing or conflicting settings, or no application-default credentials
             raise ConfigError(f"judge {model}: cannot set up the Gemini client: {exc}") from exc
 
-    async def _request(
+    def _generate(
         self,
         messages: Sequence[Mapping[str, str]],
         settings: GenerationSettings,
         schema: dict[str, object] | None,
-    ) -> BackendReply:
-        """One generateContent call."""
+    ) -> tuple[list[genai_types.Content], genai_types.GenerateContentConfig]:
+        """The contents and config of one generateContent request (live or batched)."""
         system, turns = split_system(messages)
         contents = [
             genai_types.Content(
@@ -126,10 +209,27 @@ class GeminiBackend(SDKBackend):
             response_mime_type="application/json" if schema is not None else None,
             response_json_schema=schema,
         )
-        try:
+        return contents, config
+
+    async def _request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        settings: GenerationSettings,
+        schema: dict[str, object] | None,
+    ) -> BackendReply:
+        """One generateContent call."""
+        contents, config = self._generate(messages, settings, schema)
+        with self._sdk_errors():
             response = await self._client.aio.models.generate_content(
                 model=self.model, contents=contents, config=config
             )
+        return self._reply(response)
+
+    @contextmanager
+    def _sdk_errors(self) -> Iterator[None]:
+        """Raise what the SDK raises for a failed call as ModelCallError."""
+        try:
+            yield
         except genai_errors.APIError as exc:
             headers = getattr(exc.response, "headers", None)
             detail = exc.message or error_detail(exc.details)
@@ -147,7 +247,6 @@ class GeminiBackend(SDKBackend):
                 f"{self.backend} judge {self.model}: Google authentication failed: {exc}",
                 retryable=False,
             ) from exc
-        return self._reply(response)
 
     def _reply(self, response: genai_types.GenerateContentResponse) -> BackendReply:
         if not response.candidates:
@@ -174,6 +273,121 @@ class GeminiBackend(SDKBackend):
             input_tokens=(usage.prompt_token_count or 0) if usage is not None else 0,
             output_tokens=output_tokens,
         )
+
+    # -- batch mode (`--judge-batch`, `assay.models.batch`) ----------------------------------
+
+    def batch_request(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        """The request a live call would send (with the schema while the model takes
+        it), as the JSON of an inlined batch request."""
+        schema = settings.json_schema if self._structured.supported else None
+        contents, config = self._generate(messages, settings, schema)
+        request = genai_types.InlinedRequest(contents=contents, config=config)
+        body: dict[str, Any] = request.model_dump(mode="json", exclude_none=True)
+        return body
+
+    async def submit_batch(self, requests: Mapping[str, dict[str, Any]]) -> str:
+        """Create one batch of `requests` (custom id -> `batch_request` body), each
+        carrying its custom id as ``metadata.key``; the batch's name (``batches/...``)."""
+        if self.batch_unavailable is not None:
+            raise ModelCallError(
+                f"{self.backend} judge {self.model} {self.batch_unavailable}", retryable=False
+            )
+        inlined = [
+            genai_types.InlinedRequest.model_validate({**body, "metadata": {_KEY: key}})
+            for key, body in requests.items()
+        ]
+        config = genai_types.CreateBatchJobConfig(display_name=f"assay judge {self.model}")
+        with self._sdk_errors(), self._sdk_shapes():
+            batch = await self._client.aio.batches.create(
+                model=self.model, src=inlined, config=config
+            )
+        if not batch.name:
+            raise self.malformed_reply_error("the created batch has no name")
+        return batch.name
+
+    async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
+        """Each request's outcome, by its key, once the batch has ended (None while it
+        runs). A failed request is an error (the caller makes it live); so is one a
+        failed, cancelled or expired batch left out. A response without its key is
+        left out (its call is made live): the API does not promise the requests' order."""
+        with self._sdk_errors(), self._sdk_shapes():
+            batch = await self._client.aio.batches.get(name=batch_id)
+            state = _state(batch.state)
+            if state not in _BATCH_ENDED:
+                return None
+            if state != "JOB_STATE_SUCCEEDED":
+                error = batch.error
+                logger.warning(
+                    "%s judge %s: batch %s ended %s%s; what it did not answer is made live",
+                    self.backend,
+                    self.model,
+                    batch_id,
+                    state,
+                    f" ({error.message})" if error is not None and error.message else "",
+                )
+            dest = batch.dest
+            items: list[tuple[str | None, Any, Any]] = []
+            if dest is not None and dest.inlined_responses:
+                items = [
+                    ((item.metadata or {}).get(_KEY), item.response, item.error)
+                    for item in dest.inlined_responses
+                ]
+            elif dest is not None and dest.file_name:
+                data = await self._client.aio.files.download(file=dest.file_name)
+                items = _file_items(data)
+        return self._outcomes(batch_id, items)
+
+    def _outcomes(
+        self, batch_id: str, items: Sequence[tuple[str | None, Any, Any]]
+    ) -> dict[str, BackendReply | ModelCallError]:
+        """(key, response, error) of each answered request, as each key's outcome."""
+        outcomes: dict[str, BackendReply | ModelCallError] = {}
+        unkeyed = 0
+        for key, response, error in items:
+            if not isinstance(key, str):
+                unkeyed += 1
+                continue
+            if key in outcomes:  # two answers for one request: trust neither
+                outcomes[key] = ModelCallError(
+                    f"{self.backend} judge {self.model}: batch {batch_id} answered this"
+                    " request twice",
+                    retryable=False,
+                )
+                continue
+            outcomes[key] = self._outcome(batch_id, response, error)
+        if unkeyed:
+            logger.warning(
+                "%s judge %s: %d responses of batch %s carry no key; their calls are made live",
+                self.backend,
+                self.model,
+                unkeyed,
+                batch_id,
+            )
+        return outcomes
+
+    def _outcome(self, batch_id: str, response: Any, error: Any) -> BackendReply | ModelCallError:
+        if isinstance(response, genai_types.GenerateContentResponse) and error is None:
+            try:
+                return self._reply(response)
+            except ModelCallError as exc:
+                return exc
+        code = getattr(error, "code", None)
+        detail = getattr(error, "message", None) or "no response and no error given"
+        return ModelCallError(
+            f"{self.backend} judge {self.model}: batch {batch_id} failed this request"
+            f"{f' (code {code})' if code is not None else ''}: {detail}",
+            retryable=False,
+        )
+
+    @contextmanager
+    def _sdk_shapes(self) -> Iterator[None]:
+        """A batch body the SDK cannot read (a proxy's page, a changed API) as an error."""
+        try:
+            yield
+        except pydantic.ValidationError as exc:
+            raise self.malformed_reply_error(f"{exc.error_count()} invalid fields") from exc
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP clients."""
