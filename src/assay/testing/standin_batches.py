@@ -9,8 +9,14 @@
   with an output file (the requests answered 200) and an errors file (the others);
 - ``GET .../files/{id}/content``: a file's bytes;
 
-and Anthropic's Message Batches: ``POST .../messages/batches``, ``GET
-.../messages/batches/{id}`` and its ``/results`` (JSONL, once ``ended``).
+Anthropic's Message Batches: ``POST .../messages/batches``, ``GET
+.../messages/batches/{id}`` and its ``/results`` (JSONL, once ``ended``); and Gemini's
+batch mode as the `google-genai` SDK calls it: ``POST .../models/{model}:batchGenerateContent``
+(inlined requests) and ``GET .../batches/{id}`` (a long-running operation whose
+``metadata.output`` holds the inlined responses once ``BATCH_STATE_SUCCEEDED``). Each
+Gemini response carries its request's ``metadata`` back; `gemini_echo_metadata` off
+leaves it out and `gemini_reversed` answers in reverse order (the API promises neither
+order nor, in some versions, the metadata).
 
 Each line of a batch is answered by the server's script exactly as a live chat
 completion would be (the `answer` callback), when the batch is first looked at after
@@ -34,6 +40,8 @@ from typing import Any
 Answer = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 #: what an endpoint answers: status, body bytes, content type
 Response = tuple[int, bytes, str]
+#: the type URL prefix of the Gemini API's messages
+_GEMINI_TYPES = "type.googleapis.com/google.ai.generativelanguage.v1beta"
 
 
 @dataclass
@@ -75,13 +83,21 @@ class BatchEndpoints:
         #: while set, batches are answered; cleared, they stay ``in_progress``
         self.released = threading.Event()
         self.released.set()
+        self._gemini_batches: dict[str, dict[str, Any]] = {}
         self.submissions = 0
         self.errors: list[str] = []
+        #: Gemini: echo each request's metadata in its response (the key assay matches by)
+        self.gemini_echo_metadata = True
+        #: Gemini: answer a batch's requests in reverse order
+        self.gemini_reversed = False
 
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], raw: bytes
     ) -> Response | None:
         parts = [p for p in path.split("/") if p]
+        gemini = self._gemini(method, parts, raw)
+        if gemini is not None:
+            return gemini
         if "batches" in parts and parts[parts.index("batches") - 1] == "messages":
             return self._anthropic(method, parts[parts.index("batches") + 1 :], raw)
         if "files" in parts:
@@ -214,6 +230,89 @@ class BatchEndpoints:
             ),
         }
 
+    # -- Gemini batch mode ----------------------------------------------------------------
+
+    def _gemini(self, method: str, parts: list[str], raw: bytes) -> Response | None:
+        """``POST .../models/{model}:batchGenerateContent``, ``GET .../batches/{id}``."""
+        if method == "POST" and len(parts) >= 2 and parts[-2] == "models":
+            model, _, verb = parts[-1].partition(":")
+            if verb == "batchGenerateContent":
+                return self._gemini_create(model, raw)
+        if method == "GET" and len(parts) >= 2 and parts[-2] == "batches":
+            with self._lock:
+                if parts[-1] in self._gemini_batches:
+                    return _json(200, self._gemini_operation(parts[-1]))
+        return None
+
+    def _gemini_create(self, model: str, raw: bytes) -> Response:
+        try:
+            body = json.loads(raw)
+            batch = body["batch"]
+            items = batch["inputConfig"]["requests"]["requests"]
+            requests = [(dict(item["request"]), item.get("metadata")) for item in items]
+        except (ValueError, KeyError, TypeError) as exc:
+            return _json(400, _gemini_error(400, f"bad batch: {exc!r}"))
+        if not requests:
+            return _json(400, _gemini_error(400, "a batch needs at least one request"))
+        with self._lock:
+            self.submissions += 1
+            batch_id = f"gemini-batch-{self.submissions}"
+            self._gemini_batches[batch_id] = {
+                "model": model,
+                "display_name": batch.get("displayName", ""),
+                "requests": requests,
+                "responses": None,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            return _json(200, self._gemini_operation(batch_id))
+
+    def _gemini_operation(self, batch_id: str) -> dict[str, Any]:
+        """The batch as the API's long-running operation (the lock held); answered when
+        first looked at after the stand-in's batches were released."""
+        batch = self._gemini_batches[batch_id]
+        if batch["responses"] is None and self.released.is_set():
+            batch["responses"] = self._gemini_run(batch["model"], batch["requests"])
+        responses = batch["responses"]
+        done = responses is not None
+        metadata: dict[str, Any] = {
+            "@type": f"{_GEMINI_TYPES}.GenerateContentBatch",
+            "model": f"models/{batch['model']}",
+            "displayName": batch["display_name"],
+            "createTime": batch["created"],
+            "updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "batchStats": {"requestCount": str(len(batch["requests"]))},
+            "state": "BATCH_STATE_SUCCEEDED" if done else "BATCH_STATE_PENDING",
+            "name": f"batches/{batch_id}",
+        }
+        operation: dict[str, Any] = {"name": f"batches/{batch_id}", "metadata": metadata}
+        if done:
+            output = {"inlinedResponses": {"inlinedResponses": responses}}
+            metadata["output"] = output
+            operation["done"] = True
+            operation["response"] = {
+                "@type": f"{_GEMINI_TYPES}.GenerateContentBatchOutput",
+                **output,
+            }
+        return operation
+
+    def _gemini_run(
+        self, model: str, requests: list[tuple[dict[str, Any], Any]]
+    ) -> list[dict[str, Any]]:
+        """Each request answered by the script as a live call would be (the lock held)."""
+        responses: list[dict[str, Any]] = []
+        for request, metadata in requests:
+            status, reply = self._answer("gemini", {"model": f"models/{model}", **request})
+            item: dict[str, Any] = {}
+            if status == 200:
+                item["response"] = reply
+            else:
+                error = reply.get("error") if isinstance(reply, dict) else None
+                item["error"] = error if isinstance(error, dict) else {"message": str(reply)}
+            if self.gemini_echo_metadata and metadata is not None:
+                item["metadata"] = metadata
+            responses.append(item)
+        return responses[::-1] if self.gemini_reversed else responses
+
     def _run(self, batch: StandinBatch) -> None:
         """Answer every line of the batch (the lock held)."""
         output: list[bytes] = []
@@ -272,6 +371,11 @@ def _anthropic_error(status: int, message: str) -> Response:
     return _json(
         status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
     )
+
+
+def _gemini_error(status: int, message: str) -> dict[str, Any]:
+    name = "INVALID_ARGUMENT" if status == 400 else "INTERNAL"
+    return {"error": {"code": status, "message": message, "status": name}}
 
 
 def _error(status: int, message: str) -> Response:
