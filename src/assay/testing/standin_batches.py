@@ -42,6 +42,8 @@ Answer = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 Response = tuple[int, bytes, str]
 #: the type URL prefix of the Gemini API's messages
 _GEMINI_TYPES = "type.googleapis.com/google.ai.generativelanguage.v1beta"
+#: how the stand-in's Gemini batch ids begin (apart from its OpenAI batches)
+_GEMINI_BATCH = "gemini-batch-"
 
 
 @dataclass
@@ -90,6 +92,8 @@ class BatchEndpoints:
         self.gemini_echo_metadata = True
         #: Gemini: answer a batch's requests in reverse order
         self.gemini_reversed = False
+        #: Gemini: when set, released batches end ``BATCH_STATE_FAILED`` with this message
+        self.gemini_fail_batches: str | None = None
 
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], raw: bytes
@@ -239,9 +243,12 @@ class BatchEndpoints:
             if verb == "batchGenerateContent":
                 return self._gemini_create(model, raw)
         if method == "GET" and len(parts) >= 2 and parts[-2] == "batches":
+            if not parts[-1].startswith(_GEMINI_BATCH):
+                return None  # an OpenAI batch
             with self._lock:
                 if parts[-1] in self._gemini_batches:
                     return _json(200, self._gemini_operation(parts[-1]))
+            return _json(404, _gemini_error(404, f"no batch batches/{parts[-1]}"))
         return None
 
     def _gemini_create(self, model: str, raw: bytes) -> Response:
@@ -256,7 +263,7 @@ class BatchEndpoints:
             return _json(400, _gemini_error(400, "a batch needs at least one request"))
         with self._lock:
             self.submissions += 1
-            batch_id = f"gemini-batch-{self.submissions}"
+            batch_id = f"{_GEMINI_BATCH}{self.submissions}"
             self._gemini_batches[batch_id] = {
                 "model": model,
                 "display_name": batch.get("displayName", ""),
@@ -264,16 +271,21 @@ class BatchEndpoints:
                 "responses": None,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
-            return _json(200, self._gemini_operation(batch_id))
+            return _json(200, self._gemini_operation(batch_id, advance=False))
 
-    def _gemini_operation(self, batch_id: str) -> dict[str, Any]:
+    def _gemini_operation(self, batch_id: str, *, advance: bool = True) -> dict[str, Any]:
         """The batch as the API's long-running operation (the lock held); answered when
-        first looked at after the stand-in's batches were released."""
+        first looked at (`advance`) after the stand-in's batches were released."""
         batch = self._gemini_batches[batch_id]
-        if batch["responses"] is None and self.released.is_set():
-            batch["responses"] = self._gemini_run(batch["model"], batch["requests"])
+        failed = batch.get("failed")
+        if advance and batch["responses"] is None and failed is None and self.released.is_set():
+            if self.gemini_fail_batches is not None:
+                failed = batch["failed"] = self.gemini_fail_batches
+            else:
+                batch["responses"] = self._gemini_run(batch["model"], batch["requests"])
         responses = batch["responses"]
         done = responses is not None
+        state = "BATCH_STATE_SUCCEEDED" if done else "BATCH_STATE_PENDING"
         metadata: dict[str, Any] = {
             "@type": f"{_GEMINI_TYPES}.GenerateContentBatch",
             "model": f"models/{batch['model']}",
@@ -281,10 +293,13 @@ class BatchEndpoints:
             "createTime": batch["created"],
             "updateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "batchStats": {"requestCount": str(len(batch["requests"]))},
-            "state": "BATCH_STATE_SUCCEEDED" if done else "BATCH_STATE_PENDING",
+            "state": "BATCH_STATE_FAILED" if failed is not None else state,
             "name": f"batches/{batch_id}",
         }
         operation: dict[str, Any] = {"name": f"batches/{batch_id}", "metadata": metadata}
+        if failed is not None:
+            operation["done"] = True
+            operation["error"] = {"code": 8, "message": failed}
         if done:
             output = {"inlinedResponses": {"inlinedResponses": responses}}
             metadata["output"] = output
