@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 from assay.judges.client import JudgePool
+from assay.models.backends import gemini as gemini_backend
 from assay.models.backends.gemini import VERTEX_BATCH_UNAVAILABLE, GeminiBackend
 from assay.models.types import GenerationSettings, ModelCallError
 from assay.store import Store
@@ -305,3 +306,51 @@ async def test_a_batch_still_running_is_none_and_an_unknown_one_an_error(
         await backend.aclose()
     assert info.value.status == 404
     assert not info.value.retryable
+
+
+def test_a_batch_too_large_to_inline_goes_as_a_file_with_the_same_verdicts(
+    tmp_path: Path, judge_env: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = judge_env
+    live = _eval(tmp_path, "live.db")
+    live_requests = server.requests
+    monkeypatch.setattr(gemini_backend, "INLINE_BATCH_BYTES", 0)  # every batch is "large"
+    batched = _eval(tmp_path, "batch.db", "--judge-batch")
+    assert server.batch_submissions == 1
+    assert server.batch_endpoints.gemini_file_batches == 1
+    assert server.batch_requests == len(ROWS)
+    assert len(server.requests) == len(ROWS)  # no live call in the batch run
+    assert _scores(batched) == _scores(live)
+    # Each line of the uploaded file holds the body a live call sends.
+    live_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in live_requests)
+    batch_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in server.batch_log)
+    assert batch_bodies == live_bodies
+
+
+def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_calls() -> None:
+    reply = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "yes"}]}}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1},
+        "aFieldOfALaterApiVersion": True,
+    }
+    lines = [
+        {"key": "b", "response": reply},
+        "not json",
+        {"response": reply},  # no key: never matched by position
+        {"key": "c", "error": {"code": 13, "message": "internal"}},
+        {"key": "d", "response": {"candidates": "not a list"}},
+        {"key": "a", "response": reply},
+        {"key": "a", "response": reply},  # a key answered twice: neither is trusted
+    ]
+    data = b"\n".join(
+        (line if isinstance(line, str) else json.dumps(line)).encode() for line in lines
+    )
+    backend = GeminiBackend(MODEL, base_url="http://127.0.0.1:9/", timeout_s=5)
+    outcomes = backend._outcomes("batches/x", gemini_backend._file_items(data))
+    assert set(outcomes) == {"a", "b", "c", "d"}
+    b = outcomes["b"]
+    assert not isinstance(b, ModelCallError)
+    assert (b.text, b.input_tokens, b.output_tokens) == ("yes", 3, 1)
+    assert str(outcomes["c"]).endswith("batch batches/x failed this request (code 13): internal")
+    assert "an unreadable response" in str(outcomes["d"])
+    assert "answered this request twice" in str(outcomes["a"])

@@ -278,8 +278,8 @@ class JudgeServer:
         answer = self._batches.handle(method, path, headers, raw)
         if answer is None:
             return False
-        status, payload, ctype = answer
-        self._send(handler, status, payload, {"Content-Type": ctype})
+        status, payload, ctype, extra = answer
+        self._send(handler, status, payload, {"Content-Type": ctype, **extra})
         return True
 
     def set_script(self, script: Script) -> None:

@@ -8,8 +8,9 @@ points the SDK elsewhere (a proxy or a stand-in); without a key a placeholder is
 
 With `--judge-batch`, a Gemini API judge sends its calls through Gemini's batch mode
 (``batches.create`` with inlined requests, each carrying its reply-cache key as
-``metadata.key``; ``batches.get`` until it ends): the same request body as a live call,
-its replies matched by key, never by position. A Vertex AI judge stays live (its batch
+``metadata.key``, or a JSONL file of ``{"key", "request"}`` lines for a batch too large
+to inline; ``batches.get`` until it ends): the same request body as a live call, its
+replies matched by key, never by position. A Vertex AI judge stays live (its batch
 prediction needs Cloud Storage or BigQuery).
 
 A JSON schema in the settings becomes ``responseMimeType: application/json`` with
@@ -20,6 +21,7 @@ Needs ``google-genai>=1.40`` (the first with `aclose` and `response_json_schema`
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -62,6 +64,9 @@ except ImportError:
 
 logger = logging.getLogger(__name__)
 
+#: the largest batch sent inline, in bytes of JSON (the API takes up to 20 MB in one
+#: request); a larger one is uploaded as a JSONL file first
+INLINE_BATCH_BYTES = 10_000_000
 #: the metadata key of a batched request that carries its custom id (the reply-cache key)
 _KEY = "key"
 #: the states in which a batch has ended (the SDK's names of the API's batch states)
@@ -179,6 +184,8 @@ class GeminiBackend(SDKBackend):
             timeout=max(1, round(timeout_s * 1000)),  # the SDK counts milliseconds
             retry_options=genai_types.HttpRetryOptions(attempts=1),
         )
+        #: a batch larger than this (bytes of JSON) goes as a file, not inline
+        self.inline_batch_bytes = INLINE_BATCH_BYTES
         #: why this judge cannot batch (`--judge-batch` then calls it live); None: it can
         self.batch_unavailable: str | None = VERTEX_BATCH_UNAVAILABLE if vertex else None
         try:
@@ -298,14 +305,49 @@ class GeminiBackend(SDKBackend):
             genai_types.InlinedRequest.model_validate({**body, "metadata": {_KEY: key}})
             for key, body in requests.items()
         ]
+        size = sum(len(json.dumps(body)) for body in requests.values())
         config = genai_types.CreateBatchJobConfig(display_name=f"assay judge {self.model}")
         with self._sdk_errors(), self._sdk_shapes():
-            batch = await self._client.aio.batches.create(
-                model=self.model, src=inlined, config=config
-            )
+            src: str | list[genai_types.InlinedRequest] = inlined
+            if size > self.inline_batch_bytes:
+                src = await self._upload_requests(inlined)
+            batch = await self._client.aio.batches.create(model=self.model, src=src, config=config)
         if not batch.name:
             raise self.malformed_reply_error("the created batch has no name")
         return batch.name
+
+    async def _upload_requests(self, inlined: Sequence[genai_types.InlinedRequest]) -> str:
+        """Upload the requests as a JSONL file, one ``{"key", "request"}`` a line (the
+        API's batch file); the file's name (``files/...``).
+
+        Each line's request is the REST body the SDK itself would send for that inlined
+        request (its own converter, so the file carries what a live call sends)."""
+        try:
+            from google.genai._common import convert_to_dict
+            from google.genai.batches import _InlinedRequest_to_mldev
+        except ImportError as exc:
+            raise ModelCallError(
+                f"{self.backend} judge {self.model}: this google-genai cannot write a batch"
+                f" too large to send inline ({exc}); its calls are made live",
+                retryable=False,
+            ) from exc
+        lines = []
+        for request in inlined:
+            rest = convert_to_dict(_InlinedRequest_to_mldev(self._client._api_client, request))
+            key = (request.metadata or {})[_KEY]
+            lines.append(json.dumps({_KEY: key, "request": rest["request"]}).encode())
+        config = genai_types.UploadFileConfig(
+            mime_type="jsonl", display_name=f"assay judge {self.model} requests"
+        )
+        try:
+            uploaded = await self._client.aio.files.upload(
+                file=io.BytesIO(b"\n".join(lines) + b"\n"), config=config
+            )
+        except KeyError as exc:  # the SDK's word for an upload answered without its URL
+            raise self.malformed_reply_error(f"file upload: {exc}") from exc
+        if not uploaded.name:
+            raise self.malformed_reply_error("the uploaded batch file has no name")
+        return uploaded.name
 
     async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
         """Each request's outcome, by its key, once the batch has ended (None while it
