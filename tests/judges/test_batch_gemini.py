@@ -354,3 +354,27 @@ def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_call
     assert str(outcomes["c"]).endswith("batch batches/x failed this request (code 13): internal")
     assert "an unreadable response" in str(outcomes["d"])
     assert "answered this request twice" in str(outcomes["a"])
+
+
+def test_the_cases_of_a_recorded_run_share_one_gemini_batch(
+    tmp_path: Path, judge_env: JudgeServer
+) -> None:
+    # More cases than the judge concurrency keeps going live (2 x 8): all in one batch.
+    judge_env.set_script(_verdict)
+    judge_env.batch_endpoints.gemini_reversed = True
+    rows = tmp_path / "many.jsonl"
+    many = [
+        {"request": f"{i} plus one?", "response": f"{i + 1}.", "expected_response": f"{i + 1}"}
+        for i in range(100)
+    ]
+    rows.write_text("\n".join(json.dumps(r) for r in many) + "\n", encoding="utf-8")
+    out = tmp_path / "many.json"
+    args = _args(tmp_path, "batch.db", out, "--judge-batch")
+    args[1] = str(rows)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert judge_env.batch_submissions == 1
+    assert judge_env.batch_requests == 100
+    assert judge_env.requests == []
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert document["summary"]["judge/calls"] == 100
