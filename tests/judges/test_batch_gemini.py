@@ -302,10 +302,15 @@ async def test_a_batch_still_running_is_none_and_an_unknown_one_an_error(
         assert await backend.collect_batch(batch_id) is None
         with pytest.raises(ModelCallError) as info:
             await backend.collect_batch("batches/no-such-batch")
+        # a ledger row that is no Gemini batch name (the SDK would raise ValueError)
+        with pytest.raises(ModelCallError) as not_a_batch:
+            await backend.collect_batch("operations/7")
     finally:
         await backend.aclose()
     assert info.value.status == 404
     assert not info.value.retryable
+    assert "'operations/7' is not a Gemini API batch" in str(not_a_batch.value)
+    assert not not_a_batch.value.retryable
 
 
 def test_a_batch_too_large_to_inline_goes_as_a_file_with_the_same_verdicts(

@@ -25,6 +25,7 @@ import io
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -67,6 +68,8 @@ logger = logging.getLogger(__name__)
 #: the largest batch sent inline, in bytes of JSON (the API takes up to 20 MB in one
 #: request); a larger one is uploaded as a JSONL file first
 INLINE_BATCH_BYTES = 10_000_000
+#: a Gemini API batch's name
+_BATCH_NAME = re.compile(r"batches/[^/]+")
 #: the metadata key of a batched request that carries its custom id (the reply-cache key)
 _KEY = "key"
 #: the states in which a batch has ended (the SDK's names of the API's batch states)
@@ -312,8 +315,8 @@ class GeminiBackend(SDKBackend):
             if size > self.inline_batch_bytes:
                 src = await self._upload_requests(inlined)
             batch = await self._client.aio.batches.create(model=self.model, src=src, config=config)
-        if not batch.name:
-            raise self.malformed_reply_error("the created batch has no name")
+        if not batch.name or not _BATCH_NAME.fullmatch(batch.name):
+            raise self.malformed_reply_error(f"the created batch's name is {batch.name!r}")
         return batch.name
 
     async def _upload_requests(self, inlined: Sequence[genai_types.InlinedRequest]) -> str:
@@ -354,6 +357,11 @@ class GeminiBackend(SDKBackend):
         runs). A failed request is an error (the caller makes it live); so is one a
         failed, cancelled or expired batch left out. A response without its key is
         left out (its call is made live): the API does not promise the requests' order."""
+        if not _BATCH_NAME.fullmatch(batch_id):  # the SDK would raise ValueError
+            raise ModelCallError(
+                f"{self.backend} judge {self.model}: {batch_id!r} is not a Gemini API batch",
+                retryable=False,
+            )
         with self._sdk_errors(), self._sdk_shapes():
             batch = await self._client.aio.batches.get(name=batch_id)
             state = _state(batch.state)
@@ -373,12 +381,20 @@ class GeminiBackend(SDKBackend):
             items: list[tuple[str | None, Any, Any]] = []
             if dest is not None and dest.inlined_responses:
                 items = [
-                    ((item.metadata or {}).get(_KEY), item.response, item.error)
+                    # (an SDK before responses had `metadata` leaves every key out)
+                    ((getattr(item, "metadata", None) or {}).get(_KEY), item.response, item.error)
                     for item in dest.inlined_responses
                 ]
             elif dest is not None and dest.file_name:
                 data = await self._client.aio.files.download(file=dest.file_name)
                 items = _file_items(data)
+        if not items and state == "JOB_STATE_SUCCEEDED":
+            logger.warning(
+                "%s judge %s: batch %s succeeded without answers; its calls are made live",
+                self.backend,
+                self.model,
+                batch_id,
+            )
         return self._outcomes(batch_id, items)
 
     def _outcomes(
