@@ -383,3 +383,23 @@ def test_the_cases_of_a_recorded_run_share_one_gemini_batch(
     assert judge_env.requests == []
     document = json.loads(out.read_text(encoding="utf-8"))
     assert document["summary"]["judge/calls"] == 100
+
+
+async def test_a_reply_the_sdk_cannot_read_is_a_retryable_error_not_a_crash(
+    judge_env: JudgeServer,
+) -> None:
+    # The SDK's enums call .upper() on what the server sent: a list raised AttributeError
+    # out of the live call (and out of a batch's collection, whose waiters then hung).
+    body = {"candidates": [{"content": {"parts": [{"text": "yes"}]}, "finishReason": ["STOP"]}]}
+    judge_env.set_script(StandinReply(raw_body=json.dumps(body)))
+    backend = GeminiBackend(MODEL, base_url=judge_env.base_url, timeout_s=5)
+    try:
+        with pytest.raises(ModelCallError) as info:
+            await backend.complete([{"role": "user", "content": "Six."}], GenerationSettings())
+    finally:
+        await backend.aclose()
+    assert info.value.retryable
+    assert "not a valid response (AttributeError" in str(info.value)
+    line = {"key": "k", "response": body}
+    outcomes = backend._outcomes("batches/x", gemini_backend._file_items(json.dumps(line).encode()))
+    assert "line 1: an unreadable response" in str(outcomes["k"])

@@ -89,6 +89,11 @@ VERTEX_BATCH_UNAVAILABLE = (
 )
 
 
+#: what the SDK raises for a reply it cannot read: pydantic's error, and AttributeError
+#: from its enums, which call ``.upper()`` on whatever the server sent (a list, a number)
+_UNREADABLE = (pydantic.ValidationError, AttributeError)
+
+
 def _state(state: object) -> str:
     """A batch state as its name (the SDK gives an enum, or the text of a new state)."""
     return str(getattr(state, "value", state))
@@ -116,7 +121,7 @@ def _file_items(data: bytes) -> list[tuple[str | None, Any, Any]]:
                 parsed = genai_types.GenerateContentResponse._from_response(
                     response=response, kwargs={}
                 )
-            except pydantic.ValidationError:
+            except _UNREADABLE:
                 error = error or {"message": f"line {number}: an unreadable response"}
         if error is not None and not isinstance(error, dict):
             error = {"message": str(error)}
@@ -229,7 +234,7 @@ class GeminiBackend(SDKBackend):
     ) -> BackendReply:
         """One generateContent call."""
         contents, config = self._generate(messages, settings, schema)
-        with self._sdk_errors():
+        with self._sdk_errors(), self._sdk_shapes():
             response = await self._client.aio.models.generate_content(
                 model=self.model, contents=contents, config=config
             )
@@ -310,10 +315,10 @@ class GeminiBackend(SDKBackend):
         ]
         size = sum(len(json.dumps(body)) for body in requests.values())
         config = genai_types.CreateBatchJobConfig(display_name=f"assay judge {self.model}")
+        src: str | list[genai_types.InlinedRequest] = inlined
+        if size > self.inline_batch_bytes:
+            src = await self._upload_requests(inlined)
         with self._sdk_errors(), self._sdk_shapes():
-            src: str | list[genai_types.InlinedRequest] = inlined
-            if size > self.inline_batch_bytes:
-                src = await self._upload_requests(inlined)
             batch = await self._client.aio.batches.create(model=self.model, src=src, config=config)
         if not batch.name or not _BATCH_NAME.fullmatch(batch.name):
             raise self.malformed_reply_error(f"the created batch's name is {batch.name!r}")
@@ -343,9 +348,10 @@ class GeminiBackend(SDKBackend):
             mime_type="jsonl", display_name=f"assay judge {self.model} requests"
         )
         try:
-            uploaded = await self._client.aio.files.upload(
-                file=io.BytesIO(b"\n".join(lines) + b"\n"), config=config
-            )
+            with self._sdk_errors(), self._sdk_shapes():
+                uploaded = await self._client.aio.files.upload(
+                    file=io.BytesIO(b"\n".join(lines) + b"\n"), config=config
+                )
         except KeyError as exc:  # the SDK's word for an upload answered without its URL
             raise self.malformed_reply_error(f"file upload: {exc}") from exc
         if not uploaded.name:
@@ -364,30 +370,31 @@ class GeminiBackend(SDKBackend):
             )
         with self._sdk_errors(), self._sdk_shapes():
             batch = await self._client.aio.batches.get(name=batch_id)
-            state = _state(batch.state)
-            if state not in _BATCH_ENDED:
-                return None
-            if state != "JOB_STATE_SUCCEEDED":
-                error = batch.error
-                logger.warning(
-                    "%s judge %s: batch %s ended %s%s; what it did not answer is made live",
-                    self.backend,
-                    self.model,
-                    batch_id,
-                    state,
-                    f" ({error.message})" if error is not None and error.message else "",
-                )
-            dest = batch.dest
-            items: list[tuple[str | None, Any, Any]] = []
-            if dest is not None and dest.inlined_responses:
-                items = [
-                    # (an SDK before responses had `metadata` leaves every key out)
-                    ((getattr(item, "metadata", None) or {}).get(_KEY), item.response, item.error)
-                    for item in dest.inlined_responses
-                ]
-            elif dest is not None and dest.file_name:
+        state = _state(batch.state)
+        if state not in _BATCH_ENDED:
+            return None
+        if state != "JOB_STATE_SUCCEEDED":
+            error = batch.error
+            logger.warning(
+                "%s judge %s: batch %s ended %s%s; what it did not answer is made live",
+                self.backend,
+                self.model,
+                batch_id,
+                state,
+                f" ({error.message})" if error is not None and error.message else "",
+            )
+        dest = batch.dest
+        items: list[tuple[str | None, Any, Any]] = []
+        if dest is not None and dest.inlined_responses:
+            items = [
+                # (an SDK before responses had `metadata` leaves every key out)
+                ((getattr(item, "metadata", None) or {}).get(_KEY), item.response, item.error)
+                for item in dest.inlined_responses
+            ]
+        elif dest is not None and dest.file_name:
+            with self._sdk_errors():
                 data = await self._client.aio.files.download(file=dest.file_name)
-                items = _file_items(data)
+            items = _file_items(data)
         if not items and state == "JOB_STATE_SUCCEEDED":
             logger.warning(
                 "%s judge %s: batch %s succeeded without answers; its calls are made live",
@@ -441,11 +448,12 @@ class GeminiBackend(SDKBackend):
 
     @contextmanager
     def _sdk_shapes(self) -> Iterator[None]:
-        """A batch body the SDK cannot read (a proxy's page, a changed API) as an error."""
+        """A body the SDK cannot read (a proxy's page, a changed API, a hostile server)
+        as an error; wraps the SDK's call alone, so no bug of assay's is taken for one."""
         try:
             yield
-        except pydantic.ValidationError as exc:
-            raise self.malformed_reply_error(f"{exc.error_count()} invalid fields") from exc
+        except _UNREADABLE as exc:
+            raise self.malformed_reply_error(f"{type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP clients."""
