@@ -332,7 +332,9 @@ def test_a_batch_too_large_to_inline_goes_as_a_file_with_the_same_verdicts(
     assert batch_bodies == live_bodies
 
 
-def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_calls() -> None:
+def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_calls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     reply = {
         "candidates": [{"content": {"role": "model", "parts": [{"text": "yes"}]}}],
         "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1},
@@ -359,6 +361,7 @@ def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_call
     assert str(outcomes["c"]).endswith("batch batches/x failed this request (code 13): internal")
     assert "an unreadable response" in str(outcomes["d"])
     assert "answered this request twice" in str(outcomes["a"])
+    assert "2 responses of batch batches/x carry no key" in caplog.text  # "not json" too
 
 
 def test_the_cases_of_a_recorded_run_share_one_gemini_batch(

@@ -101,7 +101,8 @@ def _state(state: object) -> str:
 
 def _file_items(data: bytes) -> list[tuple[str | None, Any, Any]]:
     """(key, response, error) of each line of a batch's responses file (JSONL, one
-    ``{"key", "response" | "error"}`` object a line); an unreadable line is skipped."""
+    ``{"key", "response" | "error"}`` object a line); a line that is no JSON object
+    has no key."""
     items: list[tuple[str | None, Any, Any]] = []
     for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
@@ -109,9 +110,10 @@ def _file_items(data: bytes) -> list[tuple[str | None, Any, Any]]:
         try:
             item = json.loads(line)
         except ValueError:
-            logger.warning("a line of a Gemini batch's responses file is not JSON: %d", number)
-            continue
+            item = None
         if not isinstance(item, dict):
+            logger.warning("line %d of a Gemini batch's responses file is no JSON object", number)
+            items.append((None, None, None))
             continue
         key = item.get(_KEY)
         response, error = item.get("response"), item.get("error")
