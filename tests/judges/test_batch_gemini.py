@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -406,3 +407,24 @@ async def test_a_reply_the_sdk_cannot_read_is_a_retryable_error_not_a_crash(
     line = {"key": "k", "response": body}
     outcomes = backend._outcomes("batches/x", gemini_backend._file_items(json.dumps(line).encode()))
     assert "line 1: an unreadable response" in str(outcomes["k"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"batch": {}}',
+        b'{"batch": {"inputConfig": {"requests": {"requests": []}}}}',
+        b'{"batch": {"inputConfig": {"requests": {"requests": [["a list"]]}}}}',
+        b'{"batch": {"inputConfig": {"fileName": "files/never-uploaded"}}}',
+    ],
+)
+def test_the_stand_in_answers_a_malformed_batch_400_in_gemini_s_error_shape(
+    judge_env: JudgeServer, body: bytes
+) -> None:
+    url = f"{judge_env.base_url}/v1beta/models/{MODEL}:batchGenerateContent"
+    answer = httpx.post(url, content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert judge_env.batch_submissions == 0

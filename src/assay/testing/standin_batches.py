@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.testing.judge_dialects import error_body
+
 #: (status, body) of one request in a dialect ("openai", "anthropic"), as the live
 #: endpoint would answer it
 Answer = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -92,6 +94,7 @@ class BatchEndpoints:
         self._gemini_batches: dict[str, dict[str, Any]] = {}
         self._gemini_uploads: dict[str, bytearray] = {}
         self._gemini_files: dict[str, bytes] = {}
+        self._gemini_counter = 0  # numbers upload sessions and files
         self.submissions = 0
         self.errors: list[str] = []
         #: Gemini: echo each request's metadata in its response (the key assay matches by)
@@ -257,7 +260,7 @@ class BatchEndpoints:
                 with self._lock:
                     content = self._gemini_files.get(name)
                 if content is None:
-                    return _json(404, _gemini_error(404, f"no file files/{name}"))
+                    return _json(404, error_body("gemini", 404, f"no file files/{name}"))
                 return 200, content, "application/octet-stream", {}
         if method == "POST" and len(parts) >= 2 and parts[-2] == "models":
             model, _, verb = parts[-1].partition(":")
@@ -269,7 +272,7 @@ class BatchEndpoints:
             with self._lock:
                 if parts[-1] in self._gemini_batches:
                     return _json(200, self._gemini_operation(parts[-1]))
-            return _json(404, _gemini_error(404, f"no batch batches/{parts[-1]}"))
+            return _json(404, error_body("gemini", 404, f"no batch batches/{parts[-1]}"))
         return None
 
     def _gemini_upload(self, tail: list[str], headers: Mapping[str, str], raw: bytes) -> Response:
@@ -278,17 +281,19 @@ class BatchEndpoints:
         command = headers.get("x-goog-upload-command", "")
         with self._lock:
             if not tail and command == "start":
-                session = f"{_GEMINI_UPLOAD}{len(self._gemini_uploads) + 1}"
+                self._gemini_counter += 1
+                session = f"{_GEMINI_UPLOAD}{self._gemini_counter}"
                 self._gemini_uploads[session] = bytearray()
                 url = f"{self._base_url()}/upload/v1beta/files/{session}"
                 return _json(200, {}, {"x-goog-upload-url": url})
             if len(tail) != 1 or tail[0] not in self._gemini_uploads:
-                return _json(400, _gemini_error(400, f"no upload session {tail}"))
+                return _json(400, error_body("gemini", 400, f"no upload session {tail}"))
             chunks = self._gemini_uploads[tail[0]]
             chunks += raw
             if "finalize" not in command:
                 return _json(200, {}, {"x-goog-upload-status": "active"})
-            name = f"{_GEMINI_FILE}{len(self._gemini_files) + 1}"
+            self._gemini_counter += 1
+            name = f"{_GEMINI_FILE}{self._gemini_counter}"
             self._gemini_files[name] = bytes(chunks)
             del self._gemini_uploads[tail[0]]
         file = {
@@ -323,9 +328,9 @@ class BatchEndpoints:
                 items = source["requests"]["requests"]
                 requests = [(dict(item["request"]), item.get("metadata")) for item in items]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            return _json(400, _gemini_error(400, f"bad batch: {exc!r}"))
+            return _json(400, error_body("gemini", 400, f"bad batch: {exc!r}"))
         if not requests:
-            return _json(400, _gemini_error(400, "a batch needs at least one request"))
+            return _json(400, error_body("gemini", 400, "a batch needs at least one request"))
         with self._lock:
             self.submissions += 1
             self.gemini_file_batches += from_file
@@ -469,11 +474,6 @@ def _anthropic_error(status: int, message: str) -> Response:
     return _json(
         status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
     )
-
-
-def _gemini_error(status: int, message: str) -> dict[str, Any]:
-    name = "INVALID_ARGUMENT" if status == 400 else "INTERNAL"
-    return {"error": {"code": status, "message": message, "status": name}}
 
 
 def _error(status: int, message: str) -> Response:
