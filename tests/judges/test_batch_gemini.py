@@ -428,3 +428,19 @@ def test_the_stand_in_answers_a_malformed_batch_400_in_gemini_s_error_shape(
     assert answer.status_code == 400
     assert answer.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert judge_env.batch_submissions == 0
+
+
+def test_evaluate_batches_a_gemini_judge(tmp_path: Path, judge_env: JudgeServer) -> None:
+    import assay
+
+    result = assay.evaluate(
+        str(_rows(tmp_path)),
+        metrics=["correctness"],
+        format="mlflow",
+        judge=JUDGE,
+        judge_batch=True,
+    )
+    assert judge_env.batch_submissions == 1
+    assert judge_env.batch_requests == len(ROWS)
+    assert judge_env.requests == []
+    assert result.summary["judge/calls"] == len(ROWS)
