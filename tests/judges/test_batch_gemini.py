@@ -444,3 +444,23 @@ def test_evaluate_batches_a_gemini_judge(tmp_path: Path, judge_env: JudgeServer)
     assert judge_env.batch_requests == len(ROWS)
     assert judge_env.requests == []
     assert result.summary["judge/calls"] == len(ROWS)
+
+
+async def test_a_judge_whose_batch_comes_back_without_keys_stops_batching(
+    judge_env: JudgeServer,
+) -> None:
+    # Each later batch would be paid twice (batched, then live): it is not submitted.
+    judge_env.batch_endpoints.gemini_echo_metadata = False
+    backend = GeminiBackend(MODEL, base_url=judge_env.base_url, timeout_s=5)
+    try:
+        body = backend.batch_request([{"role": "user", "content": "Six."}], GenerationSettings())
+        first = await backend.submit_batch({"k1": body, "k2": body})
+        assert await backend.collect_batch(first) == {}
+        with pytest.raises(ModelCallError) as info:
+            await backend.submit_batch({"k3": body})
+    finally:
+        await backend.aclose()
+    assert judge_env.batch_submissions == 1
+    assert not info.value.retryable
+    assert "answered a batch without its requests' keys" in str(info.value)
+    assert backend.batch_unavailable == gemini_backend.UNKEYED_BATCHES

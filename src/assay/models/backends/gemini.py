@@ -88,6 +88,11 @@ VERTEX_BATCH_UNAVAILABLE = (
     " BigQuery, which assay does not use"
 )
 
+#: why a judge whose batch came back without any key stops batching for the run
+UNKEYED_BATCHES = (
+    "answered a batch without its requests' keys (metadata.key), so its answers cannot be"
+    " matched to its calls"
+)
 
 #: what the SDK raises for a reply it cannot read: pydantic's error, and AttributeError
 #: from its enums, which call ``.upper()`` on whatever the server sent (a list, a number)
@@ -309,7 +314,9 @@ class GeminiBackend(SDKBackend):
         carrying its custom id as ``metadata.key``; the batch's name (``batches/...``)."""
         if self.batch_unavailable is not None:
             raise ModelCallError(
-                f"{self.backend} judge {self.model} {self.batch_unavailable}", retryable=False
+                f"{self.backend} judge {self.model} {self.batch_unavailable}; its calls are"
+                " made live",
+                retryable=False,
             )
         inlined = [
             genai_types.InlinedRequest.model_validate({**body, "metadata": {_KEY: key}})
@@ -432,6 +439,10 @@ class GeminiBackend(SDKBackend):
                 unkeyed,
                 batch_id,
             )
+        if unkeyed and not outcomes:
+            # An endpoint that drops every key would have each later batch paid twice
+            # (batched, then live): this judge's next calls go live straight away.
+            self.batch_unavailable = UNKEYED_BATCHES
         return outcomes
 
     def _outcome(self, batch_id: str, response: Any, error: Any) -> BackendReply | ModelCallError:
