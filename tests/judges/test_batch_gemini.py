@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -464,3 +465,44 @@ async def test_a_judge_whose_batch_comes_back_without_keys_stops_batching(
     assert not info.value.retryable
     assert "answered a batch without its requests' keys" in str(info.value)
     assert backend.batch_unavailable == gemini_backend.UNKEYED_BATCHES
+
+
+async def test_no_answer_is_ever_given_to_another_call(judge_env: JudgeServer) -> None:
+    # Rounds of batches with random failures, orders, metadata echo and inline or file
+    # transport: every outcome is its own request's answer, or an error (made live).
+    rng = random.Random(38)
+
+    def echo(request: StandinRequest) -> StandinReply:
+        if "fail" in request.user:
+            return StandinReply.server_error(message="lost")
+        return StandinReply(json.dumps({"echo": request.user}))
+
+    judge_env.set_script(echo)
+    for _ in range(12):
+        endpoints = judge_env.batch_endpoints
+        endpoints.gemini_reversed = rng.random() < 0.5
+        endpoints.gemini_echo_metadata = rng.random() < 0.8
+        backend = GeminiBackend(MODEL, base_url=judge_env.base_url, timeout_s=5)
+        backend.inline_batch_bytes = rng.choice([0, gemini_backend.INLINE_BATCH_BYTES])
+        prompts = {
+            f"key-{i}": f"question {i}" + (" fail" if rng.random() < 0.2 else "")
+            for i in range(rng.randint(1, 25))
+        }
+        requests = {
+            key: backend.batch_request([{"role": "user", "content": text}], GenerationSettings())
+            for key, text in prompts.items()
+        }
+        try:
+            outcomes = await backend.collect_batch(await backend.submit_batch(requests))
+        finally:
+            await backend.aclose()
+        assert outcomes is not None
+        for key, outcome in outcomes.items():
+            if isinstance(outcome, ModelCallError):
+                assert "fail" in prompts[key] or not endpoints.gemini_echo_metadata
+            else:
+                assert json.loads(outcome.text) == {"echo": prompts[key]}
+        answered = {k for k, o in outcomes.items() if not isinstance(o, ModelCallError)}
+        keyed = endpoints.gemini_echo_metadata or backend.inline_batch_bytes == 0
+        expected = {k for k, text in prompts.items() if "fail" not in text} if keyed else set()
+        assert answered == expected
