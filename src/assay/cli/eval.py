@@ -247,8 +247,8 @@ class EvalOptions:
         typer.Option(
             "--judge-batch",
             help="Send judge calls through the vendor's batch interface (OpenAI-compatible"
-            " /v1/batches, Anthropic Message Batches): about half the price, replies within"
-            " the vendor's batch window.",
+            " /v1/batches, Anthropic Message Batches, Gemini API batch mode): about half the"
+            " price, replies within the vendor's batch window.",
         ),
     ] = False
     no_adk_history: Annotated[

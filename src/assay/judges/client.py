@@ -294,11 +294,14 @@ class JudgePool:
     def _batcher_for(self, backend: ModelBackend) -> BatchQueue | None:
         if not self.batch or self.dry_run:  # a dry run calls nothing, batched or live
             return None
-        if not isinstance(backend, BatchBackend):
+        # A backend may batch for one endpoint and not another (Gemini: not on Vertex AI).
+        unavailable = getattr(backend, "batch_unavailable", None)
+        if not isinstance(backend, BatchBackend) or unavailable:
             logger.warning(
-                "judge %s:%s has no batch interface in assay; its calls are made live",
+                "judge %s:%s %s; its calls are made live",
                 backend.backend,
                 backend.model,
+                unavailable or "has no batch interface in assay",
             )
             return None
         batcher = BatchQueue(backend, self.batch_ledger)

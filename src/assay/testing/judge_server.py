@@ -8,8 +8,9 @@ form the SDKs build works:
 - Gemini generateContent: ``POST .../models/{model}:generateContent``
 - Anthropic messages: ``POST .../messages``
 
-the OpenAI Batch API (``/files``, ``/batches``; `assay.testing.standin_batches`,
-counted in `JudgeServer.batch_submissions`, held with `hold_batches`), and, for
+the batch interfaces of the three (OpenAI's ``/files`` and ``/batches``, Anthropic's
+Message Batches, Gemini's batch mode; `assay.testing.standin_batches`, counted in
+`JudgeServer.batch_submissions`, held with `hold_batches`), and, for
 `embedding_similarity`, OpenAI embeddings (``POST .../embeddings``) with
 deterministic vectors (`assay.testing.standin_embeddings`), logged in
 `JudgeServer.embedding_requests`.
@@ -108,6 +109,7 @@ class JudgeServer:
         self._thread: threading.Thread | None = None
         self._batches = BatchEndpoints(self._batch_answer, lambda: self.base_url)
         self._batch_requests = 0
+        self._batch_log: list[StandinRequest] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -214,6 +216,17 @@ class JudgeServer:
         with self._lock:
             return self._batch_requests
 
+    @property
+    def batch_log(self) -> list[StandinRequest]:
+        """The requests answered inside batches so far, as the stand-in understood them."""
+        with self._lock:
+            return list(self._batch_log)
+
+    @property
+    def batch_endpoints(self) -> BatchEndpoints:
+        """The batch interfaces' state (e.g. Gemini's `gemini_reversed`)."""
+        return self._batches
+
     def hold_batches(self) -> None:
         """Keep batches ``in_progress`` until `release_batches`."""
         self._batches.released.clear()
@@ -225,16 +238,29 @@ class JudgeServer:
     def _batch_answer(self, dialect: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """One request of a batch, answered by the script as a live call would be (its
         delay and hold left out: the batch is the wait)."""
-        kind: Dialect = "anthropic" if dialect == "anthropic" else "openai"
-        path = "/v1/messages" if kind == "anthropic" else "/v1/chat/completions"
+        kind: Dialect = "openai"
+        if dialect == "anthropic":
+            kind = "anthropic"
+        elif dialect == "gemini":
+            kind = "gemini"
+        model = ""
+        if kind == "gemini":  # the batch's model, handed along with each of its requests
+            body = dict(body)
+            model = str(body.pop("model", "")).removeprefix("models/")
+        path = {
+            "anthropic": "/v1/messages",
+            "gemini": f"/v1beta/models/{model}:generateContent",
+            "openai": "/v1/chat/completions",
+        }[kind]
         try:
-            request = parse_request(kind, path, "", body, {})
+            request = parse_request(kind, path, model, body, {})
         except BadRequest as exc:
             with self._lock:
                 self._errors.append(f"bad {kind} request in a batch: {exc}")
             return 400, error_body(kind, 400, f"bad request: {exc}")
         with self._lock:
             self._batch_requests += 1
+            self._batch_log.append(request)
             reply = self._next_reply(request)
         if reply.status >= 400 or reply.raw_body is not None:
             status = reply.status if reply.status >= 400 else 500
@@ -252,8 +278,8 @@ class JudgeServer:
         answer = self._batches.handle(method, path, headers, raw)
         if answer is None:
             return False
-        status, payload, ctype = answer
-        self._send(handler, status, payload, {"Content-Type": ctype})
+        status, payload, ctype, extra = answer
+        self._send(handler, status, payload, {"Content-Type": ctype, **extra})
         return True
 
     def set_script(self, script: Script) -> None:
