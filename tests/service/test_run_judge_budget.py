@@ -18,6 +18,7 @@ SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,40 @@ def test_a_request_asks_for_a_lower_cap_than_the_servers(
     run_id = run["name"].rsplit("/", 1)[-1]
     stored = ServiceRunSettings.of_run(store.get_run(run_id))
     assert stored.judge_budget == JudgeBudget(max_calls=1, max_usd=1.0)
+
+
+def _mcp(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    reply = http.post("/mcp", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text
+    result: dict[str, Any] = reply.json()["result"]
+    return result
+
+
+def test_an_mcp_run_takes_a_lower_cap_and_refuses_a_hostile_one(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    http = started(store, JudgeBudget(max_calls=5))
+    names = _create(http, 2)
+    arguments = {"app": "apps/shop", "evaluations": names, "judgeModel": JUDGE}
+    refused = _mcp(http, "run_evaluation", {**arguments, "assayJudgeBudget": {"maxUsd": -1}})
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"].startswith(
+        "INVALID_ARGUMENT: assayJudgeBudget.maxUsd: expected a positive number"
+    )
+    result = _mcp(http, "run_evaluation", {**arguments, "assayJudgeBudget": {"maxCalls": 1}})
+    assert result.get("isError") is not True, result
+    operation = json.loads(result["content"][0]["text"])
+    run = operation["metadata"]["evaluationRun"]
+    wait_for(lambda: http.get(f"/v1/{run}").json()["state"] != "RUNNING", f"{run} to finish")
+    assert len(judge.requests) == 1
+    assert http.get(f"/v1/{run}").json()["assayJudgeBudget"] == {"maxCalls": 1}
 
 
 NAMED = "assayJudgeBudget"

@@ -247,6 +247,16 @@ RUN_SCHEMA = _schema(
             " or an --allow-model."
         ),
         "userModel": _string("Model of the simulated user for scenarios."),
+        "assayJudgeBudget": {
+            "type": "object",
+            "properties": {
+                "maxUsd": {"type": "number"},
+                "maxCalls": {"type": "integer", "minimum": 1},
+            },
+            "additionalProperties": False,
+            "description": "A lower cap on the run's judges than the server's: US dollars"
+            " (maxUsd) and calls (maxCalls); judged checks past it are NOT_EVALUATED.",
+        },
     },
     ["app"],
 )
