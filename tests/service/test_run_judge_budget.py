@@ -28,8 +28,10 @@ import pytest
 from serve_process import ServeProcess, wait_for
 from service_samples import error_of, golden
 from service_server import RunningServer, serve
+from typer.testing import CliRunner
 
 from assay.agents.callable import CallableAgent
+from assay.cli import app as cli_app
 from assay.core.cases import Step, ToolCall, Turn
 from assay.models.cost import BUDGET_REACHED, reply_for_schema
 from assay.models.pricing import find_price, price_table
@@ -76,9 +78,8 @@ def _server(
         store,
         auth=False,
         agent=CallableAgent(weather_agent),
-        judge_model=JUDGE,
         judge_budget=budget,
-        **options,
+        **{"judge_model": JUDGE, **options},
     )
     return running, httpx.Client(base_url=running.base_url, timeout=60)
 
@@ -441,3 +442,105 @@ def test_settings_stored_before_caps_still_load() -> None:
     )
     assert capped.judge_budget == JudgeBudget(max_usd=0.5, max_calls=20)
     assert capped.document()["judgeBudget"] == {"maxUsd": 0.5, "maxCalls": 20}
+
+
+# -- the flags, the price table, --workers ----------------------------------------------
+
+HOUSE_JUDGE = "openai:house-judge-v1"
+"""A judge the shipped price table does not know: only `--prices` prices it."""
+
+
+def _house_prices(tmp_path: Path) -> Path:
+    prices = tmp_path / "prices.json"
+    table = {"models": {"house-judge-v1": {"input_per_million": 1.0, "output_per_million": 4.0}}}
+    prices.write_text(json.dumps(table), encoding="utf-8")
+    return prices
+
+
+def test_an_unpriced_judge_fits_no_usd_cap(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    http = started(store, JudgeBudget(max_usd=1.0), judge_model=HOUSE_JUDGE)
+    names = _create(http, 1)
+    run = _finished(http, {"evaluations": names, "judgeModel": HOUSE_JUDGE})
+    assert judge.requests == []
+    stopped = _stopped(_judged_checks(http, names, run["name"]))
+    assert len(stopped) == CALLS_PER_EVALUATION
+    assert all("has no price" in c["explanation"] for c in stopped)
+
+
+def test_the_servers_price_table_reaches_its_run_workers(
+    tmp_path: Path, judge: JudgeServer
+) -> None:
+    (tmp_path / "plain_agent.py").write_text('def agent(text):\n    return "Sunny."\n')
+    url = f"sqlite:///{tmp_path / 'assay.db'}"
+    Store.open(url).close()
+    env = {"OPENAI_BASE_URL": judge.openai_base_url, "OPENAI_API_KEY": "unused"}
+    flags = ("--judge-model", HOUSE_JUDGE, "--max-judge-usd-per-run", "1")
+    server = ServeProcess(
+        url,
+        tmp_path,
+        "plain_agent:agent",
+        env=env,
+        extra=(*flags, "--prices", str(_house_prices(tmp_path))),
+    )
+    try:
+        names = _create(server.http, 1)
+        body = {"evaluations": names, "judgeModel": HOUSE_JUDGE}
+        estimate = server.http.post(f"{APP}/evaluations:estimate", json=body).json()["judge"]
+        assert estimate["unpriced_models"] == [] and estimate["usd"] > 0
+        run = _finished(server.http, body)
+        assert server.run_workers() == []  # it ran in a worker, now gone
+    finally:
+        server.stop()
+    assert len(judge.requests) == CALLS_PER_EVALUATION
+    # 300 input and 40 output tokens per call at 1 and 4 US dollars per million
+    assert run["assayJudgeCost"]["usd"] == pytest.approx(CALLS_PER_EVALUATION * 460e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-judge-usd-per-run", "0"], "--max-judge-usd-per-run must be a positive"),
+        (["--max-judge-usd-per-run", "-1"], "--max-judge-usd-per-run must be a positive"),
+        (["--max-judge-usd-per-run", "inf"], "--max-judge-usd-per-run must be a positive"),
+        (["--max-judge-usd-per-run", "nan"], "--max-judge-usd-per-run must be a positive"),
+        (["--max-judge-calls-per-run", "0"], "--max-judge-calls-per-run must be at least 1"),
+        (["--prices", "/no/such/prices.json"], "--prices: cannot read prices file"),
+    ],
+)
+def test_bad_judge_cap_flags_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    store = ["--store", f"sqlite:///{tmp_path / 'a.db'}"]
+    result = CliRunner().invoke(cli_app, ["serve", "--no-auth", *store, *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output.replace("\n", " ")
+
+
+def test_a_broken_price_table_is_refused_at_start(tmp_path: Path) -> None:
+    broken = tmp_path / "prices.json"
+    broken.write_text('{"models": {"m": {"input_per_million": "cheap"}}}', encoding="utf-8")
+    store = ["--store", f"sqlite:///{tmp_path / 'a.db'}"]
+    result = CliRunner().invoke(cli_app, ["serve", "--no-auth", *store, "--prices", str(broken)])
+    assert result.exit_code == 2, result.output
+    assert "--prices: prices file" in result.output.replace("\n", " ")
+
+
+def test_the_workers_of_assay_serve_get_the_caps_and_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.service.workers import SETTINGS_ENV, ServeSettings, app_from_environment
+
+    prices = str(_house_prices(tmp_path))
+    url = f"sqlite:///{tmp_path / 'assay.db'}"
+    Store.open(url).close()
+    settings = ServeSettings(
+        store_url=url, max_judge_usd_per_run=0.25, max_judge_calls_per_run=7, prices_file=prices
+    )
+    monkeypatch.setenv(SETTINGS_ENV, settings.model_dump_json())
+    app = app_from_environment()
+    ctx = app.state.ctx
+    try:
+        assert ctx.judge_budget == JudgeBudget(max_usd=0.25, max_calls=7)
+        assert ctx.prices_file == prices
+    finally:
+        ctx.store.close()
