@@ -544,3 +544,33 @@ def test_the_workers_of_assay_serve_get_the_caps_and_prices(
         assert ctx.prices_file == prices
     finally:
         ctx.store.close()
+
+
+def test_googles_ces_client_reads_a_stopped_check_as_unscored(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    # CES's RunEvaluation names no judge model (runs started through Google's client are
+    # not judged); a run started over /v1 is read through the client like any other.
+    pytest.importorskip("google.cloud.ces_v1beta")
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import ces_v1beta as ces
+
+    http = started(store, JudgeBudget(max_calls=1))
+    names = _create(http, 2)
+    run = _finished(http, {"evaluations": names, "judgeModel": JUDGE})
+    client = ces.EvaluationServiceClient(
+        transport="rest",
+        client_options={"api_endpoint": str(http.base_url)},
+        credentials=AnonymousCredentials(),
+    )
+    full = "projects/default/locations/global/"
+    assert client.get_evaluation_run(name=full + run["name"]).state.name == "COMPLETED"
+    checks = []
+    for name in names:
+        (result,) = client.list_evaluation_results(parent=full + name)
+        turn = result.golden_result.turn_replay_results[0]
+        checks += [turn.semantic_similarity_result, turn.hallucination_result]
+    scored = [c for c in checks if "score" in c]
+    stopped = [c for c in checks if c.explanation.startswith(BUDGET_REACHED)]
+    assert len(scored) == 1 and len(stopped) == 3
+    assert all("score" not in c and c.label == "" for c in stopped)
