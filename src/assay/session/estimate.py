@@ -9,9 +9,10 @@ model is called and nothing is stored.
 
 An agent is never run: its calls are counted where they can be known (each golden turn
 of each run; a scenario's `max_turns`, an upper bound), and the judged metrics are
-estimated on the golden turns standing in for the agent's replies. A metric whose later
-calls depend on what the judge said first (one call per claim it found) is estimated
-with one item per list in each reply.
+estimated on the golden turns standing in for the agent's replies (a CES golden's
+expectations acted out: its tool calls and responses, its agent response). A metric
+whose later calls depend on what the judge said first (one call per claim it found) is
+estimated with one item per list in each reply.
 """
 
 from __future__ import annotations
