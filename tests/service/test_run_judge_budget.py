@@ -574,3 +574,39 @@ def test_googles_ces_client_reads_a_stopped_check_as_unscored(
     stopped = [c for c in checks if c.explanation.startswith(BUDGET_REACHED)]
     assert len(scored) == 1 and len(stopped) == 3
     assert all("score" not in c and c.label == "" for c in stopped)
+
+
+def test_a_schedules_budget_is_checked_against_the_server_when_written(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    http = started(store, JudgeBudget(max_calls=10))
+    (name,) = _create(http, 1)
+    url = f"{APP}/scheduledEvaluationRuns"
+    schedule: dict[str, Any] = {
+        "displayName": "nightly",
+        "active": True,
+        "schedulingConfig": {"frequency": "DAILY"},
+        "request": {"evaluations": [name], "judgeModel": JUDGE},
+    }
+    for budget, field in (
+        ({"maxCalls": 11}, "request.assayJudgeBudget.maxCalls"),
+        ({"maxUsd": "1"}, "request.assayJudgeBudget.maxUsd"),
+        ([], "request.assayJudgeBudget"),
+    ):
+        schedule["request"]["assayJudgeBudget"] = budget
+        reply = http.post(url, json=schedule)
+        assert reply.status_code == 400, reply.text
+        error = error_of(reply)
+        assert error["details"][0]["fieldViolations"][0]["field"] == field, error
+    schedule["request"]["assayJudgeBudget"] = {"maxCalls": 3}
+    created = http.post(url, json=schedule)
+    assert created.status_code == 200, created.text
+    assert created.json()["request"]["assayJudgeBudget"] == {"maxCalls": 3}
+    patched = http.patch(
+        f"/v1/{created.json()['name']}",
+        params={"updateMask": "request"},
+        json={"request": {"evaluations": [name], "assayJudgeBudget": {"maxCalls": 0}}},
+    )
+    assert patched.status_code == 400, patched.text
+    field = error_of(patched)["details"][0]["fieldViolations"][0]["field"]
+    assert field == "request.assayJudgeBudget.maxCalls"

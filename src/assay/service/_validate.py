@@ -23,7 +23,7 @@ from assay.service._fields import (
 from assay.service._schedule_times import check_config
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
-from assay.service.settings import BUDGET_FIELD, NO_BUDGET, requested_budget
+from assay.service.settings import BUDGET_FIELD
 from assay.store import Store
 
 MAX_DISPLAY_NAME = 512
@@ -123,9 +123,6 @@ def _schedule(store: Store, app: str, body: Mapping[str, object]) -> None:
         )
     if request.get("app") not in (None, app, f"apps/{app}"):
         raise InvalidArgument.field("request.app", f"a schedule of app {app!r} runs that app")
-    # Checked against the caps of no server here; each run it starts is checked again
-    # against the server starting it.
-    requested_budget(request.get(BUDGET_FIELD), NO_BUDGET, f"request.{BUDGET_FIELD}")
     names = request.get("evaluations") or []
     dataset = request.get("evaluationDataset")
     if not names and not dataset:

@@ -296,6 +296,13 @@ def check_models(ctx: ServiceContext, request: Mapping[str, object], prefix: str
             _check_model_allowed(ctx, prefix + field, model)
 
 
+def check_scheduled_request(ctx: ServiceContext, request: Mapping[str, object]) -> None:
+    """What a schedule's run request may ask of this server, checked when the schedule is
+    written (INVALID_ARGUMENT naming `request.FIELD`): its models and its judge budget."""
+    check_models(ctx, request, "request.")
+    requested_budget(request.get(BUDGET_FIELD), ctx.judge_budget, f"request.{BUDGET_FIELD}")
+
+
 def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> None:
     """A model named by a request must be one the operator configured: a request never
     makes the server open a file (`local:/path.gguf`) or call an endpoint of its own."""
