@@ -211,7 +211,7 @@ def _mcp(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, 
     return result
 
 
-def test_an_mcp_run_takes_a_lower_cap_and_refuses_a_hostile_one(
+def test_mcp_estimates_and_runs_with_a_lower_cap_and_refuses_a_hostile_one(
     store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
 ) -> None:
     http = started(store, JudgeBudget(max_calls=5))
@@ -222,7 +222,15 @@ def test_an_mcp_run_takes_a_lower_cap_and_refuses_a_hostile_one(
     assert refused["content"][0]["text"].startswith(
         "INVALID_ARGUMENT: assayJudgeBudget.maxUsd: expected a positive number"
     )
-    result = _mcp(http, "run_evaluation", {**arguments, "assayJudgeBudget": {"maxCalls": 1}})
+    budget = {"assayJudgeBudget": {"maxCalls": 1}}
+    estimated = _mcp(http, "estimate_evaluation_run", {**arguments, **budget})
+    assert estimated.get("isError") is not True, estimated
+    found = json.loads(estimated["content"][0]["text"])
+    assert found["judge"]["calls"] == 2 * CALLS_PER_EVALUATION
+    assert found["judgeBudget"] == {"maxCalls": 1, "exceeded": True}
+    assert judge.requests == []
+    assert http.get(f"{APP}/evaluationRuns").json().get("evaluationRuns", []) == []
+    result = _mcp(http, "run_evaluation", {**arguments, **budget})
     assert result.get("isError") is not True, result
     operation = json.loads(result["content"][0]["text"])
     run = operation["metadata"]["evaluationRun"]
