@@ -470,7 +470,11 @@ def test_an_unpriced_judge_fits_no_usd_cap(
 ) -> None:
     http = started(store, JudgeBudget(max_usd=1.0), judge_model=HOUSE_JUDGE)
     names = _create(http, 1)
-    run = _finished(http, {"evaluations": names, "judgeModel": HOUSE_JUDGE})
+    body = {"evaluations": names, "judgeModel": HOUSE_JUDGE}
+    estimate = http.post(f"{APP}/evaluations:estimate", json=body).json()
+    assert estimate["judge"]["unpriced_models"] == [HOUSE_JUDGE]
+    assert estimate["judgeBudget"] == {"maxUsd": 1.0, "exceeded": True}
+    run = _finished(http, body)
     assert judge.requests == []
     stopped = _stopped(_judged_checks(http, names, run["name"]))
     assert len(stopped) == CALLS_PER_EVALUATION

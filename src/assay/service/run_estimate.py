@@ -48,8 +48,10 @@ def estimate(ctx: ServiceContext, app: str, request: object) -> dict[str, Any]:
 
 def exceeds(found: CostEstimate, budget: JudgeBudget) -> bool:
     """Whether the estimated calls (cache hits are free) pass the budget: the run would
-    then stop judging before its end."""
+    then stop judging before its end. Under a dollar cap, a call to a model the price
+    table does not know is never made, so any such call passes it."""
     total = found.total()
     over_calls = budget.max_calls is not None and total.calls > budget.max_calls
-    over_usd = budget.max_usd is not None and total.usd > budget.max_usd
+    unknown = bool(found.unpriced) and total.calls > 0
+    over_usd = budget.max_usd is not None and (total.usd > budget.max_usd or unknown)
     return over_calls or over_usd
