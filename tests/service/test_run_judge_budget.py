@@ -27,7 +27,7 @@ import httpx
 import pytest
 from serve_process import ServeProcess, wait_for
 from service_samples import error_of, golden
-from service_server import RunningServer, serve
+from service_server import RunningServer, create_key, serve
 from typer.testing import CliRunner
 
 from assay.agents.callable import CallableAgent
@@ -622,3 +622,32 @@ def test_a_schedules_budget_is_checked_against_the_server_when_written(
     assert patched.status_code == 400, patched.text
     field = error_of(patched)["details"][0]["fieldViolations"][0]["field"]
     assert field == "request.assayJudgeBudget.maxCalls"
+
+
+def test_the_estimate_needs_an_api_key_as_the_run_does(store: Store, judge: JudgeServer) -> None:
+    running = serve(
+        store,
+        auth=True,
+        agent=CallableAgent(weather_agent),
+        judge_model=JUDGE,
+        max_body_bytes=2_000,
+    )
+    try:
+        key = create_key(store)
+        with httpx.Client(base_url=running.base_url, timeout=30) as http:
+            authorized = {"Authorization": f"Bearer {key}"}
+            created = http.post(f"{APP}/evaluations", json=_evaluation(0), headers=authorized)
+            assert created.status_code == 200, created.text
+            body = {"evaluations": [created.json()["name"]], "judgeModel": JUDGE}
+            for headers in ({}, {"Authorization": "Bearer assay_nope_nope"}):
+                reply = http.post(f"{APP}/evaluations:estimate", json=body, headers=headers)
+                assert reply.status_code == 401, reply.text
+            huge = {**body, "displayName": "x" * 5_000}
+            reply = http.post(f"{APP}/evaluations:estimate", json=huge, headers=authorized)
+            assert reply.status_code == 413, reply.text
+            reply = http.post(f"{APP}/evaluations:estimate", json=body, headers=authorized)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["judge"]["calls"] == CALLS_PER_EVALUATION
+    finally:
+        running.stop()
+    assert judge.requests == []
