@@ -19,12 +19,15 @@ SQLite and PostgreSQL.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from serve_process import ServeProcess, wait_for
 from service_samples import error_of, golden
 from service_server import RunningServer, create_key, serve
@@ -651,3 +654,44 @@ def test_the_estimate_needs_an_api_key_as_the_run_does(store: Store, judge: Judg
     finally:
         running.stop()
     assert judge.requests == []
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=6,
+)
+_BUDGETS = st.one_of(
+    _ANY_JSON,
+    st.fixed_dictionaries(
+        {},
+        optional={"maxUsd": _ANY_JSON | st.floats(), "maxCalls": _ANY_JSON | st.integers()},
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(
+    value=_BUDGETS,
+    server_usd=st.none() | st.floats(0.01, 100),
+    server_calls=st.none() | st.integers(1, 50),
+)
+def test_any_budget_is_within_the_servers_or_refused_naming_its_field(
+    value: object, server_usd: float | None, server_calls: int | None
+) -> None:
+    from assay.service.errors import InvalidArgument
+    from assay.service.settings import requested_budget
+
+    server = JudgeBudget(max_usd=server_usd, max_calls=server_calls)
+    try:
+        budget = requested_budget(value, server)
+    except InvalidArgument as exc:
+        (violation,) = exc.details[0]["fieldViolations"]
+        assert violation["field"].startswith("assayJudgeBudget")
+        return
+    for asked, allowed in ((budget.max_usd, server_usd), (budget.max_calls, server_calls)):
+        assert allowed is None or (asked is not None and asked <= allowed)
+    if budget.max_usd is not None:
+        assert math.isfinite(budget.max_usd) and budget.max_usd > 0
+    if budget.max_calls is not None:
+        assert isinstance(budget.max_calls, int) and budget.max_calls >= 1
