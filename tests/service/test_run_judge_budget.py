@@ -665,7 +665,10 @@ _BUDGETS = st.one_of(
     _ANY_JSON,
     st.fixed_dictionaries(
         {},
-        optional={"maxUsd": _ANY_JSON | st.floats(), "maxCalls": _ANY_JSON | st.integers()},
+        optional={
+            "maxUsd": _ANY_JSON | st.floats() | st.integers(10**300, 10**400),
+            "maxCalls": _ANY_JSON | st.integers() | st.integers(10**300, 10**400),
+        },
     ),
 )
 

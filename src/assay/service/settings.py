@@ -108,12 +108,17 @@ def _positive_usd(value: object, field: str) -> float | None:
 
     if value is None:
         return None
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if number is None or not math.isfinite(number) or number <= 0:
+    number = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past any float: no cap a request needs
+            number = math.inf
+    if not math.isfinite(number) or number <= 0:
         raise InvalidArgument.field(
             field, f"expected a positive number of US dollars, got {_shown(value)}"
         )
-    return float(number)
+    return number
 
 
 def _positive_calls(value: object, field: str) -> int | None:
