@@ -304,6 +304,7 @@ def test_the_estimate_counts_the_calls_the_run_then_makes(
     assert http.get(f"{APP}/evaluationRuns").json().get("evaluationRuns", []) == []
     assert estimate["evaluations"] == names and "judgeBudget" not in estimate
     assert estimate["agent"] == {"calls": 3, "upper_bound": False}
+    assert estimate["complete"] is True and "notCounted" not in estimate
     per_metric = {m: line["calls"] for m, line in estimate["judge"]["per_metric"].items()}
     assert per_metric == {"semantic_similarity": 3, "hallucination": 3}
     price = find_price(JUDGE, price_table())
@@ -322,6 +323,24 @@ def test_the_estimate_counts_the_calls_the_run_then_makes(
     # Every verdict is cached now: the same estimate has nothing left to pay.
     again = http.post(f"{APP}/evaluations:estimate", json=body).json()["judge"]
     assert (again["calls"], again["cache_hits"], again["usd"]) == (0, 6, 0)
+
+
+def test_the_estimate_names_the_scenarios_it_cannot_count(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    from service_samples import scenario
+
+    http = started(store)
+    (golden_name,) = _create(http, 1)
+    made = http.post(f"{APP}/evaluations", json=scenario("booking"))
+    assert made.status_code == 200, made.text
+    simulated = made.json()["name"]
+    body = {"evaluations": [golden_name, simulated], "judgeModel": JUDGE, "userModel": JUDGE}
+    found = http.post(f"{APP}/evaluations:estimate", json=body).json()
+    assert found["complete"] is False and found["notCounted"] == [simulated]
+    assert found["agent"]["upper_bound"] is True
+    assert found["judge"]["calls"] == CALLS_PER_EVALUATION  # the golden's, counted
+    assert judge.requests == []
 
 
 def test_the_estimate_says_when_it_passes_the_runs_budget(

@@ -40,6 +40,12 @@ def estimate(ctx: ServiceContext, app: str, request: object) -> dict[str, Any]:
     out = found.as_dict()
     out["evaluations"] = [f"apps/{app}/evaluations/{e}" for e in settings.evaluation_ids]
     out["metrics"] = list(settings.metrics)
+    # A simulated conversation is not known before it happens: its judges' calls (per
+    # turn, and of the whole conversation) and its simulated user's are not counted.
+    simulated = [c.id for c in cases if c.scenario is not None and not c.reference]
+    out["complete"] = not simulated
+    if simulated:
+        out["notCounted"] = [f"apps/{app}/evaluations/{e}" for e in simulated]
     budget = settings.judge_budget
     if budget is not None:
         out["judgeBudget"] = {**budget.document(), "exceeded": exceeds(found, budget)}
