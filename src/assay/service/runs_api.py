@@ -60,8 +60,9 @@ def run_evaluation(ctx: Ctx, app: str, body: Annotated[dict[str, Any], Body()]) 
     description="Body: the body of evaluations:run, checked as it is. Nothing is stored and "
     "no model or agent is called. Returns the estimate `assay eval --dry-run --out` writes "
     "(judge: calls, cache_hits, input_tokens, output_tokens, usd, per_metric, "
-    "per_metric_model; agent: calls), the evaluations and metrics of the run, and its "
-    "judgeBudget (with exceeded: whether the estimate passes it).",
+    "per_metric_model; agent: calls), the evaluations and metrics of the run, its "
+    "judgeBudget (with exceeded: whether the estimate passes it), and complete: false "
+    "with notCounted naming the simulated scenarios whose calls cannot be known before.",
 )
 def estimate_evaluation_run(
     ctx: Ctx, app: str, body: Annotated[dict[str, Any], Body()]
