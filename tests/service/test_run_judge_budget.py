@@ -325,6 +325,26 @@ def test_the_estimate_counts_the_calls_the_run_then_makes(
     assert (again["calls"], again["cache_hits"], again["usd"]) == (0, 6, 0)
 
 
+def test_the_estimate_of_repeated_runs_counts_every_judge_question(
+    store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
+) -> None:
+    # Three runs of each evaluation: the agent answers the same each time, so the
+    # judges' later calls are the first's prompts again. The estimate counts them as
+    # cache hits; in the run, the same prompt asked by two runs at once is asked of the
+    # judge twice (the reply cache does not wait for a reply in flight), so the run
+    # makes at least the estimated calls, and asks as often in all.
+    http = started(store)
+    names = _create(http, 2)
+    body = {"evaluations": names, "judgeModel": JUDGE, "runCount": 3}
+    estimate = http.post(f"{APP}/evaluations:estimate", json=body).json()["judge"]
+    assert estimate["calls"] == 2 * CALLS_PER_EVALUATION
+    assert estimate["cache_hits"] == 2 * 2 * CALLS_PER_EVALUATION
+    run = _finished(http, body)
+    cost = run["assayJudgeCost"]
+    assert cost["calls"] == len(judge.requests) >= estimate["calls"]
+    assert cost["calls"] + cost["cacheHits"] == estimate["calls"] + estimate["cache_hits"]
+
+
 def test_the_estimate_names_the_scenarios_it_cannot_count(
     store: Store, judge: JudgeServer, started: Callable[..., httpx.Client]
 ) -> None:
