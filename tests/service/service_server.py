@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -52,9 +53,16 @@ def serve(
     agent: Agent | None = None,
     max_body_bytes: int = 4_000_000,
     files_root: Path | None = None,
+    **options: Any,
 ) -> RunningServer:
+    """`options`: more keywords of `create_app` (judge_model, judge_budget, ...)."""
     app = create_app(
-        store, auth=auth, agent=agent, max_body_bytes=max_body_bytes, files_root=files_root
+        store,
+        auth=auth,
+        agent=agent,
+        max_body_bytes=max_body_bytes,
+        files_root=files_root,
+        **options,
     )
     config = uvicorn.Config(
         app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on"

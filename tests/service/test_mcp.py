@@ -82,7 +82,12 @@ def test_tools_are_listed_with_schemas_and_hints(store: Store, start_server: Any
         async with mcp_session(server, create_key(store)) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
         # CES's tools plus assay's own: people's labels on results (issue #35).
-        assert set(tools) == CES_TOOLS | {"list_labels", "set_label", "delete_label"}
+        assert set(tools) == CES_TOOLS | {
+            "list_labels",
+            "set_label",
+            "delete_label",
+            "estimate_evaluation_run",
+        }
         for tool in tools.values():
             assert tool.description and tool.input_schema["type"] == "object"
             assert tool.annotations is not None and tool.annotations.open_world_hint is False

@@ -88,6 +88,21 @@ def _error_text(result: dict[str, Any]) -> str:
             "config.toolCallBehaviour: expected one of",
         ),
         ("run_evaluation", {"app": "apps/m", "evaluations": [1]}, "evaluations[0]: expected a"),
+        (
+            "run_evaluation",
+            {"app": "apps/m", "assayJudgeBudget": {"maxCalls": 0}},
+            "assayJudgeBudget.maxCalls: must be at least 1",
+        ),
+        (
+            "run_evaluation",
+            {"app": "apps/m", "assayJudgeBudget": {"maxUsd": "1"}},
+            "assayJudgeBudget.maxUsd: expected a number",
+        ),
+        (
+            "run_evaluation",
+            {"app": "apps/m", "assayJudgeBudget": {"maxDollars": 1}},
+            "assayJudgeBudget.maxDollars: unknown argument",
+        ),
         ("delete_evaluation", {"name": "apps/m/evaluations/x", "force": "yes"}, "force: expected"),
     ],
 )

@@ -70,3 +70,50 @@ def test_evaluate_max_judge_calls_leaves_the_rest_not_evaluated(
 def test_evaluate_rejects_a_bad_cap() -> None:
     with pytest.raises(ConfigError, match="--max-judge-usd must be a positive number"):
         assay.evaluate(ROWS, ["correctness"], format="mlflow", dry_run=True, max_judge_usd=0)
+
+
+def test_a_ces_goldens_expectations_stand_in_for_the_agents_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CES golden keeps the agent's expected reply in its expectations, not in the
+    # turn's response: the estimate acts them out, so a judge of turns with a response
+    # (hallucination) is counted as the run with an agent then calls it.
+    from assay.core.cases import Step, ToolCall, Turn
+
+    golden = {
+        "displayName": "paris",
+        "golden": {
+            "turns": [
+                {
+                    "steps": [
+                        {"userInput": {"text": "Weather in Paris?"}},
+                        {
+                            "expectation": {
+                                "toolCall": {"tool": "get_weather", "args": {"city": "Paris"}}
+                            }
+                        },
+                        {"expectation": {"agentResponse": {"chunks": [{"text": "Sunny."}]}}},
+                    ]
+                }
+            ]
+        },
+    }
+    path = tmp_path / "paris.json"
+    path.write_text(json.dumps(golden), encoding="utf-8")
+
+    def agent(text: str) -> Turn:
+        call = ToolCall(name="get_weather", args={"city": "Paris"})
+        return Turn(steps=[Step(tool_call=call)], final_response="Sunny.")
+
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    metrics = ["semantic_similarity", "hallucination"]
+    with JudgeServer(_reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        kwargs = {"agent": agent, "judge": "openai:gpt-4o-mini"}
+        estimate = assay.evaluate(str(path), metrics, dry_run=True, **kwargs).summary
+        assert server.requests == []
+        assert estimate["judge/cost/hallucination/openai:gpt-4o-mini/calls"] == 1
+        assert estimate["judge/cost/semantic_similarity/openai:gpt-4o-mini/calls"] == 1
+        result = assay.evaluate(str(path), metrics, **kwargs)
+    assert len(server.requests) == estimate["judge/calls"] == 2
+    assert result.summary["judge/calls"] == 2

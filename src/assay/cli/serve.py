@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,6 +28,9 @@ from assay.cli.common import (
     user_errors,
 )
 from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.service.settings import JudgeBudget
 
 keys_app = command_app("keys", "API keys of the evaluation service (`assay serve`).")
 
@@ -133,6 +136,29 @@ class ServeOptions:
             help="Server processes sharing the port (use the cores; runs execute in them).",
         ),
     ] = 1
+    max_judge_usd_per_run: Annotated[
+        float | None,
+        typer.Option(
+            "--max-judge-usd-per-run",
+            help="Stop judging a run before its judges cost more than this many US dollars "
+            "(the rest NOT_EVALUATED: judge budget reached); a request may ask for less.",
+        ),
+    ] = None
+    max_judge_calls_per_run: Annotated[
+        int | None,
+        typer.Option(
+            "--max-judge-calls-per-run",
+            help="Stop judging a run after this many judge calls; a request may ask for less.",
+        ),
+    ] = None
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            help="JSON price table laid over the shipped one, for the runs' judge caps and "
+            "estimates.",
+        ),
+    ] = None
 
 
 @options_command(ServeOptions)
@@ -187,6 +213,8 @@ def serve_command(opts: ServeOptions) -> None:
             from assay.models.resolve import parse_model
 
             parse_model(model)
+        budget = _judge_budget(opts)
+        prices_file = _prices_file(opts.prices)
         if opts.files_root is not None and not opts.files_root.is_dir():
             raise ConfigError(f"--files-root {opts.files_root}: no such folder")
         if not 1 <= opts.workers <= MAX_WORKERS:
@@ -231,6 +259,9 @@ def serve_command(opts: ServeOptions) -> None:
                     ui_secret=secrets.token_hex(32),  # one /ui session secret for all
                     api_docs=not opts.no_docs,
                     allowed_models=allowed_models,
+                    max_judge_usd_per_run=budget.max_usd,
+                    max_judge_calls_per_run=budget.max_calls,
+                    prices_file=prices_file,
                 )
             else:
                 app = create_app(
@@ -247,6 +278,8 @@ def serve_command(opts: ServeOptions) -> None:
                     files_root=opts.files_root,
                     api_docs=not opts.no_docs,
                     limits=ServiceLimits(allowed_models=allowed_models),
+                    judge_budget=budget,
+                    prices_file=prices_file,
                 )
                 grpc_server = _start_grpc(app, opts.host, opts.grpc_port, auth=not opts.no_auth)
         except BaseException:
@@ -289,6 +322,33 @@ def serve_command(opts: ServeOptions) -> None:
         if grpc_server is not None:
             grpc_server[0].stop(grace=None)
         db.close()
+
+
+def _judge_budget(opts: ServeOptions) -> JudgeBudget:
+    """The per-run judge caps asked for (a usage error unless positive and finite)."""
+    from assay.service.settings import JudgeBudget
+
+    usd, calls = opts.max_judge_usd_per_run, opts.max_judge_calls_per_run
+    if usd is not None and not (0 < usd < float("inf")):
+        raise ConfigError(f"--max-judge-usd-per-run must be a positive number, got {usd}")
+    if calls is not None and calls < 1:
+        raise ConfigError(f"--max-judge-calls-per-run must be at least 1, got {calls}")
+    return JudgeBudget(max_usd=usd, max_calls=calls)
+
+
+def _prices_file(path: Path | None) -> str | None:
+    """`--prices FILE` as an absolute path (run workers have their own working folder),
+    read once now so a broken table is a usage error at start, not a failed run."""
+    if path is None:
+        return None
+    from assay.models.pricing import read_price_file
+
+    resolved = str(path.resolve())
+    try:
+        read_price_file(resolved)
+    except ValueError as exc:
+        raise ConfigError(f"--prices: {exc}") from None
+    return resolved
 
 
 def _start_grpc(app: Any, host: str, port: int | None, *, auth: bool) -> tuple[Any, int] | None:

@@ -237,7 +237,13 @@ class RunExecutor:
                 raise AssayError("no agent to run: start assay serve with --agent")
             on_stored = functools.partial(self._on_stored, run.app)
             session = run_session(
-                store, run, settings, agent, on_stored, timeout_s=self.ctx.case_timeout_s
+                store,
+                run,
+                settings,
+                agent,
+                on_stored,
+                timeout_s=self.ctx.case_timeout_s,
+                prices_file=self.ctx.prices_file,
             )
             self._sessions[run_id] = session
             if run_id in self._lost:

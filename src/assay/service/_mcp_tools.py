@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from assay.service import operations, runs
+from assay.service import operations, run_estimate, runs
 from assay.service.errors import InvalidArgument
 from assay.service.names import check_app
 
@@ -206,6 +206,11 @@ def _run_evaluation(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str
     return runs.start_run(ctx, _app_of(args, "app"), request)
 
 
+def _estimate_run(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
+    request = {k: v for k, v in args.items() if k != "app"}
+    return run_estimate.estimate(ctx, _app_of(args, "app"), request)
+
+
 def _get_run(ctx: ServiceContext, args: Mapping[str, object]) -> dict[str, Any]:
     return runs.get_run(ctx, _str_arg(args, "name"))
 
@@ -247,6 +252,16 @@ RUN_SCHEMA = _schema(
             " or an --allow-model."
         ),
         "userModel": _string("Model of the simulated user for scenarios."),
+        "assayJudgeBudget": {
+            "type": "object",
+            "properties": {
+                "maxUsd": {"type": "number"},
+                "maxCalls": {"type": "integer", "minimum": 1},
+            },
+            "additionalProperties": False,
+            "description": "A lower cap on the run's judges than the server's: US dollars"
+            " (maxUsd) and calls (maxCalls); judged checks past it are NOT_EVALUATED.",
+        },
     },
     ["app"],
 )
@@ -261,6 +276,14 @@ def _build() -> list[ToolSpec]:
             "metadata.evaluationRun names the run to poll.",
             RUN_SCHEMA,
             _run_evaluation,
+        ),
+        _read_tool(
+            "estimate_evaluation_run",
+            "What run_evaluation with these arguments would cost, running nothing: judge "
+            "calls, cache hits, tokens and US dollars per metric and judge model, agent "
+            "calls, and whether that passes the run's judge budget.",
+            RUN_SCHEMA,
+            _estimate_run,
         ),
         _read_tool(
             "get_evaluation_run",

@@ -18,6 +18,7 @@ from assay.core.cases import Expectation, ToolCall, Turn
 from assay.core.error_types import ErrorType
 from assay.core.verdict import ces_evaluation_status
 from assay.formats._ces_write import _dump_call, _dump_expectation
+from assay.models.cost import BUDGET_REACHED
 from assay.service.errors import InvalidArgument, NotFound
 from assay.store.eval_results import SERVICE_KEY, Progress, ResultRow
 from assay.store.runs import RunInfo
@@ -112,6 +113,7 @@ def render_run(app: str, run: RunInfo, progress: Progress) -> dict[str, Any]:
             body[key] = svc[key]
     if run.finished_at is not None and run.status != RunStatus.INTERRUPTED.value:
         body["endTime"] = rfc3339(run.finished_at)
+    body.update(judge_fields(svc, run.summary))
     if run.error and body["state"] == "ERROR":
         body["errorInfo"] = {
             "errorType": ErrorType.RUNTIME_FAILURE.value,
@@ -125,6 +127,31 @@ def render_run(app: str, run: RunInfo, progress: Progress) -> dict[str, Any]:
             ),
         }
     return body
+
+
+#: the run's judge spending in its summary, as `assayJudgeCost` shows it
+_COST_KEYS = {
+    "judge/calls": "calls",
+    "judge/cache_hits": "cacheHits",
+    "judge/refused": "refused",
+    "judge/input_tokens": "inputTokens",
+    "judge/output_tokens": "outputTokens",
+    "judge/usd": "usd",
+    "judge/usd_estimated": "usdEstimated",
+}
+
+
+def judge_fields(svc: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, Any]:
+    """assay's extensions of a run (not in CES, whose clients drop them): the judge
+    budget it runs under (`assayJudgeBudget`) and, once finished, what its judges
+    spent (`assayJudgeCost`, from the run's summary)."""
+    out: dict[str, Any] = {}
+    if svc.get("judgeBudget"):
+        out["assayJudgeBudget"] = svc["judgeBudget"]
+    cost = {shown: summary[key] for key, shown in _COST_KEYS.items() if key in summary}
+    if cost:
+        out["assayJudgeCost"] = cost
+    return out
 
 
 # -- results ------------------------------------------------------------------------------
@@ -190,6 +217,15 @@ def _outcome(value: float | None, threshold: float | None) -> str:
     return PASS if threshold is None or value >= threshold else FAIL
 
 
+def not_judged(reason: object) -> dict[str, Any] | None:
+    """A judged check the run's judge budget stopped: no score (CES's is optional, so a
+    client reads none, not 0) and the reason as its explanation. A check unscored for
+    another reason (no response to judge, no claim) is left out, as it always was."""
+    if isinstance(reason, str) and reason.startswith(BUDGET_REACHED):
+        return {"explanation": reason}
+    return None
+
+
 def transcript(turn: Turn) -> str:
     lines = []
     if turn.user_input.text:
@@ -211,8 +247,10 @@ def tool_latencies(turn: Turn) -> list[dict[str, Any]]:
 
 def labelled(score: Mapping[str, Any] | None, labels: Mapping[int, str]) -> dict[str, Any] | None:
     """A CES {score, label, explanation} check result from a stored per-turn score."""
-    if score is None or score.get("value") is None:
+    if score is None:
         return None
+    if score.get("value") is None:
+        return not_judged(score.get("explanation"))
     value = int(score["value"])
     out: dict[str, Any] = {"score": value, "label": labels.get(value, str(value))}
     if score.get("explanation"):
@@ -366,10 +404,12 @@ def _scenario_result(doc: Mapping[str, Any]) -> dict[str, Any]:
         ("taskCompletionResult", "task_completed", {1: "Task completed", 0: "Not completed"}),
     ):
         found = _case_metric(doc, metric)
-        if found is not None and found.get("score") is not None:
-            out[key] = labelled(
-                {"value": found["score"], "explanation": found.get("explanation")}, labels
-            )
+        result = None
+        if found is not None:
+            score = {"value": found.get("score"), "explanation": found.get("explanation")}
+            result = labelled(score, labels)
+        if result is not None:
+            out[key] = result
     completed = _case_metric(doc, "task_completed")
     if completed is not None and completed.get("score") is not None:
         out["taskCompleted"] = completed["score"] >= 1

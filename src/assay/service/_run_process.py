@@ -65,10 +65,13 @@ class RunProcesses:
         case_timeout_s: float,
         on_stored: Callable[[str, list[str]], None],
         is_lost: Callable[[str], bool],
+        *,
+        prices_file: str | None = None,
     ) -> None:
         self.store = store
         self.agent_spec = agent_spec
         self.case_timeout_s = case_timeout_s
+        self.prices_file = prices_file
         self._on_stored = on_stored
         self._is_lost = is_lost
         self._processes: dict[str, asyncio.subprocess.Process] = {}
@@ -78,7 +81,11 @@ class RunProcesses:
         # Sent on the worker's stdin, not argv: the URL may hold a database password.
         url = self.store.engine.url.render_as_string(hide_password=False)
         return WorkerOrder(
-            store_url=url, run_id=run_id, agent=self.agent_spec, case_timeout_s=self.case_timeout_s
+            store_url=url,
+            run_id=run_id,
+            agent=self.agent_spec,
+            case_timeout_s=self.case_timeout_s,
+            prices_file=self.prices_file,
         )
 
     def pid(self, run_id: str) -> int | None:

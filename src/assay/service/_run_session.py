@@ -117,8 +117,11 @@ def run_session(
     on_stored: Callable[[list[str]], None],
     *,
     timeout_s: float | None = None,
+    prices_file: str | None = None,
 ) -> RunSession:
-    """The `RunSession` that executes (or resumes) the stored service run `run`."""
+    """The `RunSession` that executes (or resumes) the stored service run `run`, its
+    judges capped by the budget stored with it; `prices_file`: the executing server's
+    `--prices`."""
     cases, options = run_plan(settings, timeout_s)
     total = total_runs(cases, options)
     metrics = build_metrics(names=settings.metrics)
@@ -131,11 +134,22 @@ def run_session(
         metrics,
         agent=agent,
         options=options,
-        judges=JudgeRunOptions(model=settings.judge_model),
+        judges=judge_options(settings, prices_file),
         store=store,
         continue_run=run.id,
         recorder=lambda db, rid: _Recorder(db, rid, total, on_stored),
         offload=True,
+    )
+
+
+def judge_options(settings: ServiceRunSettings, prices_file: str | None) -> JudgeRunOptions:
+    """How the run's judges are called: its judge model, under its stored budget."""
+    budget = settings.judge_budget
+    return JudgeRunOptions(
+        model=settings.judge_model,
+        max_usd=budget.max_usd if budget is not None else None,
+        max_calls=budget.max_calls if budget is not None else None,
+        prices_file=prices_file,
     )
 
 

@@ -23,6 +23,7 @@ from assay.service._fields import (
 from assay.service._schedule_times import check_config
 from assay.service.errors import InvalidArgument
 from assay.service.names import parse_kind_name
+from assay.service.settings import BUDGET_FIELD
 from assay.store import Store
 
 MAX_DISPLAY_NAME = 512
@@ -103,6 +104,7 @@ _SCHEDULED_REQUEST = frozenset(
     {
         "app", "evaluations", "evaluationDataset", "displayName", "appVersion", "runCount",
         "config", "goldenRunMethod", "judgeModel", "userModel", "generateLatencyReport",
+        BUDGET_FIELD,
     }
 )  # fmt: skip
 

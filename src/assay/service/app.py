@@ -21,7 +21,7 @@ from assay.service.context import ServiceContext
 from assay.service.errors import install_handlers
 from assay.service.ratelimit import RateLimiter, RateLimitMiddleware
 from assay.service.routes import collection_router, generic_router
-from assay.service.settings import DEFAULT_LIMITS, ServiceLimits
+from assay.service.settings import DEFAULT_LIMITS, NO_BUDGET, JudgeBudget, ServiceLimits
 from assay.service.ui_session import SessionSigner, UiLogin
 from assay.store import Store
 from assay.view import create_view_app
@@ -52,6 +52,8 @@ def create_app(
     ui_secret: bytes | None = None,
     api_docs: bool = True,
     limits: ServiceLimits | None = None,
+    judge_budget: JudgeBudget | None = None,
+    prices_file: str | None = None,
 ) -> FastAPI:
     """The service over `store`; `agent` is what evaluation runs call.
 
@@ -74,6 +76,8 @@ def create_app(
     `api_docs=False` serves no `/docs` and `/redoc` pages (they load their scripts from a
     CDN; `/openapi.json` stays).
     `limits`: what one request may bring, on every surface (default: `DEFAULT_LIMITS`).
+    `judge_budget`: the caps on the judges of every run the server starts (a request may
+    ask for less); `prices_file`: a price table laid over the shipped one (`--prices`).
     """
     install_log_redaction()  # no query string (an API key in `?key=`) in the logs
     ctx = ServiceContext(
@@ -86,6 +90,8 @@ def create_app(
         case_timeout_s=case_timeout_s,
         files_root=Path(files_root).resolve() if files_root is not None else None,
         limits=limits if limits is not None else DEFAULT_LIMITS,
+        judge_budget=judge_budget if judge_budget is not None else NO_BUDGET,
+        prices_file=prices_file,
     )
     # Entered first, so left last: work started in the background (a large import) is
     # finished when the server shuts down, before the store closes.

@@ -10,7 +10,14 @@ from typing import Any
 from fastapi import Request
 
 from assay.agents.base import Agent
-from assay.service.settings import DEFAULT_LIMITS, WORK_LIMITS, ServiceLimits, WorkLimits
+from assay.service.settings import (
+    DEFAULT_LIMITS,
+    NO_BUDGET,
+    WORK_LIMITS,
+    JudgeBudget,
+    ServiceLimits,
+    WorkLimits,
+)
 from assay.store import Resource, Store
 
 # Called on every evaluation rendered: (ctx, stored resource, JSON body to fill in,
@@ -47,6 +54,12 @@ class ServiceContext:
     work_limits: WorkLimits = WORK_LIMITS
     # What one request may bring (bytes, depth, documents, models): every surface.
     limits: ServiceLimits = DEFAULT_LIMITS
+    # Caps on the judges of every run this server starts (`--max-judge-usd-per-run`,
+    # `--max-judge-calls-per-run`); a request may ask for less, never more.
+    judge_budget: JudgeBudget = NO_BUDGET
+    # A price table laid over the shipped one (`--prices FILE`) for the runs executed
+    # here and the estimates (`evaluations:estimate`).
+    prices_file: str | None = None
     parts: dict[str, object] = field(default_factory=dict)
 
 

@@ -89,7 +89,7 @@ def create_resource(
     clean = writable_part(spec, body, field=spec.singular)
     validate(ctx.store, app, spec, rid, clean)
     if spec is SCHEDULES:
-        runs.check_models(ctx, clean["request"], "request.")
+        runs.check_scheduled_request(ctx, clean["request"])
         clean = schedules.derive(clean, None, utcnow())
     if ctx.store.resources.get(app, kind, rid) is not None:
         raise AlreadyExists(f"{spec.singular} apps/{app}/{kind}/{rid} already exists")
@@ -226,7 +226,7 @@ def update_resource(
         merged = apply_mask(current.body, patch, paths)
         validate(ctx.store, parsed.app, spec, parsed.id, merged)
         if spec is SCHEDULES:
-            runs.check_models(ctx, merged["request"], "request.")
+            runs.check_scheduled_request(ctx, merged["request"])
             merged = schedules.derive(merged, current, utcnow())
         try:
             stored = ctx.store.resources.put(

@@ -56,6 +56,8 @@ class WorkerOrder(BaseModel):
     run_id: str
     agent: str
     case_timeout_s: float | None = None
+    #: the server's `--prices FILE` (None: the shipped price table)
+    prices_file: str | None = None
 
 
 def _watch_lifeline(stdin: IO[bytes]) -> None:
@@ -97,7 +99,13 @@ async def _execute(order: WorkerOrder, announce: IO[str]) -> None:
             settings = ServiceRunSettings.of_run(run)
             agent = load_agent(order.agent)
             session = run_session(
-                store, run, settings, agent, on_stored, timeout_s=order.case_timeout_s
+                store,
+                run,
+                settings,
+                agent,
+                on_stored,
+                timeout_s=order.case_timeout_s,
+                prices_file=order.prices_file,
             )
             await session.arun()
         except asyncio.CancelledError:

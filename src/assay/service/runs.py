@@ -26,7 +26,7 @@ from assay.service._storable import check_storable
 from assay.service.aggregate import Aggregator
 from assay.service.errors import FailedPrecondition, InvalidArgument, NotFound
 from assay.service.names import RESULTS, RUNS, check_app, check_id, parse_kind_name, parse_name
-from assay.service.settings import RunOwner, ServiceRunSettings
+from assay.service.settings import BUDGET_FIELD, RunOwner, ServiceRunSettings, requested_budget
 from assay.store.eval_results import SERVICE_KEY, EvaluationResults
 from assay.store.exceptions import RunNotFoundError
 from assay.store.namespace import current_namespace
@@ -66,6 +66,8 @@ REQUEST_FIELDS = (
     "userModel",
     # Set by the scheduler on the runs it starts (apps/{app}/scheduledEvaluationRuns/{id}).
     "scheduledEvaluationRun",
+    # assay's extension: a lower cap on the run's judges than the server's (not in CES).
+    BUDGET_FIELD,
 )
 
 
@@ -94,7 +96,12 @@ def attach(ctx: ServiceContext) -> RunsState:
         from assay.service._run_process import RunProcesses
 
         executor.worker = RunProcesses(
-            ctx.store, ctx.agent_spec, ctx.case_timeout_s, aggregator.touched, executor.is_lost
+            ctx.store,
+            ctx.agent_spec,
+            ctx.case_timeout_s,
+            aggregator.touched,
+            executor.is_lost,
+            prices_file=ctx.prices_file,
         )
     state = RunsState(executor, results, aggregator)
     ctx.parts[RUNS_PART] = state
@@ -187,9 +194,11 @@ def _has_expectations(body: Mapping[str, Any]) -> bool:
     )
 
 
-def _service_config(
+def run_settings(
     ctx: ServiceContext, app: str, request: Mapping[str, object]
 ) -> ServiceRunSettings:
+    """The settings of the run `request` asks for (validated: INVALID_ARGUMENT naming
+    the field, NOT_FOUND for a missing evaluation); nothing is stored."""
     unknown = sorted(set(request) - set(REQUEST_FIELDS))
     if unknown:
         raise InvalidArgument.field(
@@ -220,6 +229,7 @@ def _service_config(
         if request.get(field) is not None and not isinstance(request[field], str):
             raise InvalidArgument.field(field, "expected a string")
     check_models(ctx, request)
+    budget = requested_budget(request.get(BUDGET_FIELD), ctx.judge_budget)
     ids = _request_ids(ctx, app, request)
     evaluations: dict[str, Any] = {}
     for eid in ids:
@@ -255,6 +265,7 @@ def _service_config(
         judge_model=request.get("judgeModel") or None,
         user_model=request.get("userModel") or None,
         scheduled_evaluation_run=request.get("scheduledEvaluationRun") or None,
+        judge_budget=budget if budget.capped else None,
     )
     try:
         cases, options = run_plan(settings)
@@ -285,6 +296,13 @@ def check_models(ctx: ServiceContext, request: Mapping[str, object], prefix: str
             _check_model_allowed(ctx, prefix + field, model)
 
 
+def check_scheduled_request(ctx: ServiceContext, request: Mapping[str, object]) -> None:
+    """What a schedule's run request may ask of this server, checked when the schedule is
+    written (INVALID_ARGUMENT naming `request.FIELD`): its models and its judge budget."""
+    check_models(ctx, request, "request.")
+    requested_budget(request.get(BUDGET_FIELD), ctx.judge_budget, f"request.{BUDGET_FIELD}")
+
+
 def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> None:
     """A model named by a request must be one the operator configured: a request never
     makes the server open a file (`local:/path.gguf`) or call an endpoint of its own."""
@@ -305,8 +323,10 @@ def _check_model_allowed(ctx: ServiceContext, field: str, model: str | None) -> 
     )
 
 
-def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:
-    """Create an evaluationRun (state RUNNING) and start it; return the operation JSON."""
+def checked_request(ctx: ServiceContext, app: str, request: object) -> ServiceRunSettings:
+    """The settings of a run request, checked as `evaluations:run` checks it (also for
+    its estimate, `evaluations:estimate`): the app, the body's shape and depth, an
+    agent to run, then every field."""
     check_app(app)
     if not isinstance(request, Mapping):
         raise InvalidArgument("the request body must be a JSON object")
@@ -315,8 +335,14 @@ def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[st
         raise FailedPrecondition(
             "no agent to evaluate: start assay serve with --agent (e.g. --agent module:attr)"
         )
+    return run_settings(ctx, app, request)
+
+
+def start_run(ctx: ServiceContext, app: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Create an evaluationRun (state RUNNING) and start it; return the operation JSON."""
+    settings = checked_request(ctx, app, request)
+    assert ctx.agent is not None  # checked_request refuses a run without one
     state = state_of(ctx)
-    settings = _service_config(ctx, app, request)
     settings.owner = RunOwner.model_validate(state.executor.owner())
     run_id = ctx.store.start_run(
         eval_set_ids=[EVAL_SET_ID],

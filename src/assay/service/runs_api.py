@@ -1,6 +1,7 @@
 """REST routes for evaluation runs and results, and the runs side's hooks into the app.
 
     POST   /v1/apps/{app}/evaluations:run                run_evaluation (an operation)
+    POST   /v1/apps/{app}/evaluations:estimate           estimate_evaluation_run (a dry run)
     GET    /v1/apps/{app}/evaluationRuns                 list runs, newest first
     GET    /v1/apps/{app}/evaluationRuns/{id}            get a run (state, progress)
     DELETE /v1/apps/{app}/evaluationRuns/{id}            delete a run and its results
@@ -19,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query
 
-from assay.service import _results, runs
+from assay.service import _results, run_estimate, runs
 from assay.service._routing import OffloadedRoute
 from assay.service.context import ServiceContext, get_ctx
 from assay.service.routes import ERRORS
@@ -45,11 +46,28 @@ router = APIRouter(
     summary="Run evaluations (or a dataset) against the server's agent",
     description="Body: {evaluations: [names or ids], evaluationDataset, displayName, "
     "appVersion, runCount, config: {toolCallBehaviour: REAL|FAKE|MIXED}, goldenRunMethod: "
-    "STABLE|NAIVE, judgeModel, userModel}. Returns a long-running operation at once; "
-    "metadata.evaluationRun names the run to poll.",
+    "STABLE|NAIVE, judgeModel, userModel, assayJudgeBudget: {maxUsd, maxCalls}}. Returns a "
+    "long-running operation at once; metadata.evaluationRun names the run to poll.",
 )
 def run_evaluation(ctx: Ctx, app: str, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
     return runs.start_run(ctx, app, body)
+
+
+@router.post(
+    "/apps/{app}/evaluations:estimate",
+    operation_id="estimate_evaluation_run",
+    summary="Estimate a run's judge calls, tokens, cache hits and price, running nothing",
+    description="Body: the body of evaluations:run, checked as it is. Nothing is stored and "
+    "no model or agent is called. Returns the estimate `assay eval --dry-run --out` writes "
+    "(judge: calls, cache_hits, input_tokens, output_tokens, usd, per_metric, "
+    "per_metric_model; agent: calls), the evaluations and metrics of the run, its "
+    "judgeBudget (with exceeded: whether the estimate passes it), and complete: false "
+    "with notCounted naming the simulated scenarios whose calls cannot be known before.",
+)
+def estimate_evaluation_run(
+    ctx: Ctx, app: str, body: Annotated[dict[str, Any], Body()]
+) -> dict[str, Any]:
+    return run_estimate.estimate(ctx, app, body)
 
 
 @router.get("/apps/{app}/evaluationRuns", operation_id="list_evaluation_runs")

@@ -10,7 +10,9 @@ none and are version 1).
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,110 @@ class RunOwner(BaseModel):
     host: str | None = None
     pid: int | None = None
     instance: str | None = None
+
+
+class JudgeBudget(BaseModel):
+    """Caps on what one run's judges may spend (None: no cap of that kind).
+
+    The server's (`assay serve --max-judge-usd-per-run`, `--max-judge-calls-per-run`)
+    applies to every run it starts; a run request may ask for a lower one
+    (`assayJudgeBudget`). The run's own is stored in its settings, so a resumed run
+    keeps the cap it started with.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    max_usd: float | None = Field(default=None, alias="maxUsd", gt=0, allow_inf_nan=False)
+    max_calls: int | None = Field(default=None, alias="maxCalls", ge=1)
+
+    @property
+    def capped(self) -> bool:
+        return self.max_usd is not None or self.max_calls is not None
+
+    def within(self, server: JudgeBudget) -> JudgeBudget:
+        """This budget where it is set, else the server's (a request's, over the server's)."""
+        return JudgeBudget(
+            max_usd=self.max_usd if self.max_usd is not None else server.max_usd,
+            max_calls=self.max_calls if self.max_calls is not None else server.max_calls,
+        )
+
+    def document(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+NO_BUDGET = JudgeBudget()
+
+BUDGET_FIELD = "assayJudgeBudget"
+"""The run request's assay extension asking for a lower judge budget than the server's."""
+
+
+def requested_budget(value: object, server: JudgeBudget, field: str = BUDGET_FIELD) -> JudgeBudget:
+    """The judge budget a run request asks for (`value`: its `assayJudgeBudget`), within
+    the server's `server`: INVALID_ARGUMENT naming the field for a value that is not a
+    positive finite number (`maxUsd`) or a positive integer (`maxCalls`), or that asks
+    for more than the server allows. None: the server's budget."""
+    from assay.service.errors import InvalidArgument
+
+    if value is None:
+        return server
+    if not isinstance(value, Mapping):
+        raise InvalidArgument.field(field, "expected an object {maxUsd, maxCalls}")
+    unknown = sorted(set(value) - {"maxUsd", "maxCalls"})
+    if unknown:
+        raise InvalidArgument.field(
+            f"{field}.{unknown[0]}", "unknown field of a judge budget; expected maxUsd, maxCalls"
+        )
+    usd = _positive_usd(value.get("maxUsd"), f"{field}.maxUsd")
+    calls = _positive_calls(value.get("maxCalls"), f"{field}.maxCalls")
+    if usd is not None and server.max_usd is not None and usd > server.max_usd:
+        raise InvalidArgument.field(
+            f"{field}.maxUsd",
+            f"{usd:g} is above this server's cap of {server.max_usd:g} US dollars per run"
+            " (assay serve --max-judge-usd-per-run); ask for that or less",
+        )
+    if calls is not None and server.max_calls is not None and calls > server.max_calls:
+        raise InvalidArgument.field(
+            f"{field}.maxCalls",
+            f"{calls} is above this server's cap of {server.max_calls} judge calls per run"
+            " (assay serve --max-judge-calls-per-run); ask for that or fewer",
+        )
+    return JudgeBudget(max_usd=usd, max_calls=calls).within(server)
+
+
+def _positive_usd(value: object, field: str) -> float | None:
+    from assay.service.errors import InvalidArgument
+
+    if value is None:
+        return None
+    number = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past any float: no cap a request needs
+            number = math.inf
+    if not math.isfinite(number) or number <= 0:
+        raise InvalidArgument.field(
+            field, f"expected a positive number of US dollars, got {_shown(value)}"
+        )
+    return number
+
+
+def _positive_calls(value: object, field: str) -> int | None:
+    from assay.service.errors import InvalidArgument
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument.field(
+            field, f"expected a whole number of judge calls from 1, got {_shown(value)}"
+        )
+    return value
+
+
+def _shown(value: object) -> str:
+    """A client's value in an error message, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class ServiceRunSettings(BaseModel):
@@ -58,6 +164,9 @@ class ServiceRunSettings(BaseModel):
     """Set once the run's operation was deleted (DeleteOperation): it is no longer listed."""
     total_count: int | None = Field(default=None, alias="totalCount")
     owner: RunOwner | None = None
+    judge_budget: JudgeBudget | None = Field(default=None, alias="judgeBudget")
+    """The run's caps on its judges (the server's, or a lower one the request asked
+    for), kept by a resumed run; None (and documents stored before caps): no cap."""
 
     @classmethod
     def of_run(cls, run: RunInfo) -> ServiceRunSettings:

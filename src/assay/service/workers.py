@@ -42,6 +42,9 @@ class ServeSettings(BaseModel):
     ui_secret: str | None = None
     api_docs: bool = True
     allowed_models: tuple[str, ...] = ()
+    max_judge_usd_per_run: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_judge_calls_per_run: int | None = Field(default=None, ge=1)
+    prices_file: str | None = None
 
 
 def app_from_environment() -> FastAPI:
@@ -51,7 +54,7 @@ def app_from_environment() -> FastAPI:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start workers with `assay serve`")
     settings = ServeSettings.model_validate_json(raw)
     from assay.service.app import create_app
-    from assay.service.settings import ServiceLimits
+    from assay.service.settings import JudgeBudget, ServiceLimits
     from assay.store import Store
 
     store = Store.open(settings.store_url)
@@ -78,6 +81,11 @@ def app_from_environment() -> FastAPI:
             ui_secret=bytes.fromhex(settings.ui_secret) if settings.ui_secret else None,
             api_docs=settings.api_docs,
             limits=ServiceLimits(allowed_models=settings.allowed_models),
+            judge_budget=JudgeBudget(
+                max_usd=settings.max_judge_usd_per_run,
+                max_calls=settings.max_judge_calls_per_run,
+            ),
+            prices_file=settings.prices_file,
         )
         if settings.grpc_port is not None:
             from assay.service.wire import ces_grpc

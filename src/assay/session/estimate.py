@@ -9,9 +9,10 @@ model is called and nothing is stored.
 
 An agent is never run: its calls are counted where they can be known (each golden turn
 of each run; a scenario's `max_turns`, an upper bound), and the judged metrics are
-estimated on the golden turns standing in for the agent's replies. A metric whose later
-calls depend on what the judge said first (one call per claim it found) is estimated
-with one item per list in each reply.
+estimated on the golden turns standing in for the agent's replies (a CES golden's
+expectations acted out: its tool calls and responses, its agent response). A metric
+whose later calls depend on what the judge said first (one call per claim it found) is
+estimated with one item per list in each reply.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from assay.core.cases import EvalCase, EvalSet
+from assay.core.cases import EvalCase, EvalSet, Step, Turn
 from assay.engine import RunOptions
 from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.runner import arun, runs_for
@@ -130,8 +131,27 @@ def agent_calls(
 def _as_recorded(case: EvalCase) -> EvalCase:
     """The case with its golden turns standing in for an agent's replies."""
     if case.reference:
-        return case.model_copy(update={"actual": list(case.reference)})
+        return case.model_copy(update={"actual": [_acted(t) for t in case.reference]})
     return case
+
+
+def _acted(turn: Turn) -> Turn:
+    """A golden turn as the reply it expects of the agent: a CES golden's expectations
+    (its tool calls and their responses, its agent response) acted out as the agent's
+    steps and response, so the judges see a turn with a response as in the real run.
+    A turn without expectations stands in as it is."""
+    if not turn.expectations:
+        return turn
+    steps, response = list(turn.steps), turn.final_response
+    for expected in turn.expectations:
+        if expected.tool_call is not None:
+            steps.append(Step(tool_call=expected.tool_call))
+        reply = expected.tool_response or expected.mock_tool_response
+        if reply is not None:
+            steps.append(Step(tool_response=reply))
+        if expected.agent_response is not None:
+            response = expected.agent_response
+    return turn.model_copy(update={"steps": steps, "final_response": response, "expectations": []})
 
 
 async def aestimate_run(
