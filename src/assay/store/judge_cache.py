@@ -38,6 +38,10 @@ class CacheGroup:
 _REPLIES_OF_KEYS = select(judge_cache.c.key, judge_cache.c.reply).where(
     judge_cache.c.key.in_(bindparam("keys", expanding=True))
 )
+#: the same for one key, the usual lookup (a judge call's): no list to expand per call
+_REPLY_OF_KEY = select(judge_cache.c.key, judge_cache.c.reply).where(
+    judge_cache.c.key == bindparam("key")
+)
 #: SQLite's bound-parameter limit, with room to spare
 _KEYS_PER_LOOKUP = 500
 
@@ -184,6 +188,9 @@ class CacheReader(Repository):
             self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         found: dict[str, Any] = {}
         try:
+            if len(wanted) == 1:
+                rows = self._conn.execute(_REPLY_OF_KEY, {"key": wanted[0]})
+                return {key: reply for key, reply in rows}
             for start in range(0, len(wanted), _KEYS_PER_LOOKUP):
                 chunk = wanted[start : start + _KEYS_PER_LOOKUP]
                 rows = self._conn.execute(_REPLIES_OF_KEYS, {"keys": chunk})

@@ -201,13 +201,12 @@ class StoreRecorder:
                 self._durable_waiters = [w for w in self._durable_waiters if w[0] >= self._written]
             else:
                 ready, self._durable_waiters = self._durable_waiters, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for _, loop, future in ready:
-            if loop.is_closed():
-                continue
-            if error is None:
-                loop.call_soon_threadsafe(_resolve, future, None)
-            else:
-                loop.call_soon_threadsafe(_resolve, future, error)
+            by_loop.setdefault(loop, []).append(future)
+        for loop, futures in by_loop.items():  # one wake-up of each loop per write
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, futures, error)
 
     def _write_pending(self) -> None:
         with self._write_lock:
@@ -255,10 +254,11 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():  # the slot was cancelled meanwhile
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():  # the slot was cancelled meanwhile
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
