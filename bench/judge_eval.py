@@ -1,13 +1,17 @@
 """Judge throughput end to end from `assay eval` (issue #38): start-up included.
 
     python bench/judge_eval.py                        # 3,200 rows, 200 ms, 32 in flight
+    python bench/judge_eval.py --no-store             # the same without the store
     python bench/judge_eval.py --rows 800 --latency 0.1 --concurrency 16
 
 Writes N recorded rows (distinct prompts), serves the judge `openai:stand-in` from
 assay's stand-in (`assay.testing.JudgeServer`, in a child process) on 127.0.0.1 with
 each reply after `latency`, and times a child `python -m assay eval ROWS --from mlflow
--m correctness --judge openai:stand-in --judge-concurrency C --no-store` from its
-start to its exit: one judge call per row, so the ideal is N x latency / C seconds.
+-m correctness --judge openai:stand-in --judge-concurrency C` from its start to its
+exit, as a user runs it: the store on (a fresh `.assay/` in the run's folder, so no
+reply is cached) and a JSON report, or `--no-store`. One judge call per row, so the
+ideal is N x latency / C seconds. A small untimed run first writes assay's bytecode
+(which an installed assay has; `PYTHONDONTWRITEBYTECODE` is dropped for the child).
 Prints the wall time, the ratio ideal / wall, and the calls the server saw; asserts
 only that every row was judged (one call each, every case scored). Timings are never
 asserted.
@@ -54,7 +58,7 @@ def write_rows(n: int, folder: Path) -> Path:
     return path
 
 
-def run(rows: int, latency: float, concurrency: int) -> dict[str, float]:
+def run(rows: int, latency: float, concurrency: int, *, store: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(yes_script, latency) as server:
         folder = Path(tmp)
         data = write_rows(rows, folder)
@@ -65,10 +69,12 @@ def run(rows: int, latency: float, concurrency: int) -> dict[str, float]:
             "OPENAI_API_KEY": "unused",
             "PYTHONPATH": str(REPO / "src"),
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [
             sys.executable, "-m", "assay", "eval", str(data), "--from", "mlflow",
             "-m", "correctness", "--judge", "openai:stand-in",
-            "--judge-concurrency", str(concurrency), "--no-store", "--out", str(out), "-q",
+            "--judge-concurrency", str(concurrency), "--out", str(out), "-q",
+            *([] if store else ["--no-store"]),
         ]  # fmt: skip
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
@@ -92,11 +98,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-store", action="store_true", help="run assay eval with --no-store")
     args = parser.parse_args()
+    store = not args.no_store
+    run(32, 0.0, args.concurrency, store=store)  # untimed: writes the bytecode
+    where = "store on" if store else "--no-store"
     for _ in range(args.repeat):
-        got = run(args.rows, args.latency, args.concurrency)
+        got = run(args.rows, args.latency, args.concurrency, store=store)
         print(
-            f"{args.rows:,} rows, {args.latency * 1000:g} ms, {args.concurrency} in flight:"
+            f"{args.rows:,} rows, {args.latency * 1000:g} ms, {args.concurrency} in flight,"
+            f" {where}:"
             f" {got['wall_s']:.2f} s against the ideal {got['ideal_s']:.2f} s"
             f" = {got['ratio']:.3f} of the ideal ({got['calls']:,} calls,"
             f" {got['cpu_s']:.2f} s of CPU in assay eval)"
