@@ -1,16 +1,22 @@
 """Judge throughput end to end from `assay eval` (issue #38): start-up included.
 
     python bench/judge_eval.py                        # 3,200 rows, 200 ms, 32 in flight
+    python bench/judge_eval.py --no-store             # the same without the store
     python bench/judge_eval.py --rows 800 --latency 0.1 --concurrency 16
+    python bench/judge_eval.py --baseline-tree ../assay-at-an-older-commit
 
 Writes N recorded rows (distinct prompts), serves the judge `openai:stand-in` from
 assay's stand-in (`assay.testing.JudgeServer`, in a child process) on 127.0.0.1 with
 each reply after `latency`, and times a child `python -m assay eval ROWS --from mlflow
--m correctness --judge openai:stand-in --judge-concurrency C --no-store` from its
-start to its exit: one judge call per row, so the ideal is N x latency / C seconds.
+-m correctness --judge openai:stand-in --judge-concurrency C` from its start to its
+exit, as a user runs it: the store on (a fresh `.assay/` in the run's folder, so no
+reply is cached) and a JSON report, or `--no-store`. One judge call per row, so the
+ideal is N x latency / C seconds. A small untimed run first writes assay's bytecode
+(which an installed assay has; `PYTHONDONTWRITEBYTECODE` is dropped for the child).
 Prints the wall time, the ratio ideal / wall, and the calls the server saw; asserts
 only that every row was judged (one call each, every case scored). Timings are never
-asserted.
+asserted. With `--baseline-tree`, the same runs of that checkout's assay (its `src`)
+alternate with this one's, and the ratio of their median walls is printed.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,7 +61,9 @@ def write_rows(n: int, folder: Path) -> Path:
     return path
 
 
-def run(rows: int, latency: float, concurrency: int) -> dict[str, float]:
+def run(
+    rows: int, latency: float, concurrency: int, *, store: bool, tree: Path = REPO
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(yes_script, latency) as server:
         folder = Path(tmp)
         data = write_rows(rows, folder)
@@ -63,12 +72,14 @@ def run(rows: int, latency: float, concurrency: int) -> dict[str, float]:
             **os.environ,
             "OPENAI_BASE_URL": server.base_url,
             "OPENAI_API_KEY": "unused",
-            "PYTHONPATH": str(REPO / "src"),
+            "PYTHONPATH": str(tree / "src"),
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [
             sys.executable, "-m", "assay", "eval", str(data), "--from", "mlflow",
             "-m", "correctness", "--judge", "openai:stand-in",
-            "--judge-concurrency", str(concurrency), "--no-store", "--out", str(out), "-q",
+            "--judge-concurrency", str(concurrency), "--out", str(out), "-q",
+            *([] if store else ["--no-store"]),
         ]  # fmt: skip
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
@@ -92,15 +103,31 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--no-store", action="store_true", help="run assay eval with --no-store")
+    parser.add_argument(
+        "--baseline-tree", type=Path, help="another checkout of assay, run alternately"
+    )
     args = parser.parse_args()
+    store = not args.no_store
+    trees = [REPO] if args.baseline_tree is None else [args.baseline_tree.resolve(), REPO]
+    for tree in trees:
+        run(32, 0.0, args.concurrency, store=store, tree=tree)  # untimed: writes bytecode
+    where = "store on" if store else "--no-store"
+    walls: dict[Path, list[float]] = {tree: [] for tree in trees}
     for _ in range(args.repeat):
-        got = run(args.rows, args.latency, args.concurrency)
-        print(
-            f"{args.rows:,} rows, {args.latency * 1000:g} ms, {args.concurrency} in flight:"
-            f" {got['wall_s']:.2f} s against the ideal {got['ideal_s']:.2f} s"
-            f" = {got['ratio']:.3f} of the ideal ({got['calls']:,} calls,"
-            f" {got['cpu_s']:.2f} s of CPU in assay eval)"
-        )
+        for tree in trees:
+            got = run(args.rows, args.latency, args.concurrency, store=store, tree=tree)
+            walls[tree].append(got["wall_s"])
+            name = "this tree" if tree == REPO else f"baseline {tree.name}"
+            print(
+                f"{name}: {args.rows:,} rows, {args.latency * 1000:g} ms,"
+                f" {args.concurrency} in flight, {where}: {got['wall_s']:.2f} s against the"
+                f" ideal {got['ideal_s']:.2f} s = {got['ratio']:.3f} of the ideal"
+                f" ({got['calls']:,} calls, {got['cpu_s']:.2f} s of CPU in assay eval)"
+            )
+    if args.baseline_tree is not None:
+        base, this = (statistics.median(walls[tree]) for tree in trees)
+        print(f"baseline wall / this tree's wall: {base / this:.3f} (medians)")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ caller's process, as on the loaded path.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -255,8 +255,8 @@ class _FinishLater:
     def on_start(self, total: int) -> None:
         self.observer.on_start(total)
 
-    def on_case_done(self, result: CaseResult) -> None:
-        self.observer.on_case_done(result)
+    def on_case_done(self, result: CaseResult) -> Awaitable[None] | None:
+        return self.observer.on_case_done(result)
 
     def on_finish(self, result: EvalResult) -> None:
         return None  # told by `keep_at_most`

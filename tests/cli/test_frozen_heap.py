@@ -83,3 +83,18 @@ def test_the_assay_program_keeps_its_heap_frozen_to_the_end(tmp_path: Path) -> N
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "frozen at exit: True" in done.stdout
+
+
+def test_a_paused_collector_comes_back_with_what_the_block_made_frozen() -> None:
+    # Re-enabled over everything allocated while it was off, the collector's first pass
+    # would be a full one over every result; frozen, they are out of its reach.
+    from assay.cli.common import frozen_heap_released, gc_paused
+
+    gc.unfreeze()
+    with frozen_heap_released():
+        with gc_paused(True):
+            made = [[i] for i in range(1_000)]  # tracked objects, as results are
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(made)
+    assert gc.get_freeze_count() == 0  # unfrozen: this is not the `assay` program

@@ -270,3 +270,37 @@ def test_a_result_its_done_refused_is_not_released_and_the_error_is_raised() -> 
         asyncio.run(schedule.run(range(6)))
     assert released == [0, 1]
     assert schedule.held() == []
+
+
+def test_a_slot_awaits_what_done_returns_before_taking_new_work() -> None:
+    # A recorder storing from its writer thread hands back the durability to await: the
+    # slot that finished a job takes the next only once its result is stored.
+    events: list[str] = []
+
+    async def main() -> None:
+        stored: dict[int, asyncio.Future[None]] = {}
+
+        async def work(job: int) -> int:
+            events.append(f"start {job}")
+            return job
+
+        def done(index: int, result: int) -> asyncio.Future[None]:
+            events.append(f"done {result}")
+            stored[result] = asyncio.get_running_loop().create_future()
+            return stored[result]
+
+        async def store_later() -> None:
+            for job in range(3):
+                while job not in stored:
+                    await asyncio.sleep(0)
+                events.append(f"stored {job}")
+                stored[job].set_result(None)
+
+        await asyncio.gather(Schedule(work, workers=1, done=done).run(range(3)), store_later())
+
+    asyncio.run(main())
+    assert events == [
+        "start 0", "done 0", "stored 0",
+        "start 1", "done 1", "stored 1",
+        "start 2", "done 2", "stored 2",
+    ]  # fmt: skip

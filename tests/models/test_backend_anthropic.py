@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Iterator
 
+import anthropic
 import pytest
 
 from assay.errors import ConfigError
@@ -41,6 +42,19 @@ MESSAGES = [
 def _no_anthropic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test on both transports: aiohttp's (the fast path) and httpx's own (what
+    an SDK installed without httpx-aiohttp uses), which must behave the same."""
+    if request.param == "httpx":
+
+        def unavailable(**_kwargs: object) -> None:
+            raise RuntimeError("the aiohttp client needs the SDK's `aiohttp` extra")
+
+        monkeypatch.setattr(anthropic, "DefaultAioHttpClient", unavailable)
+    return str(request.param)
 
 
 @pytest.fixture
@@ -255,3 +269,14 @@ async def test_make_backend_builds_it_from_the_model_string(server: JudgeServer)
 def test_no_key_for_anthropic_itself_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         AnthropicBackend("claude-judge")
+
+
+async def test_calls_go_through_the_transport_chosen(server: JudgeServer, transport: str) -> None:
+    backend = backend_for(server)
+    try:
+        reply = await backend.complete(MESSAGES, GenerationSettings())
+        used = type(backend._client._client._transport).__name__
+    finally:
+        await backend.aclose()
+    assert reply.text == '{"rationale": "ok"}'
+    assert used == ("AiohttpTransport" if transport == "aiohttp" else "AsyncHTTPTransport")

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import openai
 import pytest
 
+import assay.models.backends as backends
 from assay.errors import ConfigError
 from assay.models.backends import retry_after_seconds, split_system
 from assay.models.backends.openai_compat import OpenAICompatBackend, create_backend
@@ -37,6 +39,26 @@ MESSAGES = [
 def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test on both transports: aiohttp's (the fast path) and httpx's own (what
+    an SDK installed without httpx-aiohttp uses), which must behave the same."""
+    if request.param == "httpx":
+        without_aiohttp(monkeypatch)
+    return str(request.param)
+
+
+def without_aiohttp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK as installed without its aiohttp extra: its client refuses to be built."""
+
+    def unavailable(**_kwargs: object) -> None:
+        raise RuntimeError(
+            "To use the aiohttp client you must have installed the package with the `aiohttp` extra"
+        )
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", unavailable)
 
 
 @pytest.fixture
@@ -273,11 +295,12 @@ def test_split_system_joins_system_parts_and_keeps_turns() -> None:
     assert turns == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
 
 
-async def test_calls_in_flight_are_spread_over_several_connection_pools(
-    server: JudgeServer,
+async def test_calls_in_flight_share_one_aiohttp_pool_or_are_spread_over_httpx_pools(
+    server: JudgeServer, transport: str
 ) -> None:
-    # One httpcore pool checks each of its connections on every request it assigns: 32
-    # calls in flight are spread over the backend's clients, 4 connections each.
+    # aiohttp's pool holds the 32 connections of 32 calls in flight; httpcore's pool
+    # checks each of its connections on every request it assigns, so without aiohttp
+    # the calls are spread over the backend's clients, 4 connections each.
     release = threading.Event()
     server.set_script(StandinReply('{"verdict": "valid"}', hold=release))
     backend = backend_for(server)
@@ -287,12 +310,34 @@ async def test_calls_in_flight_are_spread_over_several_connection_pools(
     try:
         while server.in_flight < 32:
             await asyncio.sleep(0.01)
-        pools = [len(client._client._transport._pool.connections) for client in backend._shards]
+        transports = [client._client._transport for client in backend._shards]
+        if transport == "aiohttp":
+            pools = [len(t.client.connector._acquired) for t in transports]
+        else:
+            pools = [len(t._pool.connections) for t in transports]
     finally:
         release.set()
         replies = await asyncio.gather(*calls)
         await backend.aclose()
-    assert len(pools) > 1
+    assert {type(t).__name__ for t in transports} == {
+        "AiohttpTransport" if transport == "aiohttp" else "AsyncHTTPTransport"
+    }
     assert sum(pools) == 32
+    assert len(pools) == (1 if transport == "aiohttp" else 8)
     assert max(pools) == 32 // len(pools)
     assert {r.text for r in replies} == {'{"verdict": "valid"}'}
+
+
+async def test_without_httpx_aiohttp_a_warning_says_calls_cost_more(
+    server: JudgeServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    without_aiohttp(monkeypatch)
+    monkeypatch.setattr(backends, "_warned_no_aiohttp", False)
+    with caplog.at_level(logging.WARNING, logger="assay.models.backends"):
+        first, second = backend_for(server), backend_for(server)
+    await first.aclose()
+    await second.aclose()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1, warnings  # once per process, not per judge
+    assert "httpx's own transport" in warnings[0]
+    assert "assay[openai]" in warnings[0]

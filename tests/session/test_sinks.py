@@ -172,3 +172,41 @@ def test_case_outputs_store_each_result_before_the_observers_hear_of_it(tmp_path
         bare.on_case_done(case)
         bare.in_order(case)
     assert bare.collected is None and bare.written == 3
+
+
+class _Shown:
+    """An observer noting, for each result it is told of, whether the store has it."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.stored_when_shown: list[bool] = []
+
+    def on_start(self, total: int) -> None:
+        return None
+
+    def on_case_done(self, result: CaseResult) -> None:
+        stored = {d["case_id"] for d in self.store.case_results(self.run_id)}
+        self.stored_when_shown.append(result.case_id in stored)
+
+    def on_finish(self, result: EvalResult) -> None:
+        return None
+
+
+async def test_a_result_stored_from_the_writer_thread_is_shown_once_durable(
+    tmp_path: Path,
+) -> None:
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        run_id = store.start_run(eval_set_ids=["s"], metrics=["m"], config={}, agent=None, runs=1)
+        recorder = StoreRecorder(store, run_id, durable_after_s=0)
+        shown = _Shown(store, run_id)
+        outputs = CaseOutputs(recorder, [shown])
+        outputs.on_start(2)
+        metrics = [build_metric("response_match_score", 0.5)]
+        cases = [score_recorded(c, metrics, eval_set_id="s") for c in _evalset(2).cases]
+        for case in cases:
+            pending = outputs.on_case_done(case)
+            assert pending is not None  # stored by the writer thread, awaited by the slot
+            assert shown.stored_when_shown == [True] * (len(shown.stored_when_shown))
+            await pending
+        recorder.on_finish(EvalResult(summary={}, rows=[], cases=cases))
+    assert shown.stored_when_shown == [True, True]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -285,3 +287,77 @@ def test_slow_cases_are_each_durable_before_the_engine_goes_on(store: Store) -> 
         assert recorder.pending == 0
     recorder.on_finish(_summary([row_result(i) for i in range(4)]))
     assert store.get_run(run_id).status == "COMPLETED"
+
+
+# -- from the event loop: durable through the writer thread (group commits) --------------
+
+
+def _spy_writes(
+    store: Store, monkeypatch: pytest.MonkeyPatch, *, hold_first: threading.Event | None = None
+) -> tuple[list[tuple[int, int]], threading.Event]:
+    """Record (thread, batch size) of each write; the first waits for `hold_first`."""
+    writes: list[tuple[int, int]] = []
+    entered = threading.Event()
+    original = store.add_case_results
+
+    def add_case_results(run_id: str, batch: list[CaseResult]) -> None:
+        entered.set()
+        if hold_first is not None and not writes:
+            assert hold_first.wait(30)
+        writes.append((threading.get_ident(), len(batch)))
+        original(run_id, batch)
+
+    monkeypatch.setattr(store, "add_case_results", add_case_results)
+    return writes, entered
+
+
+async def test_from_the_loop_slow_results_are_grouped_and_awaited_not_written_there(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = _start(store)
+    recorder = StoreRecorder(store, run_id, durable_after_s=0, batch_size=1000)
+    gate = threading.Event()
+    writes, entered = _spy_writes(store, monkeypatch, hold_first=gate)
+    recorder.on_start(6)
+    first = recorder.on_case_done(row_result(0))
+    assert first is not None
+    while not entered.is_set():  # the writer thread holds result 0 in its write
+        await asyncio.sleep(0.01)
+    rest = [recorder.on_case_done(row_result(i)) for i in range(1, 6)]
+    assert not first.done() and all(f is not None and not f.done() for f in rest)
+    assert store.get_run(run_id).case_count == 0  # nothing written in the loop's thread
+    gate.set()
+    await asyncio.gather(first, *rest)  # type: ignore[arg-type]
+    assert store.get_run(run_id).case_count == 6
+    assert [size for _, size in writes] == [1, 5]  # the five that waited: one transaction
+    assert threading.get_ident() not in {thread for thread, _ in writes}
+    recorder.on_finish(_summary([row_result(i) for i in range(6)]))
+    assert store.get_run(run_id).status == "COMPLETED"
+
+
+async def test_from_the_loop_a_refused_write_reaches_the_waiting_slot(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = _start(store)
+    recorder = StoreRecorder(store, run_id, durable_after_s=0, batch_size=1000)
+    original = store.add_case_results
+    refusals = [StoreError("database is locked")]
+
+    def add_case_results(run: str, batch: list[CaseResult]) -> None:
+        if refusals:
+            raise refusals.pop()
+        original(run, batch)
+
+    monkeypatch.setattr(store, "add_case_results", add_case_results)
+    recorder.on_start(2)
+    durable = recorder.on_case_done(row_result(0))
+    assert durable is not None
+    with pytest.raises(StoreError, match="database is locked"):
+        await durable
+    # Nothing is lost: the result went back to the buffer and is written with the next.
+    assert recorder.on_case_done(row_result(1)) is None  # written here after a failure
+    assert sorted(d["case_id"] for d in store.case_results(run_id)) == [
+        row_result(0).case_id,
+        row_result(1).case_id,
+    ]
+    recorder.mark_error("stopped")

@@ -313,6 +313,11 @@ def gc_paused(pause: bool) -> Iterator[None]:
 
     Scoring 100k rows allocates millions of small objects; each full collection would
     walk them all. Agent runs keep the GC on: adapters and asyncio make real cycles.
+    What the block made is frozen before the collector is back (`gc.freeze`): the
+    allocations counted while it was off would make its first pass a full one over
+    every result, a wait of about half a second after a judged run of a few thousand
+    cases, just before the program exits (`frozen_heap_released` unfreezes it when the
+    command runs inside another program).
     """
     if not pause or not gc.isenabled():
         yield
@@ -321,6 +326,7 @@ def gc_paused(pause: bool) -> Iterator[None]:
     try:
         yield
     finally:
+        gc.freeze()
         gc.enable()
 
 

@@ -15,7 +15,7 @@ or recorded case, five times per simulated scenario (`runs_for`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
@@ -77,7 +77,13 @@ __all__ = [
 
 class RunObserver(Protocol):
     def on_start(self, total: int) -> None: ...
-    def on_case_done(self, result: CaseResult) -> None: ...
+
+    def on_case_done(self, result: CaseResult) -> Awaitable[None] | None:
+        """A case run completed. An observer that stores it may return an awaitable,
+        done once the result is durable: the engine awaits it before the slot that
+        finished the case takes new work (so a kill loses only the case runs in flight)."""
+        ...
+
     def on_finish(self, result: EvalResult) -> None: ...
 
 
@@ -233,21 +239,30 @@ async def _run_jobs(
         observer.on_start(len(jobs))
     results: list[CaseResult | None] = [None] * len(jobs)
 
-    def done(i: int, result: CaseResult) -> None:
+    def done(i: int, result: CaseResult) -> Awaitable[None] | None:
         results[i] = result
-        for observer in observers:
-            observer.on_case_done(result)
+        durable = [d for o in observers if (d := o.on_case_done(result)) is not None]
+        if not durable:
+            return None
+        return durable[0] if len(durable) == 1 else _all_of(durable)
 
     local = isinstance(executor, LocalExecutor)
     if local and ctx.agent is None and not any(m.is_async for m in ctx.metrics):
         # Recorded data and synchronous metrics: no tasks, no awaits on the hot path.
         for i, job in enumerate(jobs):
-            done(i, _score_recorded(job, ctx.metrics))
+            stored = done(i, _score_recorded(job, ctx.metrics))
+            if stored is not None:
+                await stored
     elif local:
         await executor.run(jobs, lambda job: evaluate_case_run(job, ctx), done, workers=workers)
     else:
         await executor.run(jobs, _staged(ctx, len(jobs), workers), done, workers=workers)
     return [r for r in results if r is not None]
+
+
+async def _all_of(awaitables: Sequence[Awaitable[None]]) -> None:
+    for awaitable in awaitables:
+        await awaitable
 
 
 def _staged(

@@ -43,7 +43,8 @@ class _Taken(Generic[ResultT]):
 class Schedule(Generic[JobT, ResultT]):
     """Runs `work` over jobs, `workers` at a time (see the module docstring).
 
-    `done(i, result)`: each result with its job's index, in completion order.
+    `done(i, result)`: each result with its job's index, in completion order; an
+    awaitable it returns is awaited before the slot takes new work.
     `in_order(i, result)`: the same, in the jobs' order. `window`: at most this many
     jobs taken and not yet released in order (only with `in_order`; None: no bound).
     """
@@ -53,7 +54,7 @@ class Schedule(Generic[JobT, ResultT]):
         work: Callable[[JobT], Awaitable[ResultT]],
         *,
         workers: int,
-        done: Callable[[int, ResultT], None] | None = None,
+        done: Callable[[int, ResultT], Awaitable[None] | None] | None = None,
         in_order: Callable[[int, ResultT], None] | None = None,
         window: int | None = None,
     ) -> None:
@@ -108,7 +109,9 @@ class Schedule(Generic[JobT, ResultT]):
                     held.append(taken)
                 result = await self.work(job)
                 if self.done is not None:
-                    self.done(index, result)
+                    stored = self.done(index, result)
+                    if stored is not None:  # durable before the slot goes on
+                        await stored
                 if ordered:
                     taken.result, taken.finished = result, True
                     if held[0] is taken:

@@ -73,12 +73,24 @@ def reply_cache_key(
 judge_cache_key = reply_cache_key
 
 
+class CacheLookups(Protocol):
+    """Lookups over a held connection (the store's `CacheReader`)."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, object]: ...
+
+    def close(self) -> None: ...
+
+
 class CacheTable(Protocol):
     """The persistent table behind `StoreReplyCache` (the store's `JudgeCache`)."""
 
     def get_many(self, keys: Iterable[str]) -> dict[str, object]: ...
 
     def put_many(self, entries: Iterable[tuple[str, str, str, object]]) -> None: ...
+
+    def reader(self) -> CacheLookups:
+        """Lookups over one held connection, for many small ones (close it after)."""
+        ...
 
 
 class HasCacheTable(Protocol):
@@ -160,6 +172,7 @@ class StoreReplyCache:
         self._pending: dict[str, tuple[str, str, str]] = {}  # key -> (backend, model, reply)
         self._writer: asyncio.Task[None] | None = None
         self._errors: list[str] = []
+        self._reader: CacheLookups | None = None  # held from the first lookup to `flush`
 
     @property
     def write_errors(self) -> list[str]:
@@ -175,7 +188,9 @@ class StoreReplyCache:
             else:
                 missing.append(key)
         if missing:
-            for key, value in self._cache.get_many(missing).items():
+            if self._reader is None:
+                self._reader = self._cache.reader()
+            for key, value in self._reader.get_many(missing).items():
                 # Only text replies are ours; anything else is treated as a miss and
                 # overwritten by the next reply for that key.
                 if isinstance(value, str):
@@ -208,3 +223,6 @@ class StoreReplyCache:
         if self._pending:
             # Puts made outside a running writer (e.g. the loop ended) are written here.
             await self._drain()
+        reader, self._reader = self._reader, None
+        if reader is not None:  # its connection goes back to the pool
+            reader.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from assay.agents.tools import ToolBehavior
@@ -90,10 +90,10 @@ class _Recorder(StoreRecorder):
         super().on_start(total)
         self._store.set_total(self.run_id, self._total)
 
-    def on_case_done(self, result: CaseResult) -> None:
+    def on_case_done(self, result: CaseResult) -> Awaitable[None] | None:
         with self._received_lock:
             self._received.append(result.case_id)
-        super().on_case_done(result)
+        return super().on_case_done(result)
 
     def _write_pending(self) -> None:
         # A result arriving between these two lines is announced with the next write.

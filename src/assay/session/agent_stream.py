@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -210,8 +210,8 @@ class AgentStreamingRun(StreamSettings):
             self.metrics, self.agent, self.options, None, app_details_of(self.agent)
         )
 
-        def done(_index: int, result: CaseResult) -> None:
-            outputs.on_case_done(result)
+        def done(_index: int, result: CaseResult) -> Awaitable[None] | None:
+            return outputs.on_case_done(result)
 
         def released(_index: int, result: CaseResult) -> None:
             outputs.in_order(result)

@@ -18,7 +18,7 @@ can attach the reports. The sinks of other tools live with those tools
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -140,12 +140,27 @@ class CaseOutputs:
         for observer in self._told:
             observer.on_start(total)
 
-    def on_case_done(self, result: CaseResult) -> None:
-        """A case run completed: kept, stored, then shown (in completion order)."""
+    def on_case_done(self, result: CaseResult) -> Awaitable[None] | None:
+        """A case run completed: kept, stored, then shown (in completion order).
+
+        When the recorder stores it from the writer thread (its awaitable), the others
+        hear of it once it is durable, in the awaitable this returns."""
         if self.collected is not None:
             self.collected.append(result)
-        for observer in self._told:
-            observer.on_case_done(result)
+        for i, observer in enumerate(self._told):
+            stored = observer.on_case_done(result)
+            if stored is not None:
+                return self._tell_when_stored(stored, result, self._told[i + 1 :])
+        return None
+
+    async def _tell_when_stored(
+        self, stored: Awaitable[None], result: CaseResult, rest: Sequence[RunObserver]
+    ) -> None:
+        await stored
+        for observer in rest:
+            later = observer.on_case_done(result)
+            if later is not None:
+                await later
 
     def in_order(self, result: CaseResult) -> None:
         """A case run's turn in file order: the streamed reports and the summary."""

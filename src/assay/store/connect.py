@@ -198,7 +198,10 @@ def _sqlite_engine(url: URL) -> Engine:
         # locked" instead of waiting; writers therefore lock when they begin.
         # Writers to a file first take their turn in its write queue (`_write_queue`):
         # SQLite's busy handler alone let some wait seconds under steady writes.
-        immediate = conn.get_execution_options().get("assay_write", False)
+        options = conn.get_execution_options()
+        if options.get("isolation_level") == "AUTOCOMMIT":
+            return  # each statement on its own (the judge cache's `CacheReader`)
+        immediate = options.get("assay_write", False)
         if not immediate:
             conn.exec_driver_sql("BEGIN")
             return

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, func, select
+from sqlalchemy import Connection, Text, bindparam, cast, func, select
 
 from assay.errors import StoreError
 from assay.models.cache import judge_cache_key as judge_cache_key
@@ -34,8 +34,24 @@ class CacheGroup:
     newest: datetime | None
 
 
+#: a lookup of the replies among some keys, built once (`CacheReader`)
+_REPLIES_OF_KEYS = select(judge_cache.c.key, judge_cache.c.reply).where(
+    judge_cache.c.key.in_(bindparam("keys", expanding=True))
+)
+#: the same for one key, the usual lookup (a judge call's): no list to expand per call
+_REPLY_OF_KEY = select(judge_cache.c.key, judge_cache.c.reply).where(
+    judge_cache.c.key == bindparam("key")
+)
+#: SQLite's bound-parameter limit, with room to spare
+_KEYS_PER_LOOKUP = 500
+
+
 class JudgeCache(Repository):
     """get / put of judge replies (any JSON value except null) by key."""
+
+    def reader(self) -> CacheReader:
+        """Lookups over one held connection (see `CacheReader`); close it after."""
+        return CacheReader(self._engine, self.url)
 
     @database_errors
     def get(self, key: str) -> Any | None:
@@ -147,3 +163,45 @@ class JudgeCache(Repository):
             stmt = stmt.where(judge_cache.c.model == model)
         with self._writer.begin() as conn:
             return conn.execute(stmt).rowcount
+
+
+class CacheReader(Repository):
+    """The judge cache's lookups over one connection held from the first lookup to
+    `close`, for the many small lookups of a judged run (one per judge call).
+
+    Checking a connection out of the pool, beginning and ending a transaction around
+    each lookup cost several times the lookup itself. The held connection reads in
+    autocommit mode, each lookup its own statement, so every lookup sees each reply
+    committed before it (by this run's writer thread or another process), and no
+    transaction stays open between lookups. One thread at a time (a run's event loop).
+    """
+
+    def __init__(self, engine: Any, url: str) -> None:
+        super().__init__(engine, url)
+        self._conn: Connection | None = None
+
+    @database_errors
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The cached replies among `keys` (misses are absent from the dict)."""
+        wanted = list(dict.fromkeys(keys))
+        if self._conn is None:
+            self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        found: dict[str, Any] = {}
+        try:
+            if len(wanted) == 1:
+                rows = self._conn.execute(_REPLY_OF_KEY, {"key": wanted[0]})
+                return {key: reply for key, reply in rows}
+            for start in range(0, len(wanted), _KEYS_PER_LOOKUP):
+                chunk = wanted[start : start + _KEYS_PER_LOOKUP]
+                rows = self._conn.execute(_REPLIES_OF_KEYS, {"keys": chunk})
+                found.update({key: reply for key, reply in rows})
+        except BaseException:
+            self.close()  # a broken connection is not kept
+            raise
+        return found
+
+    def close(self) -> None:
+        """Give the connection back to the pool (the next lookup takes one again)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay.core.results import CaseResult, EvalResult
@@ -14,6 +15,9 @@ from assay.store.store import Store
 
 if TYPE_CHECKING:
     from assay.store._bulk import EncodedCase
+
+#: a slot waiting for result k to be durable: (k, its loop, the future it awaits)
+_Waiter = tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]
 
 # How often the writer thread looks at the clock when nothing wakes it.
 _TICK_S = 0.25
@@ -34,9 +38,14 @@ class StoreRecorder:
 
     Slow case runs are durable one by one: once cases take `durable_after_s` or more on
     average since `on_start` (an agent or a judge runs), each result is written in
-    `on_case_done` itself, in the engine's thread, before the slot that finished it
-    takes new work — so a SIGKILL loses only the case runs in flight, never a paid-for
-    one. `durable_after_s=0` writes every result that way.
+    `on_case_done` itself, before the slot that finished it takes new work — so a
+    SIGKILL loses only the case runs in flight, never a paid-for one.
+    `durable_after_s=0` writes every result that way. Called from a running event loop
+    (the engine's slots), `on_case_done` returns a future instead of writing there: the
+    writer thread writes the result, with every other one that finished meanwhile in
+    one transaction (a group commit), while the loop goes on with the other slots'
+    judge calls; the future is done once it is durable (or holds the StoreError), and
+    the slot awaits it before taking new work.
 
     `on_finish` writes the rest and marks the run COMPLETED; callers catching
     KeyboardInterrupt (or another error) call `mark_interrupted` (or `mark_error`).
@@ -76,6 +85,11 @@ class StoreRecorder:
         self._durable_after = durable_after_s
         self._started: float | None = None  # set by on_start
         self._results_seen = 0
+        # Results are written in the order they were received: result k (0-based) is
+        # durable once `_written > k`. Slots waiting for theirs: (k, loop, future).
+        self._taken = 0
+        self._written = 0
+        self._durable_waiters: list[_Waiter] = []
 
     @property
     def run_id(self) -> str:
@@ -97,14 +111,23 @@ class StoreRecorder:
             )
             self._writer.start()
 
-    def on_case_done(self, result: CaseResult) -> None:
+    def on_case_done(self, result: CaseResult) -> Awaitable[None] | None:
         self._results_seen += 1
         slow = self._started is not None and (
             time.monotonic() - self._started >= self._durable_after * self._results_seen
         )
+        loop = _running_loop() if slow and self._writer is not None else None
         with self._wake:
             self._buffer.append(result)
+            index = self._taken
+            self._taken += 1
             waiting = len(self._buffer)
+            if loop is not None and not self._background_failed:
+                # Durable before the slot goes on, written by the writer thread.
+                durable: asyncio.Future[None] = loop.create_future()
+                self._durable_waiters.append((index, loop, durable))
+                self._wake.notify()
+                return durable
             if waiting >= self._batch_size:
                 self._wake.notify()
         if slow:
@@ -113,6 +136,7 @@ class StoreRecorder:
             self.flush()  # no writer thread (on_start was not called): write here
         elif waiting >= self._max_pending or self._background_failed:
             self.flush()
+        return None
 
     def on_finish(self, result: EvalResult) -> None:
         self.mark_completed(result.summary)
@@ -166,8 +190,23 @@ class StoreRecorder:
     def _due(self) -> bool:
         # Called with self._wake held.
         return len(self._buffer) >= self._batch_size or (
-            bool(self._buffer) and self._interval_passed()
+            bool(self._buffer) and (bool(self._durable_waiters) or self._interval_passed())
         )
+
+    def _settle_waiters(self, error: BaseException | None = None) -> None:
+        """Finish the futures of the results now durable (all of them with `error`)."""
+        with self._wake:
+            if error is None:
+                ready = [w for w in self._durable_waiters if w[0] < self._written]
+                self._durable_waiters = [w for w in self._durable_waiters if w[0] >= self._written]
+            else:
+                ready, self._durable_waiters = self._durable_waiters, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        for _, loop, future in ready:
+            by_loop.setdefault(loop, []).append(future)
+        for loop, futures in by_loop.items():  # one wake-up of each loop per write
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, futures, error)
 
     def _write_pending(self) -> None:
         with self._write_lock:
@@ -183,6 +222,10 @@ class StoreRecorder:
                 raise
             finally:
                 self._last_write = time.monotonic()
+            with self._wake:
+                self._written += len(batch)
+        if self._durable_waiters:
+            self._settle_waiters()
 
     def _write_in_background(self) -> None:
         while not self._stop.is_set():
@@ -194,9 +237,28 @@ class StoreRecorder:
                 continue
             try:
                 self._write_pending()
-            except StoreError:
+            except StoreError as exc:
                 # The batch is back in the buffer; the caller's next call writes it
-                # again and raises if the store still refuses it. Pause rather than
-                # hammer a store that just failed.
+                # again and raises if the store still refuses it (a slot waiting for
+                # its result gets the error). Pause rather than hammer a store that
+                # just failed.
                 self._background_failed = True
+                self._settle_waiters(exc)
                 self._stop.wait(_TICK_S)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _resolve(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():  # the slot was cancelled meanwhile
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)

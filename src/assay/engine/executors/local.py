@@ -24,7 +24,7 @@ class LocalExecutor:
         self,
         jobs: Sequence[JobT],
         work: Callable[[JobT], Awaitable[ResultT]],
-        done: Callable[[int, ResultT], None],
+        done: Callable[[int, ResultT], Awaitable[None] | None],
         *,
         workers: int,
     ) -> None:

@@ -202,7 +202,7 @@ class RayExecutor:
         self,
         jobs: Sequence[JobT],
         work: Callable[[JobT], Awaitable[ResultT]],
-        done: Callable[[int, ResultT], None],
+        done: Callable[[int, ResultT], Awaitable[None] | None],
         *,
         workers: int,
     ) -> None:
@@ -220,7 +220,7 @@ class RayExecutor:
         self,
         jobs: Sequence[JobT],
         staged: StagedWork[JobT, MidT, ResultT],
-        done: Callable[[int, ResultT], None],
+        done: Callable[[int, ResultT], Awaitable[None] | None],
         workers: int,
         *,
         joined: bool,
@@ -258,10 +258,14 @@ class RayExecutor:
             except Exception as exc:  # the task raised or its worker died
                 reason = _reason(exc)
                 for offset, job in enumerate(batch):
-                    done(start + offset, staged.failed(job, reason))
+                    stored = done(start + offset, staged.failed(job, reason))
+                    if stored is not None:
+                        await stored
                 return
             for offset, (job, mid) in enumerate(zip(batch, mids, strict=True)):
-                done(start + offset, await staged.finish(job, mid))
+                stored = done(start + offset, await staged.finish(job, mid))
+                if stored is not None:
+                    await stored
 
         # One Ray task in flight per slot of the run's scheduler.
         await Schedule(one_batch, workers=max(1, workers)).run(batches)

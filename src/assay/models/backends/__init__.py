@@ -134,6 +134,57 @@ class StainlessErrors:
         return cls(sdk.APITimeoutError, sdk.APIConnectionError, sdk.APIStatusError)
 
 
+_warned_no_aiohttp = False
+
+
+def sdk_http_client(sdk: ModuleType, timeout_s: float) -> Any:
+    """The HTTP client a Stainless SDK (`openai`, `anthropic`) calls through: the SDK's
+    own `DefaultAioHttpClient`, httpx with aiohttp as its transport (`httpx-aiohttp`).
+
+    aiohttp parses replies in C and keeps one pool without httpcore's per-request scan
+    of every pooled connection, which takes about a quarter of the judge path's CPU per
+    call (bench/README.md, "Judge throughput end to end"). The SDK's API, auth and error
+    classes are the same: the transport raises httpx's exceptions. Without
+    `httpx-aiohttp` (an SDK installed without assay's extra) it is None, the SDK's own
+    httpx client, and a warning says so once.
+    """
+    global _warned_no_aiohttp
+    make = getattr(sdk, "DefaultAioHttpClient", None)
+    try:
+        if make is None:
+            raise RuntimeError(f"{sdk.__name__} {sdk.__version__} has no DefaultAioHttpClient")
+        return make(timeout=timeout_s)
+    except RuntimeError as exc:  # the SDK's "requires the aiohttp extra"
+        if not _warned_no_aiohttp:
+            _warned_no_aiohttp = True
+            logger.warning(
+                "judge calls go through httpx's own transport, which costs more CPU per"
+                " call (%s; pip install 'assay[%s]' brings httpx-aiohttp)",
+                exc,
+                sdk.__name__,
+            )
+        return None
+
+
+def _refused(exc: BaseException) -> BaseException | None:
+    """The connection failure behind an SDK timeout error, if that is what it was.
+
+    httpx-aiohttp reports every aiohttp connection error as httpx's ConnectTimeout, so a
+    refused connection or an unknown host reaches the SDK as a timeout; the original is
+    in the cause chain (an OSError that is not a TimeoutError).
+    """
+    seen: set[int] = set()
+    cause = exc.__cause__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, TimeoutError):
+            return None
+        if isinstance(cause, OSError):
+            return cause
+        cause = cause.__cause__
+    return None
+
+
 class SDKBackend(ABC):
     """The part the SDK backends share, as a base for one `ModelBackend` per API.
 
@@ -253,6 +304,9 @@ class SDKBackend(ABC):
         try:
             yield
         except errors.timeout as exc:
+            refused = _refused(exc)
+            if refused is not None:
+                raise self.connection_error(refused) from exc
             raise self.timeout_error() from exc
         except errors.connection as exc:
             # The SDK wraps the transport's error; that one says what went wrong.

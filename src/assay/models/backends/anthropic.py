@@ -26,6 +26,7 @@ from assay.models.backends import (
     SDKBackend,
     StainlessErrors,
     api_key_or_placeholder,
+    sdk_http_client,
     split_system,
 )
 from assay.models.types import BackendReply, GenerationSettings, ModelCallError
@@ -74,7 +75,11 @@ class AnthropicBackend(SDKBackend):
             missing=f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY",
         )
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=sdk_http_client(anthropic, timeout_s),
         )
         self.endpoint = str(self._client.base_url)
 

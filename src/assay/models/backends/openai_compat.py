@@ -10,7 +10,8 @@ schema does); an endpoint that rejects the field gets plain-text requests from t
 
 Requests go through the SDK client (auth, timeouts, error classes) as plain JSON and
 replies are read as JSON, skipping the typed layer's per-call conversions (see
-`_request`). Needs ``openai>=1.40``.
+`_request`), over aiohttp when `httpx-aiohttp` is installed (`sdk_http_client`).
+Needs ``openai>=1.40`` (``openai[aiohttp]>=1.91`` for the aiohttp transport).
 """
 
 from __future__ import annotations
@@ -23,13 +24,18 @@ from typing import Any, Final
 import openai
 import orjson
 
-from assay.models.backends import SDKBackend, StainlessErrors, api_key_or_placeholder
+from assay.models.backends import (
+    SDKBackend,
+    StainlessErrors,
+    api_key_or_placeholder,
+    sdk_http_client,
+)
 from assay.models.http import error_detail
 from assay.models.types import BackendReply, GenerationSettings, ModelCallError
 
 OPENAI_HOST = "api.openai.com"
 _ERRORS = StainlessErrors.of(openai)
-#: the clients (connection pools) live calls take turns over
+#: the clients (connection pools) live calls take turns over without httpx-aiohttp
 _POOL_SHARDS = 8
 #: what each line of a judge batch asks for
 _BATCH_URL: Final = "/v1/chat/completions"
@@ -68,14 +74,27 @@ class OpenAICompatBackend(SDKBackend):
         # OpenAI's own API wants max_completion_tokens (reasoning models refuse
         # max_tokens); self-hosted servers have long known only max_tokens.
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        # Live calls take turns over a few clients, each with its own connection pool:
-        # httpcore's pool checks every connection it holds on each request it assigns,
-        # a cost that grows with the connections of one pool (bench/README.md, "Judge
-        # throughput end to end").
-        self._shards = [
-            openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
-            for _ in range(_POOL_SHARDS)
-        ]
+        http_client = sdk_http_client(openai, timeout_s)
+        if http_client is not None:
+            self._shards = [
+                openai.AsyncOpenAI(
+                    api_key=api_key,
+                    base_url=base_url,
+                    timeout=timeout_s,
+                    max_retries=0,
+                    http_client=http_client,
+                )
+            ]
+        else:
+            # httpx's own transport: live calls take turns over a few clients, each with
+            # its own connection pool, since httpcore's pool checks every connection it
+            # holds on each request it assigns (bench/README.md, "Judge throughput").
+            self._shards = [
+                openai.AsyncOpenAI(
+                    api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+                )
+                for _ in range(_POOL_SHARDS)
+            ]
         self._client = self._shards[0]
         self._turn = 0
         super().__init__(
