@@ -126,6 +126,14 @@ class BatchQueue:
             self._queue(key, self.backend.batch_request(messages, settings))
         return await future
 
+    async def holds(self, key: str) -> bool:
+        """`key`'s request is in a batch already (submitted before a crash, or collected
+        with another call's batch): paid for, whatever this run does with it."""
+        if key in self._ready:
+            return True
+        await self._recover()
+        return self._recovered is not None and key in self._recovered
+
     async def _recover(self) -> None:
         if self._recovered is not None:
             return

@@ -304,8 +304,11 @@ def judge_cost_lines(summary: Mapping[str, Any]) -> list[str] | None:
             per.setdefault((metric, model), {})[counter] = value
     for (metric, model), c in sorted(per.items()):
         tokens = f"{int(c.get('input_tokens', 0)):,} + {int(c.get('output_tokens', 0)):,} tokens"
+        batched = int(c.get("batched_calls", 0))
         lines.append(
-            f"{metric} · {model}: {int(c.get('calls', 0)):,} calls,"
+            f"{metric} · {model}: {int(c.get('calls', 0)):,} calls"
+            + (f" ({batched:,} batched)" if batched else "")
+            + ","
             f" {int(c.get('cache_hits', 0)):,} cache hits, {tokens},"
             f" ${float(c.get('usd', 0)):.4f}"
         )
