@@ -15,8 +15,10 @@ and settled at the table's batch price; until its batch returns it is in flight,
 estimate reserved. A batch item that fails is settled as a failed call (the vendors
 bill none) and its live retry is admitted anew at the live price, like any live
 attempt. A call whose request went into a batch before a crash (`committed=True`:
-collected by the resumed run, paid once) is admitted past the cap: its money is spent
-already, and it counts against what is left. The input tokens a vendor read from its
+collected by the resumed run, paid once) was admitted under the cap of the run that
+submitted it: it is counted and priced in this run's cost, and takes nothing of this
+run's cap (a cap bounds what one invocation decides to spend, as the cached verdicts a
+resumed run re-uses take nothing of it either). The input tokens a vendor read from its
 prompt cache are priced at the table's cached-input price.
 
 Every call, cache hit and token is counted per (metric, model): the metric is the one
@@ -108,6 +110,8 @@ class Admission:
     output_tokens: int
     usd: float
     batched: bool = False
+    #: in a batch submitted before a crash: outside this run's cap
+    committed: bool = False
 
 
 class CallMeter:
@@ -163,15 +167,17 @@ class CallMeter:
         A call that fits the cap only once the calls in flight have cost less than their
         estimates waits for them to settle; it is refused only when it cannot fit.
         `batched`: the call goes in a vendor's batch (estimated at the batch price);
-        `committed`: its request is in a batch already (submitted before a crash), so it
-        is paid whatever the cap says and is admitted without a check.
+        `committed`: its request is in a batch already (submitted before a crash), paid
+        whatever happens now: admitted without a check, outside the cap.
         """
         charge = current_charge()
         input_tokens = prompt_tokens(prompt)
         output_tokens = settings.max_tokens or DEFAULT_OUTPUT_TOKENS
         price = self.price_of(model)
         usd = price.usd(input_tokens, output_tokens, batch=batched) if price is not None else 0.0
-        while not committed:
+        if committed:
+            return Admission(charge, model, input_tokens, output_tokens, usd, batched, True)
+        while True:
             refusal = self._refusal(model, price, usd)
             if refusal is None:
                 break
@@ -209,11 +215,12 @@ class CallMeter:
         A backend that reports no tokens is charged the estimate; a failed call is
         counted but charged nothing (the vendors bill no failed request).
         """
-        self._reserved_usd -= admission.usd
-        self._pending -= 1
-        if self._settled is not None:  # wake the calls waiting to know what is left
-            self._settled.set()
-            self._settled = None
+        if not admission.committed:
+            self._reserved_usd -= admission.usd
+            self._pending -= 1
+            if self._settled is not None:  # wake the calls waiting to know what is left
+                self._settled.set()
+                self._settled = None
         line = self.line(admission.charge, admission.model)
         line.calls += 1
         line.batched_calls += int(admission.batched)
@@ -235,7 +242,8 @@ class CallMeter:
         line.cached_tokens += cached_tokens
         line.output_tokens += output_tokens
         line.usd += usd
-        self.spent_usd += usd
+        if not admission.committed:
+            self.spent_usd += usd
 
     def record_cache_hits(self, model: str, count: int = 1) -> None:
         self.line(current_charge(), model).cache_hits += count
