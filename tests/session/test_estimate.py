@@ -70,3 +70,18 @@ def test_evaluate_max_judge_calls_leaves_the_rest_not_evaluated(
 def test_evaluate_rejects_a_bad_cap() -> None:
     with pytest.raises(ConfigError, match="--max-judge-usd must be a positive number"):
         assay.evaluate(ROWS, ["correctness"], format="mlflow", dry_run=True, max_judge_usd=0)
+
+
+def test_a_dry_run_with_judge_batch_prices_a_judge_without_a_key_at_batch_prices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No API key: the judge's client cannot be built, its backend's batch interface is
+    # still known, so its calls are priced as the batch run would pay them.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    kwargs = {"format": "mlflow", "judge": "anthropic:claude-3-5-haiku", "dry_run": True}
+    batched = assay.evaluate(ROWS, ["correctness"], judge_batch=True, **kwargs).summary
+    live = assay.evaluate(ROWS, ["correctness"], **kwargs).summary
+    assert batched["judge/calls"] == live["judge/calls"] == 4
+    assert batched["judge/batched_calls"] == 4 and live["judge/batched_calls"] == 0
+    assert batched["judge/usd"] == pytest.approx(live["judge/usd"] / 2)
+    assert live["judge/usd"] > 0
