@@ -393,3 +393,29 @@ def test_evaluate_takes_judge_batch_with_a_usd_cap_and_a_dry_run(
     assert summary["judge/usd"] <= cap + one_call
     assert summary["judge/usd"] == pytest.approx(judge.batch_requests * one_call)
     assert summary["judge/batched_calls"] == judge.batch_requests
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_cached_input_tokens_are_priced_at_the_cached_price(
+    tmp_path: Path, judge: JudgeServer, batched: bool
+) -> None:
+    def cached(request: StandinRequest) -> StandinReply:  # 200 of the 300 input tokens
+        reply = reply_for_schema(request.json_schema)
+        return StandinReply(reply, input_tokens=300, output_tokens=40, cached_tokens=200)
+
+    judge.set_script(cached)
+    prices = _prices(
+        tmp_path, input_per_million=100.0, output_per_million=1000.0, cached_input_per_million=10.0
+    )
+    extra = ("--judge-batch",) if batched else ()
+    result, report = _eval(tmp_path, "--prices", prices, *extra, metrics=("correctness",))
+    assert result.exit_code == 0, result.output
+    # batched: input and output at half, the cached tokens at min(cached, batch input)
+    inp, out = (50.0, 500.0) if batched else (100.0, 1000.0)
+    one_call = (100 * inp + 200 * 10.0 + 40 * out) / 1e6
+    summary = report["summary"]
+    line = "judge/cost/correctness/openai:gpt-4o-mini"
+    assert summary[f"{line}/cached_tokens"] == 3 * 200
+    assert summary[f"{line}/input_tokens"] == 3 * 300
+    assert summary["judge/usd"] == pytest.approx(3 * one_call)
+    assert summary["judge/batched_calls"] == (3 if batched else 0)
