@@ -294,6 +294,9 @@ def judge_cost_lines(summary: Mapping[str, Any]) -> list[str] | None:
         f"${float(summary['judge/usd']):.4f} in total"
         f" (estimated ${float(summary.get('judge/usd_estimated') or 0):.4f})"
     ]
+    batched = int(summary.get("judge/batched_calls") or 0)
+    if batched:
+        lines[0] += f"; {batched:,} calls batched, at batch prices"
     refused = int(summary.get("judge/refused") or 0)
     if refused:
         lines[0] += f"; {refused:,} calls not made: judge budget reached"
