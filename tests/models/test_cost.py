@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.models.cache import MemoryReplyCache
 from assay.models.cost import (
@@ -305,3 +308,52 @@ def test_a_call_already_in_a_batch_is_admitted_outside_the_cap() -> None:
     total = meter.totals()
     assert (total.calls, total.batched_calls) == (3, 3)
     assert total.usd == pytest.approx(6.0)  # what was paid, reported once
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(st.booleans(), st.integers(0, 10), st.integers(1, 5)), min_size=1, max_size=25
+    ),
+    cap=st.floats(1.0, 60.0),
+    max_calls=st.one_of(st.none(), st.integers(1, 20)),
+    order=st.randoms(use_true_random=False),
+)
+def test_batched_and_live_calls_in_flight_never_take_the_spending_past_the_cap(
+    calls: list[tuple[bool, int, int]],
+    cap: float,
+    max_calls: int | None,
+    order: random.Random,
+) -> None:
+    """Calls (batched or live, each reporting at most its estimate) are admitted at once
+    and settled in a random order, as batches and live calls return: the money spent
+    never passes the cap, and no more calls than `max_calls` are let through."""
+    prices = {"m": ModelPrice(input_per_million=0.0, output_per_million=1_000_000.0)}
+
+    async def go() -> CallMeter:
+        meter = CallMeter(prices, max_usd=cap, max_calls=max_calls)
+        admitted: list[tuple[Admission, int]] = []
+
+        async def one(batched: bool, used: int, most: int) -> None:
+            chosen = GenerationSettings(max_tokens=most)
+            got = await meter.admit("m", PROMPT, chosen, batched=batched)
+            if isinstance(got, Admission):
+                admitted.append((got, min(used, most)))
+
+        tasks = [asyncio.ensure_future(one(*call)) for call in calls]
+        while not all(task.done() for task in tasks):
+            await asyncio.sleep(0)
+            if admitted:  # one call in flight returns, whichever
+                admission, used = admitted.pop(order.randrange(len(admitted)))
+                meter.settle(admission, BackendReply("ok", 0, used) if used else None)
+                assert meter.spent_usd <= cap + 1e-9
+        for admission, used in admitted:
+            meter.settle(admission, BackendReply("ok", 0, used) if used else None)
+        return meter
+
+    meter = asyncio.run(go())
+    assert meter.spent_usd <= cap + 1e-9
+    total = meter.totals()
+    assert total.calls + total.refused == len(calls)
+    if max_calls is not None:
+        assert total.calls <= max_calls
