@@ -301,7 +301,8 @@ def evaluate(*args: Any, **kwargs: Any) -> EvalTaskResult:
       metric; items whose samples straddle the threshold are marked unstable
       (docs/judges.md) and counted in the summary's `judge/unstable/METRIC`.
       `judge_batch=True` sends judge calls through the vendor's batch interface
-      (`assay eval --judge-batch`, docs/judges.md; not on a streamed agent run).
+      (`assay eval --judge-batch`, docs/judges.md; not on a streamed agent run),
+      priced at the batch price; the caps below admit each call before it is queued.
     - `mlflow`: an MLflow tracking URI (`sqlite:///mlflow.db`, `http://host:5000`) the
       completed run is also logged to, as `assay eval --mlflow` does (experiment
       `mlflow_experiment`, default "assay"; needs `assay[mlflow]`); an unusable URI

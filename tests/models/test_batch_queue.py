@@ -132,3 +132,50 @@ async def test_closing_the_queue_abandons_waiting_calls_and_keeps_the_batch_open
     assert isinstance(outcome, ModelCallError) and "abandoned" in outcome.message
     await queue.settle()
     assert ledger.collected == []  # a resumed run collects it
+
+
+async def test_a_call_queued_while_a_batch_runs_goes_in_the_next_batch_at_once() -> None:
+    # The first batch stays running (polled) until the second call has its own reply:
+    # a call queued meanwhile must not wait for the first batch, nor for another call.
+    class HoldFirst(FakeBatches):
+        async def collect_batch(self, batch_id: str) -> dict[str, BatchOutcome] | None:
+            return None if batch_id == "b1" else await super().collect_batch(batch_id)
+
+    backend = HoldFirst()
+    queue = _queue(backend)
+    first = asyncio.ensure_future(queue.call("k1", _messages("q1"), SETTINGS))
+    while not backend.submitted:
+        await asyncio.sleep(0.01)
+    second = await asyncio.wait_for(queue.call("k2", _messages("q2"), SETTINGS), timeout=60)
+    assert isinstance(second, BackendReply) and second.text == "reply to q2"
+    assert [sorted(batch) for batch in backend.submitted] == [["k1"], ["k2"]]
+    assert not first.done()  # still running: the second did not wait for it
+    await queue.aclose()
+    assert isinstance(await first, ModelCallError)
+
+
+async def test_calls_that_come_while_the_ledger_is_read_find_its_batches_too() -> None:
+    class SlowLedger(Ledger):
+        def open_batches(self, *, backend: str, endpoint: str, model: str) -> dict[str, list[str]]:
+            import time
+
+            time.sleep(0.2)  # in its worker thread: the other calls arrive meanwhile
+            return super().open_batches(backend=backend, endpoint=endpoint, model=model)
+
+    class Recovered(FakeBatches):
+        async def collect_batch(self, batch_id: str) -> dict[str, BatchOutcome] | None:
+            if batch_id == "old":
+                return {k: BackendReply(f"old reply {k}", 3, 1) for k in ("k1", "k2", "k3")}
+            return await super().collect_batch(batch_id)
+
+    backend = Recovered()
+    queue = _queue(backend, SlowLedger({"old": ["k1", "k2", "k3"]}))
+    held = await asyncio.gather(*(queue.holds(f"k{i}") for i in (1, 2, 3)))
+    assert held == [True, True, True]
+    got = await asyncio.gather(
+        *(queue.call(f"k{i}", _messages(f"q{i}"), SETTINGS) for i in (1, 2, 3))
+    )
+    assert [r.text for r in got if isinstance(r, BackendReply)] == [
+        f"old reply k{i}" for i in (1, 2, 3)
+    ]
+    assert backend.submitted == []  # collected, never sent again

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.models.cache import MemoryReplyCache
 from assay.models.cost import (
@@ -196,3 +199,161 @@ def test_tokens_are_never_counted_by_downloading_an_encoding(
         assert pricing.token_counter()[0].startswith("estimate")
     finally:
         pricing._tiktoken_encoder.cache_clear()
+
+
+def test_a_batched_call_costs_half_the_live_price_unless_the_table_gives_its_own() -> None:
+    halved = ModelPrice(input_per_million=2.0, output_per_million=8.0)
+    assert halved.usd(1_000_000, 1_000_000, batch=True) == pytest.approx((2.0 + 8.0) / 2)
+    own = ModelPrice(
+        input_per_million=2.0,
+        output_per_million=8.0,
+        batch_input_per_million=1.5,
+        batch_output_per_million=3.0,
+    )
+    assert own.usd(1_000_000, 1_000_000, batch=True) == pytest.approx(1.5 + 3.0)
+    assert own.usd(1_000_000, 1_000_000) == pytest.approx(2.0 + 8.0)  # live: the list price
+    for model, price in price_table().items():  # the shipped table follows the rule
+        assert price.usd(1000, 1000, batch=True) == pytest.approx(price.usd(1000, 1000) / 2), model
+
+
+def test_cached_input_tokens_cost_the_cached_price_and_never_less_than_asked() -> None:
+    price = ModelPrice(input_per_million=3.0, output_per_million=15.0, cached_input_per_million=0.3)
+    # 1M input of which 400k read from the cache, no output
+    assert price.usd(1_000_000, 0, cached_tokens=400_000) == pytest.approx(0.6 * 3.0 + 0.4 * 0.3)
+    # batched: the cached tokens cost the lower of the cached and the batch input price
+    assert price.usd(1_000_000, 0, cached_tokens=400_000, batch=True) == pytest.approx(
+        0.6 * 1.5 + 0.4 * 0.3
+    )
+    no_cached_price = ModelPrice(input_per_million=3.0, output_per_million=15.0)
+    assert no_cached_price.usd(1_000_000, 0, cached_tokens=400_000) == pytest.approx(3.0)
+    # a reply claiming more cached tokens than input tokens is priced as all cached, no less
+    assert price.usd(10, 0, cached_tokens=50) == pytest.approx(10 * 0.3 / 1e6)
+    shipped = price_table()
+    assert shipped["claude-sonnet-4"].cached_input_per_million == pytest.approx(
+        shipped["claude-sonnet-4"].input_per_million / 10  # Anthropic: cache reads at 10%
+    )
+
+
+def test_a_prices_file_sets_batch_and_cached_prices_and_names_a_bad_one(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    entry = {
+        "input_per_million": 2.0,
+        "output_per_million": 8.0,
+        "batch_input_per_million": 0.9,
+        "batch_output_per_million": 3.9,
+        "cached_input_per_million": 0.5,
+    }
+    path.write_text(json.dumps({"models": {"m": entry}}), encoding="utf-8")
+    read = read_price_file(str(path))["m"]
+    assert read.rates(batch=True) == (0.9, 3.9, 0.5)
+    assert read.rates() == (2.0, 8.0, 0.5)
+    for field in ("batch_input_per_million", "batch_output_per_million"):
+        path.write_text(json.dumps({"models": {"m": {**entry, field: -1}}}), encoding="utf-8")
+        with pytest.raises(ValueError, match=rf"models\.m\.{field}"):
+            read_price_file(str(path))
+    path.write_text(json.dumps({"models": {"m": {**entry, "batch_price": 1}}}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"models\.m\.batch_price"):
+        read_price_file(str(path))
+
+
+def test_a_batched_call_is_admitted_and_settled_at_the_batch_price() -> None:
+    prices = {"m": ModelPrice(input_per_million=0.0, output_per_million=1_000_000.0)}
+    settings = GenerationSettings(max_tokens=10)  # estimated at $10 live, $5 batched
+
+    async def go() -> CallMeter:
+        meter = CallMeter(prices, max_usd=12.0)
+        with charged_to("correctness"):
+            one = await meter.admit("m", PROMPT, settings, batched=True)
+            two = await meter.admit("m", PROMPT, settings, batched=True)
+            assert isinstance(one, Admission) and isinstance(two, Admission)
+            assert one.batched and one.usd == pytest.approx(5.0)
+            live = asyncio.ensure_future(meter.admit("m", PROMPT, settings))
+            await asyncio.sleep(0)
+            assert not live.done()  # 5 + 5 reserved: a live $10 call waits for them
+            meter.settle(one, BackendReply("ok", 0, 2, cached_tokens=0))  # $1 at batch price
+            meter.settle(two, None)  # failed in the batch: billed nothing
+            admitted = await live
+            assert isinstance(admitted, Admission) and not admitted.batched
+            meter.settle(admitted, BackendReply("ok", 0, 1))  # $1 live
+        return meter
+
+    meter = asyncio.run(go())
+    line = meter.lines[("correctness", "m")]
+    assert (line.calls, line.batched_calls) == (3, 2)
+    assert line.usd == pytest.approx(2.0) and line.estimated_usd == pytest.approx(20.0)
+    summary = meter.summary()
+    assert summary["judge/batched_calls"] == 2
+    assert summary["judge/cost/correctness/m/batched_calls"] == 2
+
+
+def test_a_call_already_in_a_batch_is_admitted_outside_the_cap() -> None:
+    prices = {"m": ModelPrice(input_per_million=0.0, output_per_million=1_000_000.0)}
+    settings = GenerationSettings(max_tokens=10)
+
+    async def go() -> tuple[list[Admission | str], CallMeter]:
+        meter = CallMeter(prices, max_usd=6.0, max_calls=1)
+        got: list[Admission | str] = [await meter.admit("m", PROMPT, settings, batched=True)]
+        for _ in range(2):  # two requests submitted before a crash: paid whatever happens
+            got.append(await meter.admit("m", PROMPT, settings, batched=True, committed=True))
+        for admission in got:
+            assert isinstance(admission, Admission)
+            meter.settle(admission, BackendReply("ok", 0, 4))  # $2 each at batch price
+        got.append(await meter.admit("m", PROMPT, settings, batched=True))
+        return got, meter
+
+    got, meter = asyncio.run(go())
+    assert all(isinstance(a, Admission) for a in got[:3])
+    assert isinstance(got[3], str) and got[3].startswith(BUDGET_REACHED)  # the 1 call cap
+    assert meter.spent_usd == pytest.approx(2.0)  # what this run's cap counts
+    total = meter.totals()
+    assert (total.calls, total.batched_calls) == (3, 3)
+    assert total.usd == pytest.approx(6.0)  # what was paid, reported once
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(st.booleans(), st.integers(0, 10), st.integers(1, 5)), min_size=1, max_size=25
+    ),
+    cap=st.floats(1.0, 60.0),
+    max_calls=st.one_of(st.none(), st.integers(1, 20)),
+    order=st.randoms(use_true_random=False),
+)
+def test_batched_and_live_calls_in_flight_never_take_the_spending_past_the_cap(
+    calls: list[tuple[bool, int, int]],
+    cap: float,
+    max_calls: int | None,
+    order: random.Random,
+) -> None:
+    """Calls (batched or live, each reporting at most its estimate) are admitted at once
+    and settled in a random order, as batches and live calls return: the money spent
+    never passes the cap, and no more calls than `max_calls` are let through."""
+    prices = {"m": ModelPrice(input_per_million=0.0, output_per_million=1_000_000.0)}
+
+    async def go() -> CallMeter:
+        meter = CallMeter(prices, max_usd=cap, max_calls=max_calls)
+        admitted: list[tuple[Admission, int]] = []
+
+        async def one(batched: bool, used: int, most: int) -> None:
+            chosen = GenerationSettings(max_tokens=most)
+            got = await meter.admit("m", PROMPT, chosen, batched=batched)
+            if isinstance(got, Admission):
+                admitted.append((got, min(used, most)))
+
+        tasks = [asyncio.ensure_future(one(*call)) for call in calls]
+        while not all(task.done() for task in tasks):
+            await asyncio.sleep(0)
+            if admitted:  # one call in flight returns, whichever
+                admission, used = admitted.pop(order.randrange(len(admitted)))
+                meter.settle(admission, BackendReply("ok", 0, used) if used else None)
+                assert meter.spent_usd <= cap + 1e-9
+        for admission, used in admitted:
+            meter.settle(admission, BackendReply("ok", 0, used) if used else None)
+        return meter
+
+    meter = asyncio.run(go())
+    assert meter.spent_usd <= cap + 1e-9
+    total = meter.totals()
+    assert total.calls + total.refused == len(calls)
+    if max_calls is not None:
+        assert total.calls <= max_calls

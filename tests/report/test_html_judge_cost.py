@@ -39,6 +39,23 @@ def test_judge_cost_lines_total_and_per_metric_and_model() -> None:
     assert judge_cost_lines({"judge/calls": 0}) is None  # a summary with no cost keys
 
 
+def test_judge_cost_lines_say_how_many_calls_went_in_batches() -> None:
+    batched = {
+        **COST,
+        "judge/batched_calls": 4,
+        "judge/cost/correctness/openai:gpt-4o-mini/batched_calls": 4,
+        "judge/cost/safety_v1/anthropic:claude-3-5-haiku/batched_calls": 0,
+    }
+    lines = judge_cost_lines(batched)
+    assert lines is not None
+    assert lines[0] == (
+        "$0.0123 in total (estimated $0.0200); 4 calls batched, at batch prices;"
+        " 3 calls not made: judge budget reached"
+    )
+    assert lines[1].startswith("correctness · openai:gpt-4o-mini: 4 calls (4 batched), 1 cache")
+    assert lines[2].startswith("safety_v1 · anthropic:claude-3-5-haiku: 3 calls, 0 cache")
+
+
 def test_the_report_shows_the_judge_cost(browser: Any, tmp_path: Path) -> None:
     result = copy.copy(home_result())  # a shared result: its summary is left as it is
     result.summary = {**result.summary, **COST}

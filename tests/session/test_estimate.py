@@ -117,3 +117,18 @@ def test_a_ces_goldens_expectations_stand_in_for_the_agents_reply(
         result = assay.evaluate(str(path), metrics, **kwargs)
     assert len(server.requests) == estimate["judge/calls"] == 2
     assert result.summary["judge/calls"] == 2
+
+
+def test_a_dry_run_with_judge_batch_prices_a_judge_without_a_key_at_batch_prices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No API key: the judge's client cannot be built, its backend's batch interface is
+    # still known, so its calls are priced as the batch run would pay them.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    kwargs = {"format": "mlflow", "judge": "anthropic:claude-3-5-haiku", "dry_run": True}
+    batched = assay.evaluate(ROWS, ["correctness"], judge_batch=True, **kwargs).summary
+    live = assay.evaluate(ROWS, ["correctness"], **kwargs).summary
+    assert batched["judge/calls"] == live["judge/calls"] == 4
+    assert batched["judge/batched_calls"] == 4 and live["judge/batched_calls"] == 0
+    assert batched["judge/usd"] == pytest.approx(live["judge/usd"] / 2)
+    assert live["judge/usd"] > 0

@@ -119,6 +119,11 @@ def render_estimate(estimate: CostEstimate) -> None:
         style="bold",
     )
     console.print(table)
+    if total.batched_calls:
+        console.print(
+            f"{total.batched_calls:,} of {total.calls:,} judge calls priced at batch prices"
+            " (--judge-batch: the price table's batch price, else half the live price)"
+        )
     bound = "at most " if estimate.agent_calls_bounded else ""
     console.print(f"agent calls: {bound}{estimate.agent_calls:,}")
     err = stderr_console()

@@ -36,7 +36,8 @@ class JudgeRunOptions:
     #: `--judge-samples N`: judge samples per item for every judged metric of the run
     num_samples: int | None = None
     #: `--judge-batch`: judge calls through the vendor's batch interface (the batch ids
-    #: in `store`, so a resumed run collects a batch instead of paying twice)
+    #: in `store`, so a resumed run collects a batch instead of paying twice), priced at
+    #: the batch price; the caps admit each batched call before it is queued
     batch: bool = False
     #: caps on the judges' spending (`--max-judge-usd`, `--max-judge-calls`); None: none
     max_usd: float | None = None
@@ -62,12 +63,6 @@ class JudgeRunOptions:
             raise ConfigError(f"--max-judge-usd must be a positive number, got {self.max_usd}")
         if self.max_calls is not None and self.max_calls < 1:
             raise ConfigError(f"--max-judge-calls must be at least 1, got {self.max_calls}")
-        if self.batch and (self.max_usd is not None or self.max_calls is not None):
-            # A batch is priced and sent whole: the cap admits calls one at a time.
-            raise ConfigError(
-                "--judge-batch cannot be combined with --max-judge-usd / --max-judge-calls"
-                " yet: cap a live run, or batch without a cap"
-            )
         if self.prices_file is not None:
             from assay.models.pricing import read_price_file
 

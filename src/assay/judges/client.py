@@ -12,6 +12,7 @@ cache and one set of stats; each endpoint's limiter and retry policy come from t
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import random
 import time
@@ -31,11 +32,11 @@ from assay.judges.types import JudgeModelOptions, JudgeRequest
 from assay.models.batch import BatchBackend, BatchLedger, BatchQueue
 from assay.models.cache import HasCacheTable, MemoryReplyCache, ReplyCache, StoreReplyCache
 from assay.models.client import ModelClient, Outcome
-from assay.models.cost import CallMeter, DryRunBackend, ReadOnlyCache
+from assay.models.cost import CallMeter, DryRunBackend, DryRunBatches, ReadOnlyCache
 from assay.models.policy import AdaptiveLimiter, Clock, Sleep
 from assay.models.pricing import shipped_prices
 from assay.models.registry import ModelRegistry, endpoint_of
-from assay.models.resolve import make_backend, parse_model
+from assay.models.resolve import BACKENDS, make_backend, parse_model
 from assay.models.types import GenerationSettings, ModelBackend
 
 if TYPE_CHECKING:
@@ -248,12 +249,18 @@ class JudgePool:
                 raise
             # A dry run calls nothing: a judge with no key yet is still counted.
             spec = parse_model(model)
-            backend = DryRunBackend(
+            batches = self.batch and _can_batch(spec.backend)
+            backend = (DryRunBatches if batches else DryRunBackend)(
                 None, backend=spec.backend, model=spec.name, endpoint=base_url or ""
             )
         else:
             if self.dry_run:
-                backend = DryRunBackend(backend)
+                batches = (
+                    self.batch
+                    and isinstance(backend, BatchBackend)
+                    and not getattr(backend, "batch_unavailable", None)  # Gemini on Vertex AI
+                )
+                backend = (DryRunBatches if batches else DryRunBackend)(backend)
         endpoint = endpoint_of(backend)
         pacing = self.registry.pacing(backend.backend, endpoint, concurrency=self.concurrency)
         self.limiters[(backend.backend, endpoint)] = pacing.limiter
@@ -292,8 +299,14 @@ class JudgePool:
         return judge
 
     def _batcher_for(self, backend: ModelBackend) -> BatchQueue | None:
-        if not self.batch or self.dry_run:  # a dry run calls nothing, batched or live
+        if not self.batch:
             return None
+        if self.dry_run:  # batches answered at once, for free: priced as batched
+            if not isinstance(backend, DryRunBatches):
+                return None
+            batcher = BatchQueue(backend, None, window_s=0.0, first_poll_s=0.0)
+            self._batchers.append(batcher)
+            return batcher
         # A backend may batch for one endpoint and not another (Gemini: not on Vertex AI).
         unavailable = getattr(backend, "batch_unavailable", None)
         if not isinstance(backend, BatchBackend) or unavailable:
@@ -335,6 +348,20 @@ class JudgePool:
                     failures.append(exc)
         if failures:
             raise failures[0]
+
+
+def _can_batch(backend: str) -> bool:
+    """The backend named `backend` has a batch interface in assay (its class, read
+    without building a client: a dry run's judge may have no API key)."""
+    info = BACKENDS.get(backend)
+    if info is None:
+        return False
+    try:
+        module = importlib.import_module(f"assay.models.backends.{info.module}")
+    except ImportError:  # its SDK is not installed: no calls to price at all
+        return False
+    made_by = getattr(getattr(module, "create_backend", None), "__self__", None)
+    return callable(getattr(made_by, "submit_batch", None))
 
 
 class AlignedJudge(Judge):

@@ -57,6 +57,9 @@ def cost_line(summary: Mapping[str, Any]) -> str | None:
         return None
     estimated = float(summary.get("judge/usd_estimated") or 0)
     line = f"judge cost: ${float(usd):.4f} (estimated ${estimated:.4f})"
+    batched = int(summary.get("judge/batched_calls") or 0)
+    if batched:
+        line += f"; {batched:,} calls batched, at batch prices"
     refused = int(summary.get("judge/refused") or 0)
     if refused:
         line += f"; {refused:,} judge calls not made: judge budget reached"

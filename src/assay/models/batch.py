@@ -102,6 +102,7 @@ class BatchQueue:
         self._ready: dict[str, BackendReply] = {}
         self._recovered: dict[str, str] | None = None  # key -> batch id
         self._recovered_keys: dict[str, list[str]] = {}
+        self._recovering: asyncio.Lock | None = None
         self._collecting: set[str] = set()
         self._collected: list[str] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -126,12 +127,29 @@ class BatchQueue:
             self._queue(key, self.backend.batch_request(messages, settings))
         return await future
 
+    async def holds(self, key: str) -> bool:
+        """`key`'s request is in a batch already (submitted before a crash, or collected
+        with another call's batch): paid for, whatever this run does with it."""
+        if key in self._ready:
+            return True
+        await self._recover()
+        return self._recovered is not None and key in self._recovered
+
     async def _recover(self) -> None:
+        # Once, for every call: a call that came while the ledger was being read must
+        # not find it empty (and send again what a batch before a crash holds).
         if self._recovered is not None:
             return
-        self._recovered = {}
+        if self._recovering is None:
+            self._recovering = asyncio.Lock()
+        async with self._recovering:
+            if self._recovered is None:
+                self._recovered = await self._read_ledger()
+
+    async def _read_ledger(self) -> dict[str, str]:
+        """The open batches of the ledger: key -> batch id (their keys kept by id)."""
         if self.ledger is None:
-            return
+            return {}
         b = self.backend
         try:
             found = await asyncio.to_thread(
@@ -139,11 +157,13 @@ class BatchQueue:
             )
         except StoreError as exc:
             logger.warning("cannot read the submitted judge batches: %s", exc)
-            return
+            return {}
+        recovered: dict[str, str] = {}
         for batch_id, keys in found.items():
             self._recovered_keys[batch_id] = list(keys)
             for key in keys:
-                self._recovered[key] = batch_id
+                recovered[key] = batch_id
+        return recovered
 
     def _queue(self, key: str, request: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -165,7 +185,9 @@ class BatchQueue:
             now = time.monotonic()
             due = min(self._last_at + self.window_s, self._first_at + self.max_wait_s)
             if now >= due:
-                await self._submit(self._take())
+                # Submitted and polled in a task of its own: the calls queued while this
+                # batch runs start the next window at once, not when it returns.
+                self._spawn(self._submit(self._take()))
                 return
             await asyncio.sleep(due - now)
 

@@ -206,22 +206,56 @@ class ModelClient:
         self, key: str, prompt: list[dict[str, Any]], settings: GenerationSettings
     ) -> Outcome:
         if self.batcher is not None:
-            # A batch call takes no live slot: the vendor paces its batches itself.
-            batched = await self.batcher.call(key, prompt, settings)
-            name = self.backend.backend
-            self.stats.record_call(name)
-            if isinstance(batched, BackendReply):
-                self.stats.record_tokens(
-                    name, batched.input_tokens, batched.output_tokens, batched.cached_tokens
-                )
-                return batched.text
-            # Failed in the batch: made live, with the usual retries.
+            batched = await self._batched(self.batcher, key, prompt, settings)
+            if batched is not None:
+                return batched
+            # Failed in the batch: made live, with the usual retries (admitted anew).
         if self._parallelism is None:
             return await self._call_with_retries(prompt, settings)
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self._parallelism)
         async with self._semaphore:
             return await self._call_with_retries(prompt, settings)
+
+    async def _batched(
+        self,
+        batcher: BatchQueue,
+        key: str,
+        prompt: list[dict[str, Any]],
+        settings: GenerationSettings,
+    ) -> Outcome | None:
+        """One call by way of a batch: its reply text, `BudgetReached`, or None when the
+        batch failed it (then it is made live).
+
+        A batch call takes no live slot (the vendor paces its batches). With a meter it
+        is admitted before it is queued, at the batch price, and stays in flight (its
+        estimate reserved) until its batch returns; a request already in a batch (sent
+        before a crash) is paid whatever the cap says, so it is admitted as committed.
+        """
+        admission: Admission | None = None
+        if self.meter is not None:
+            committed = await batcher.holds(key)
+            admitted = await self.meter.admit(
+                self.label, prompt, settings, batched=True, committed=committed
+            )
+            if isinstance(admitted, str):
+                return BudgetReached(admitted)
+            admission = admitted
+        outcome: BackendReply | ModelCallError | None = None
+        try:
+            outcome = await batcher.call(key, prompt, settings)
+        finally:
+            if admission is not None and self.meter is not None:
+                reply = outcome if isinstance(outcome, BackendReply) else None
+                self.meter.settle(admission, reply)  # a failed item is billed nothing
+        name = self.backend.backend
+        self.stats.record_call(name)
+        if isinstance(outcome, BackendReply):
+            self.stats.record_tokens(
+                name, outcome.input_tokens, outcome.output_tokens, outcome.cached_tokens
+            )
+            return outcome.text
+        return None
 
     async def _call_with_retries(
         self, prompt: list[dict[str, object]], settings: GenerationSettings

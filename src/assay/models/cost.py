@@ -9,6 +9,18 @@ the call it `settle`s it with the tokens the backend reported (the estimate wher
 backend reports none). So a cap is never passed by more than what one call's reply
 costs beyond its estimate.
 
+A call made through a vendor's batch interface (`--judge-batch`, `assay.models.batch`)
+is admitted the same way before it is queued (`admit(..., batched=True)`), estimated
+and settled at the table's batch price; until its batch returns it is in flight, its
+estimate reserved. A batch item that fails is settled as a failed call (the vendors
+bill none) and its live retry is admitted anew at the live price, like any live
+attempt. A call whose request went into a batch before a crash (`committed=True`:
+collected by the resumed run, paid once) was admitted under the cap of the run that
+submitted it: it is counted and priced in this run's cost, and takes nothing of this
+run's cap (a cap bounds what one invocation decides to spend, as the cached verdicts a
+resumed run re-uses take nothing of it either). The input tokens a vendor read from its
+prompt cache are priced at the table's cached-input price.
+
 Every call, cache hit and token is counted per (metric, model): the metric is the one
 named by `charged_to` in the current context (judged metrics set it while they score).
 `CallMeter.summary()` gives the `judge/...` cost keys of a run summary.
@@ -72,9 +84,13 @@ class CostLine:
     """The calls of one metric to one model: counts, tokens, US dollars."""
 
     calls: int = 0
+    #: of `calls`, those made in a vendor's batch (priced at the batch price)
+    batched_calls: int = 0
     cache_hits: int = 0
     refused: int = 0
     input_tokens: int = 0
+    #: of `input_tokens`, those the vendor read from its prompt cache
+    cached_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
     estimated_usd: float = 0.0
@@ -85,13 +101,17 @@ class CostLine:
 
 @dataclass(frozen=True)
 class Admission:
-    """A call let through: what it was charged to and its estimate."""
+    """A call let through: what it was charged to and its estimate (`batched`: at the
+    batch price, for a call made in a vendor's batch)."""
 
     charge: str
     model: str
     input_tokens: int
     output_tokens: int
     usd: float
+    batched: bool = False
+    #: in a batch submitted before a crash: outside this run's cap
+    committed: bool = False
 
 
 class CallMeter:
@@ -134,18 +154,29 @@ class CallMeter:
         return price
 
     async def admit(
-        self, model: str, prompt: Sequence[Mapping[str, object]], settings: GenerationSettings
+        self,
+        model: str,
+        prompt: Sequence[Mapping[str, object]],
+        settings: GenerationSettings,
+        *,
+        batched: bool = False,
+        committed: bool = False,
     ) -> Admission | str:
         """Let one call through (its `Admission`), or say why not (the reason).
 
         A call that fits the cap only once the calls in flight have cost less than their
         estimates waits for them to settle; it is refused only when it cannot fit.
+        `batched`: the call goes in a vendor's batch (estimated at the batch price);
+        `committed`: its request is in a batch already (submitted before a crash), paid
+        whatever happens now: admitted without a check, outside the cap.
         """
         charge = current_charge()
         input_tokens = prompt_tokens(prompt)
         output_tokens = settings.max_tokens or DEFAULT_OUTPUT_TOKENS
         price = self.price_of(model)
-        usd = price.usd(input_tokens, output_tokens) if price is not None else 0.0
+        usd = price.usd(input_tokens, output_tokens, batch=batched) if price is not None else 0.0
+        if committed:
+            return Admission(charge, model, input_tokens, output_tokens, usd, batched, True)
         while True:
             refusal = self._refusal(model, price, usd)
             if refusal is None:
@@ -160,7 +191,7 @@ class CallMeter:
         self.admitted += 1
         self._pending += 1
         self._reserved_usd += usd
-        return Admission(charge, model, input_tokens, output_tokens, usd)
+        return Admission(charge, model, input_tokens, output_tokens, usd, batched)
 
     def _refusal(self, model: str, price: ModelPrice | None, usd: float) -> str | None:
         if self.max_calls is not None and self.admitted >= self.max_calls:
@@ -184,24 +215,35 @@ class CallMeter:
         A backend that reports no tokens is charged the estimate; a failed call is
         counted but charged nothing (the vendors bill no failed request).
         """
-        self._reserved_usd -= admission.usd
-        self._pending -= 1
-        if self._settled is not None:  # wake the calls waiting to know what is left
-            self._settled.set()
-            self._settled = None
+        if not admission.committed:
+            self._reserved_usd -= admission.usd
+            self._pending -= 1
+            if self._settled is not None:  # wake the calls waiting to know what is left
+                self._settled.set()
+                self._settled = None
         line = self.line(admission.charge, admission.model)
         line.calls += 1
+        line.batched_calls += int(admission.batched)
         line.estimated_usd += admission.usd
         if reply is None:
             return
         input_tokens = reply.input_tokens or admission.input_tokens
         output_tokens = reply.output_tokens or admission.output_tokens
+        cached_tokens = min(reply.cached_tokens, input_tokens)
         price = find_price(admission.model, self.prices)
-        usd = price.usd(input_tokens, output_tokens) if price is not None else 0.0
+        usd = (
+            price.usd(
+                input_tokens, output_tokens, cached_tokens=cached_tokens, batch=admission.batched
+            )
+            if price is not None
+            else 0.0
+        )
         line.input_tokens += input_tokens
+        line.cached_tokens += cached_tokens
         line.output_tokens += output_tokens
         line.usd += usd
-        self.spent_usd += usd
+        if not admission.committed:
+            self.spent_usd += usd
 
     def record_cache_hits(self, model: str, count: int = 1) -> None:
         self.line(current_charge(), model).cache_hits += count
@@ -234,7 +276,8 @@ class CallMeter:
         """The cost keys of a run summary: totals, per model and per metric and model.
 
         `judge/usd`, `judge/usd_estimated` (what the estimate said of the same calls),
-        `judge/refused`, then `judge/cost/{metric}/{model}/{counter}`; `since`: a
+        `judge/refused`, `judge/batched_calls` (calls made in a vendor's batch, priced at
+        the batch price), then `judge/cost/{metric}/{model}/{counter}`; `since`: a
         `snapshot` taken when the run started, so a shared pool reports each run's own.
         """
         lines = self._lines_since(since)
@@ -243,6 +286,7 @@ class CallMeter:
             "judge/usd": round(total.usd, 8),
             "judge/usd_estimated": round(total.estimated_usd, 8),
             "judge/refused": total.refused,
+            "judge/batched_calls": total.batched_calls,
         }
         if self.max_usd is not None:
             out["judge/max_usd"] = self.max_usd
@@ -322,6 +366,31 @@ class DryRunBackend:
             await self.inner.aclose()
 
 
+class DryRunBatches(DryRunBackend):
+    """A `DryRunBackend` of a judge that would send its calls in batches (`--judge-batch`):
+    each batch is answered at once, for free, so the meter prices its calls as batched."""
+
+    def __init__(self, inner: ModelBackend | None, **named: Any) -> None:
+        super().__init__(inner, **named)
+        self._batches: dict[str, dict[str, BackendReply | ModelCallError]] = {}
+
+    def batch_request(
+        self, messages: Sequence[Mapping[str, str]], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        return {"json_schema": settings.json_schema}
+
+    async def submit_batch(self, requests: Mapping[str, dict[str, Any]]) -> str:
+        batch_id = f"dry-run-{len(self._batches) + 1}"
+        self._batches[batch_id] = {
+            key: BackendReply(reply_for_schema(body.get("json_schema")), 0, 0)
+            for key, body in requests.items()
+        }
+        return batch_id
+
+    async def collect_batch(self, batch_id: str) -> dict[str, BackendReply | ModelCallError] | None:
+        return self._batches.pop(batch_id, {})
+
+
 class ReadOnlyCache:
     """A cache read through to another one, that keeps what it is given for this run only."""
 
@@ -351,6 +420,7 @@ __all__ = [
     "CallMeter",
     "CostLine",
     "DryRunBackend",
+    "DryRunBatches",
     "ReadOnlyCache",
     "charged_to",
     "estimate_tokens",

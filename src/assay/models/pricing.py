@@ -1,7 +1,12 @@
 """The price table and token counts: what a model call costs, in US dollars.
 
 The table (`assay/models/data/prices.json`) lists US-dollar prices per million input and
-output tokens; `--prices FILE` (same shape) is laid over it. It prices an agent's usage
+output tokens; `--prices FILE` (same shape) is laid over it. A model's entry may also give
+its batch prices (`batch_input_per_million`, `batch_output_per_million`: what a call
+through the vendor's batch interface costs, `--judge-batch`; when absent, half the live
+price, the published rule of OpenAI, Anthropic and Gemini) and its cached-input price
+(`cached_input_per_million`: what the input tokens the vendor read from its prompt cache
+cost; when absent, the input price). It prices an agent's usage
 (the `max_cost` metric) and the judges' own calls (`assay.models.cost`). Model names are
 matched after dropping a provider prefix (`openai:`, `models/`) and, failing an exact
 match, by the longest known name that a dated variant starts with (`gpt-4o-2024-08-06`
@@ -27,20 +32,47 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 CHARS_PER_TOKEN = 4
 #: tokens each chat message adds for its role and separators
 TOKENS_PER_MESSAGE = 4
+#: what a batched call costs against a live one when the table gives no batch price
+#: (OpenAI's Batch API, Anthropic's Message Batches and Gemini's batch mode: 50% off)
+BATCH_DISCOUNT = 0.5
 
 
 class ModelPrice(BaseModel):
-    """US dollars per million tokens."""
+    """US dollars per million tokens: live, batched (optional) and cached input (optional)."""
 
     model_config = ConfigDict(extra="forbid")
 
     input_per_million: float = Field(ge=0, allow_inf_nan=False)
     output_per_million: float = Field(ge=0, allow_inf_nan=False)
+    #: a call through the batch interface; None: `BATCH_DISCOUNT` of the live price
+    batch_input_per_million: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    batch_output_per_million: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    #: input tokens read from the vendor's prompt cache; None: the input price
+    cached_input_per_million: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
-    def usd(self, input_tokens: int, output_tokens: int) -> float:
-        """The price of one call that used these tokens."""
+    def rates(self, *, batch: bool = False) -> tuple[float, float, float]:
+        """US dollars per million input, output and cached input tokens of one call.
+
+        A batched call's cached input tokens cost the lower of the cached price and the
+        batch input price (Anthropic's discounts stack; OpenAI's may not: never less)."""
+        cached = self.cached_input_per_million
+        if not batch:
+            inp = self.input_per_million
+            return inp, self.output_per_million, inp if cached is None else cached
+        given_in, given_out = self.batch_input_per_million, self.batch_output_per_million
+        inp = self.input_per_million * BATCH_DISCOUNT if given_in is None else given_in
+        out = self.output_per_million * BATCH_DISCOUNT if given_out is None else given_out
+        return inp, out, inp if cached is None else min(cached, inp)
+
+    def usd(
+        self, input_tokens: int, output_tokens: int, *, cached_tokens: int = 0, batch: bool = False
+    ) -> float:
+        """The price of one call that used these tokens (`cached_tokens`: the part of
+        `input_tokens` read from the prompt cache); `batch`: made in a batch."""
+        inp, out, cached = self.rates(batch=batch)
+        cached_tokens = max(0, min(cached_tokens, input_tokens))
         return (
-            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+            (input_tokens - cached_tokens) * inp + cached_tokens * cached + output_tokens * out
         ) / 1_000_000
 
 
@@ -73,7 +105,9 @@ def read_price_file(path: str) -> dict[str, ModelPrice]:
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(
             f"prices file {path}: {where}: {first['msg']} (expected "
-            '{"models": {"MODEL": {"input_per_million": N, "output_per_million": N}}})'
+            '{"models": {"MODEL": {"input_per_million": N, "output_per_million": N}}},'
+            " optionally batch_input_per_million, batch_output_per_million,"
+            " cached_input_per_million)"
         ) from None
 
 

@@ -13,6 +13,10 @@ estimated on the golden turns standing in for the agent's replies (a CES golden'
 expectations acted out: its tool calls and responses, its agent response). A metric
 whose later calls depend on what the judge said first (one call per claim it found) is
 estimated with one item per list in each reply.
+
+With `--judge-batch`, a judge whose vendor has a batch interface in assay is asked
+through a batch queue whose batches the dry run answers at once: its calls are priced at
+the table's batch price and counted in `batched_calls`.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class CostEstimate:
         out: dict[str, Any] = {
             "dry_run": True,
             "judge/calls": total.calls,
+            "judge/batched_calls": total.batched_calls,
             "judge/cache_hits": total.cache_hits,
             "judge/input_tokens": total.input_tokens,
             "judge/output_tokens": total.output_tokens,
@@ -83,6 +88,7 @@ class CostEstimate:
         return {
             "judge": {
                 "calls": total.calls,
+                "batched_calls": total.batched_calls,
                 "cache_hits": total.cache_hits,
                 "input_tokens": total.input_tokens,
                 "output_tokens": total.output_tokens,
@@ -102,6 +108,7 @@ class CostEstimate:
 def _public(line: CostLine) -> dict[str, Any]:
     return {
         "calls": line.calls,
+        "batched_calls": line.batched_calls,
         "cache_hits": line.cache_hits,
         "input_tokens": line.input_tokens,
         "output_tokens": line.output_tokens,

@@ -294,6 +294,9 @@ def judge_cost_lines(summary: Mapping[str, Any]) -> list[str] | None:
         f"${float(summary['judge/usd']):.4f} in total"
         f" (estimated ${float(summary.get('judge/usd_estimated') or 0):.4f})"
     ]
+    batched = int(summary.get("judge/batched_calls") or 0)
+    if batched:
+        lines[0] += f"; {batched:,} calls batched, at batch prices"
     refused = int(summary.get("judge/refused") or 0)
     if refused:
         lines[0] += f"; {refused:,} calls not made: judge budget reached"
@@ -304,8 +307,11 @@ def judge_cost_lines(summary: Mapping[str, Any]) -> list[str] | None:
             per.setdefault((metric, model), {})[counter] = value
     for (metric, model), c in sorted(per.items()):
         tokens = f"{int(c.get('input_tokens', 0)):,} + {int(c.get('output_tokens', 0)):,} tokens"
+        batched = int(c.get("batched_calls", 0))
         lines.append(
-            f"{metric} · {model}: {int(c.get('calls', 0)):,} calls,"
+            f"{metric} · {model}: {int(c.get('calls', 0)):,} calls"
+            + (f" ({batched:,} batched)" if batched else "")
+            + ","
             f" {int(c.get('cache_hits', 0)):,} cache hits, {tokens},"
             f" ${float(c.get('usd', 0)):.4f}"
         )
