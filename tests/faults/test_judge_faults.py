@@ -23,12 +23,14 @@ from assay.session.run_session import RunSession
 from assay.store import Store
 from assay.store.schema import RunStatus
 
-FAULT_REASONS = {
+FAULT_REASONS: dict[str, str | tuple[str, ...]] = {
     "http500": "HTTP 500",
     "hang": "no reply within the 1s judge timeout",
     "garbage": 'the judge replied "I would rather not rate this, sorry."',
     "wrongtype": "no judge reply could be parsed",
-    "drop": "peer closed connection",
+    # httpx's own transport, or aiohttp's (the SDK's DefaultAioHttpClient): a reply cut
+    # short after its headers, in each one's words
+    "drop": ("peer closed connection", "payload is not completed"),
 }
 RETRIED = ("http500", "hang", "drop")
 
@@ -66,9 +68,10 @@ def test_broken_judges_leave_metrics_not_evaluated_and_the_run_completes(
     for fault, reason in FAULT_REASONS.items():
         metric = by_word[fault].metrics["semantic_similarity"]
         assert metric.status == Status.NOT_EVALUATED and metric.score is None, (fault, metric)
-        assert metric.explanation is not None and reason in metric.explanation, (
+        said = metric.explanation or ""
+        assert any(r in said for r in ((reason,) if isinstance(reason, str) else reason)), (
             fault,
-            metric.explanation,
+            said,
         )
     for fault in RETRIED:
         assert fault_server.calls[("judge", fault)] == 2, fault_server.calls  # 1 + 1 retry

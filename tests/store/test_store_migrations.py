@@ -119,3 +119,22 @@ def test_schema_drift_would_be_detected(empty_url: str) -> None:
             diff = compare_metadata(MigrationContext.configure(conn), metadata)
     kinds = sorted(d[0] if isinstance(d, tuple) else d[0][0] for d in diff)
     assert kinds == ["add_index", "remove_column"]
+
+
+def test_ctrl_c_in_a_new_stores_migration_is_raised_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Ctrl-C in the middle of the migration's commit makes SQLAlchemy close the
+    # connection; turning foreign keys back on then must not replace the interrupt by
+    # "Cannot operate on a closed database" (a traceback instead of exit 130).
+    from assay.store._write_queue import QueuedConnection
+
+    def interrupted(self: QueuedConnection) -> None:
+        raise KeyboardInterrupt  # as SIGINT lands while the commit runs
+
+    monkeypatch.setattr(QueuedConnection, "commit", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Store.open(f"sqlite:///{tmp_path / 'assay.db'}")
+    monkeypatch.undo()
+    with Store.open(f"sqlite:///{tmp_path / 'assay.db'}") as store:  # created next time
+        assert store.list_runs() == []

@@ -339,13 +339,32 @@ def migrate(engine: Engine, shown_url: str) -> None:
                         _upgrade(conn, shown_url)
             finally:
                 if sqlite and raw is not None:
-                    raw.execute("PRAGMA foreign_keys=ON")
+                    _foreign_keys_back_on(raw)
     except SQLAlchemyError as exc:
         if unavailable(exc, engine.dialect.name):
             raise StoreUnavailableError(
                 f"cannot open the store at {shown_url} now: {_reason(exc)}"
             ) from exc
         raise StoreError(f"cannot open the store at {shown_url}: {_reason(exc)}") from exc
+
+
+def _foreign_keys_back_on(raw: Any) -> None:
+    """Foreign keys on again after a migration, on a connection still open: a Ctrl-C in
+    the middle of the migration's commit makes SQLAlchemy close it, and the interrupt,
+    not "Cannot operate on a closed database", is what the caller must see."""
+    try:
+        raw.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.ProgrammingError:
+        if not _closed(raw):
+            raise
+
+
+def _closed(raw: Any) -> bool:
+    try:
+        raw.total_changes  # noqa: B018  (any use of a closed connection raises)
+    except sqlite3.ProgrammingError:
+        return True
+    return False
 
 
 def _upgrade(conn: Connection, shown_url: str) -> None:
