@@ -12,14 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_runs import (
-    CorrectnessRuns,
-    failing_once_on,
-    open_batches,
-    scores,
-    statuses,
-    verdict,
-)
+from batch_runs import CorrectnessRuns, failing_once_on, open_batches, scores, statuses, verdict
 
 from assay.testing.judge_server import JudgeServer
 from standin_judge import standin_judge, write_rows

@@ -17,14 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from batch_runs import (
-    CorrectnessRuns,
-    failing_once_on,
-    open_batches,
-    scores,
-    statuses,
-    verdict,
-)
+from batch_runs import CorrectnessRuns, failing_once_on, open_batches, scores, statuses, verdict
 
 from assay.cli import app
 from assay.judges.client import JudgePool
