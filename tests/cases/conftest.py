@@ -13,6 +13,7 @@ import pytest
 
 from assay.testing.judge_server import JudgeServer
 from assay.testing.standin_generator import script
+from standin_judge import standin_judge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 
@@ -23,7 +24,5 @@ __all__ = ["_shared_postgres_database", "postgres_server", "standin", "store_url
 
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    with JudgeServer(script) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-stand-in")
+    with standin_judge(monkeypatch, script) as server:
         yield server

@@ -15,15 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import Result
 
 from assay.cli import app
-from assay.models.cost import reply_for_schema
 from assay.models.pricing import find_price, price_table
 from assay.store import Store
-from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
-
-runner = CliRunner()
+from assay.testing.judge_server import JudgeServer
+from standin_judge import (
+    arithmetic_rows,
+    eval_report,
+    runner,
+    schema_reply,
+    standin_judge,
+    write_rows,
+)
 
 JUDGE = "openai:gpt-4o-mini"
 #: judged metrics of every family that scores recorded rows (Databricks, Vertex, ADK, CES)
@@ -42,58 +47,16 @@ METRICS = (
 )
 
 
-def _reply(request: StandinRequest) -> StandinReply:
-    """A reply that fits whatever schema the metric asked for, with fixed token usage."""
-    return StandinReply(reply_for_schema(request.json_schema), input_tokens=300, output_tokens=40)
-
-
 @pytest.fixture
 def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_reply) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    with standin_judge(monkeypatch, schema_reply) as server:
         yield server
 
 
-def _rows(tmp_path: Path, count: int = 3) -> Path:
-    rows = [
-        {
-            "request": f"What is {i} plus {i}?",
-            "response": f"It is {2 * i}.",
-            "expected_response": str(2 * i),
-            "guidelines": ["answer with the number"],
-            "retrieved_context": [{"content": "adding numbers", "doc_uri": "doc"}],
-        }
-        for i in range(count)
-    ]
-    path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
-def _eval(tmp_path: Path, *args: str, metrics: tuple[str, ...] = METRICS) -> tuple[Any, dict]:
-    out = tmp_path / "out.json"
-    out.unlink(missing_ok=True)
-    flags = [x for m in metrics for x in ("-m", m)]
-    result = runner.invoke(
-        app,
-        [
-            "eval",
-            str(_rows(tmp_path)),
-            "--from",
-            "mlflow",
-            "--judge",
-            JUDGE,
-            "--store",
-            f"sqlite:///{tmp_path / 'assay.db'}",
-            "--out",
-            str(out),
-            *flags,
-            *args,
-        ],
-    )
-    document = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    return result, document
+def _eval(
+    tmp_path: Path, *args: str, metrics: tuple[str, ...] = METRICS
+) -> tuple[Result, dict[str, Any]]:
+    return eval_report(tmp_path, write_rows(tmp_path, arithmetic_rows(3)), JUDGE, metrics, *args)
 
 
 def _last_run(tmp_path: Path) -> str:

@@ -15,23 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import Result
 
 from assay.cli import app
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
-
-runner = CliRunner()
+from standin_judge import eval_report, runner, standin_judge, write_rows
 
 ROWS = [
     {"request": "Capital of France?", "response": "Paris.", "expected_response": "Paris"},
     {"request": "Legs of a spider?", "response": "Eight.", "expected_response": "Eight"},
 ]
-
-
-def _rows(tmp_path: Path) -> Path:
-    path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
-    return path
 
 
 def _yes(request: StandinRequest) -> StandinReply:
@@ -41,9 +34,7 @@ def _yes(request: StandinRequest) -> StandinReply:
 @pytest.fixture
 def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
     """The stand-in judge (answering yes) that `assay eval` reaches through the environment."""
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_yes) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    with standin_judge(monkeypatch, _yes) as server:
         yield server
 
 
@@ -55,29 +46,11 @@ def _dead_port() -> int:
     return port
 
 
-def _eval(tmp_path: Path, *args: str) -> Any:
-    store = f"sqlite:///{tmp_path / 'assay.db'}"
-    out = tmp_path / "out.json"
-    result = runner.invoke(
-        app,
-        [
-            "eval",
-            str(_rows(tmp_path)),
-            "--from",
-            "mlflow",
-            "-m",
-            "correctness",
-            "--judge",
-            "openai:stand-in",
-            "--store",
-            store,
-            "--out",
-            str(out),
-            *args,
-        ],
-    )
-    summary = json.loads(out.read_text(encoding="utf-8"))["summary"] if out.exists() else {}
-    return result, summary
+def _eval(tmp_path: Path, *args: str) -> tuple[Result, dict[str, Any]]:
+    """The CLI's result and the run's summary ({} when it wrote no result document)."""
+    rows = write_rows(tmp_path, ROWS)
+    result, document = eval_report(tmp_path, rows, "openai:stand-in", ["correctness"], *args)
+    return result, document.get("summary", {})
 
 
 def test_another_endpoint_is_called_not_answered_from_the_cache(

@@ -13,91 +13,49 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from batch_runs import failing_once_on, kill_once, open_batches
+from click.testing import Result
 
-from assay.cli import app
 from assay.judges.client import JudgePool
 from assay.judges.types import JudgeCallError
 from assay.models.cost import BUDGET_REACHED, CallMeter, reply_for_schema
 from assay.models.pricing import ModelPrice
 from assay.store import Store
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+from standin_judge import (
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    arithmetic_rows,
+    eval_args,
+    eval_report,
+    schema_reply,
+    standin_judge,
+    write_rows,
+)
 
-runner = CliRunner()
-SRC = Path(__file__).resolve().parents[2] / "src"
 JUDGE = "openai:gpt-4o-mini"
 METRICS = ("correctness", "guideline_adherence", "safety")  # 3 rows: 9 judge calls
-INPUT_TOKENS, OUTPUT_TOKENS = 300, 40  # what the stand-in reports for every call
-
-
-def _reply(request: StandinRequest) -> StandinReply:
-    """A reply that fits the metric's schema, with fixed token usage."""
-    return StandinReply(
-        reply_for_schema(request.json_schema),
-        input_tokens=INPUT_TOKENS,
-        output_tokens=OUTPUT_TOKENS,
-    )
 
 
 @pytest.fixture
 def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "unused")
-    with JudgeServer(_reply) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    with standin_judge(monkeypatch, schema_reply, vendors=("openai", "anthropic")) as server:
         yield server
 
 
 def _rows(tmp_path: Path) -> Path:
-    rows = [
-        {
-            "request": f"What is {i} plus {i}?",
-            "response": f"It is {2 * i}.",
-            "expected_response": str(2 * i),
-            "guidelines": ["answer with the number"],
-            "retrieved_context": [{"content": "adding numbers", "doc_uri": "doc"}],
-        }
-        for i in range(3)
-    ]
-    path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
+    return write_rows(tmp_path, arithmetic_rows(3))
 
 
-def _args(tmp_path: Path, out: Path, *extra: str, metrics: tuple[str, ...] = METRICS) -> list[str]:
-    return [
-        "eval",
-        str(_rows(tmp_path)),
-        "--from",
-        "mlflow",
-        "--judge",
-        JUDGE,
-        "--store",
-        f"sqlite:///{tmp_path / 'assay.db'}",
-        "--out",
-        str(out),
-        *[x for m in metrics for x in ("-m", m)],
-        *extra,
-    ]
-
-
-def _eval(tmp_path: Path, *extra: str, metrics: tuple[str, ...] = METRICS) -> tuple[Any, dict]:
-    out = tmp_path / "out.json"
-    out.unlink(missing_ok=True)
-    result = runner.invoke(app, _args(tmp_path, out, *extra, metrics=metrics))
-    document = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-    return result, document
+def _eval(
+    tmp_path: Path, *extra: str, metrics: tuple[str, ...] = METRICS
+) -> tuple[Result, dict[str, Any]]:
+    return eval_report(tmp_path, _rows(tmp_path), JUDGE, metrics, *extra)
 
 
 def _prices(tmp_path: Path, model: str = "gpt-4o-mini", **entry: float) -> str:
@@ -174,22 +132,10 @@ def test_max_judge_usd_with_batches_stops_within_one_calls_batch_price_of_the_ca
     assert report["summary"]["judge/usd"] == pytest.approx((9 - made) * one_call)
 
 
-def _fail_first_batch_answer_to(row: str) -> Any:
-    failed: list[str] = []
-
-    def script(request: StandinRequest) -> StandinReply:
-        if row in request.prompt and not failed:
-            failed.append(row)  # the batch's answer fails; the live retry works
-            return StandinReply.server_error(message="batch worker lost")
-        return _reply(request)
-
-    return script
-
-
 def test_a_failed_batch_item_is_made_live_at_the_live_price_within_the_cap(
     tmp_path: Path, judge: JudgeServer
 ) -> None:
-    judge.set_script(_fail_first_batch_answer_to("What is 1 plus 1?"))
+    judge.set_script(failing_once_on("What is 1 plus 1?", schema_reply))
     prices = _prices(tmp_path, input_per_million=100.0, output_per_million=100.0)
     live_call = (INPUT_TOKENS + OUTPUT_TOKENS) * 100.0 / 1e6
     args = ("--prices", prices, "--judge-batch", "--max-judge-calls", "4")
@@ -207,7 +153,7 @@ def test_a_failed_batch_item_is_made_live_at_the_live_price_within_the_cap(
 def test_a_failed_batch_item_whose_live_retry_passes_the_cap_is_not_evaluated(
     tmp_path: Path, judge: JudgeServer
 ) -> None:
-    judge.set_script(_fail_first_batch_answer_to("What is 1 plus 1?"))
+    judge.set_script(failing_once_on("What is 1 plus 1?", schema_reply))
     args = ("--judge-batch", "--max-judge-calls", "3")
     result, report = _eval(tmp_path, *args, metrics=("correctness",))
     assert result.exit_code == 1, result.output
@@ -255,12 +201,10 @@ def test_a_waiting_admission_does_not_keep_the_batch_window_open(
 ) -> None:
     """The 2nd and 3rd calls wait for the 1st to be paid for, and the 1st is in a batch
     that waits for its window to close: the window closes, each call gets its batch."""
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
     # $1 an output token: a call of max_tokens 10 is estimated at $5 batched; the
     # stand-in reports 1 output token ($0.50), so each call fits once the last is paid.
     prices = {"stand-in": ModelPrice(input_per_million=0.0, output_per_million=1e6)}
-    with JudgeServer(StandinReply("yes", input_tokens=0, output_tokens=1)) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    with standin_judge(monkeypatch, StandinReply("yes", input_tokens=0, output_tokens=1)) as server:
 
         async def go() -> list[list[str]]:
             meter = CallMeter(prices, max_usd=7.5)
@@ -285,10 +229,9 @@ def test_a_waiting_admission_does_not_keep_the_batch_window_open(
 def test_a_batched_call_that_cannot_fit_once_the_batch_is_paid_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
     prices = {"stand-in": ModelPrice(input_per_million=0.0, output_per_million=1e6)}
-    with JudgeServer(StandinReply("yes", input_tokens=0, output_tokens=10)) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    ten_tokens = StandinReply("yes", input_tokens=0, output_tokens=10)
+    with standin_judge(monkeypatch, ten_tokens) as server:
 
         async def go() -> list[list[str] | BaseException]:
             pool = JudgePool(
@@ -314,12 +257,8 @@ def test_a_batched_call_that_cannot_fit_once_the_batch_is_paid_is_refused(
 
 def _open_batches(path: Path, server: JudgeServer) -> dict[str, list[str]]:
     """The batches of the run's judge recorded in the store at `path`, not collected."""
-    if not path.exists():
-        return {}
-    with Store.open(f"sqlite:///{path}") as store:
-        return store.judge_batches.open_batches(
-            backend="openai", endpoint=server.openai_base_url + "/", model="gpt-4o-mini"
-        )
+    endpoint = server.openai_base_url + "/"
+    return open_batches(path, backend="openai", endpoint=endpoint, model="gpt-4o-mini")
 
 
 def test_a_capped_run_killed_after_submitting_collects_its_batch_outside_the_new_cap(
@@ -327,31 +266,11 @@ def test_a_capped_run_killed_after_submitting_collects_its_batch_outside_the_new
 ) -> None:
     judge.hold_batches()
     first_out = tmp_path / "killed.json"
-    args = _args(tmp_path, first_out, "--judge-batch", "--max-judge-calls", "3",
-                 metrics=("correctness",))  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(SRC), "ASSAY_QUIET_STALE": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", *args],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        # every call of the run in a recorded batch (one or more, as the window closed)
-        while sum(map(len, _open_batches(tmp_path / "assay.db", judge).values())) < 3:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the batch was never recorded"
-            time.sleep(0.2)
-        process.send_signal(signal.SIGKILL)
-        process.wait(30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
-        if process.stderr is not None:
-            process.stderr.close()
+    store = tmp_path / "assay.db"
+    args = eval_args(_rows(tmp_path), JUDGE, store, first_out, ["correctness"],
+                     "--judge-batch", "--max-judge-calls", "3")  # fmt: skip
+    # every call of the run in a recorded batch (one or more, as the window closed)
+    kill_once(args, tmp_path, lambda: sum(map(len, _open_batches(store, judge).values())) >= 3)
     submitted = judge.batch_submissions
     assert submitted >= 1
     judge.release_batches()

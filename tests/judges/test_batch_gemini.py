@@ -11,30 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from batch_runs import CorrectnessRuns, failing_once_on, open_batches, scores, statuses, verdict
 
 from assay.cli import app
 from assay.judges.client import JudgePool
 from assay.models.backends import gemini as gemini_backend
 from assay.models.backends.gemini import VERTEX_BATCH_UNAVAILABLE, GeminiBackend
 from assay.models.types import GenerationSettings, ModelCallError
-from assay.store import Store
 from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+from standin_judge import clear_google_environment, runner, standin_judge, write_rows
 
-runner = CliRunner()
-SRC = Path(__file__).resolve().parents[2] / "src"
 MODEL = "stand-in"
 JUDGE = f"gemini:{MODEL}"
 
@@ -46,90 +38,22 @@ ROWS = [
 ]
 #: the statuses of ROWS' cases, sorted: the spider row is judged wrong
 STATUSES = ["FAILED", "PASSED", "PASSED", "PASSED"]
-
-
-def _rows(tmp_path: Path) -> Path:
-    path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
-    return path
-
-
-def _verdict(request: StandinRequest) -> StandinReply:
-    """ "no" for the spider row (its answer is wrong), "yes" for the others."""
-    rating = "no" if "Six." in request.prompt else "yes"
-    return StandinReply(json.dumps({"rationale": f"rated {rating}", "rating": rating}))
-
-
-def _args(tmp_path: Path, store: str, out: Path, *extra: str) -> list[str]:
-    return [
-        "eval",
-        str(_rows(tmp_path)),
-        "--from",
-        "mlflow",
-        "-m",
-        "correctness",
-        "--judge",
-        JUDGE,
-        "--store",
-        f"sqlite:///{tmp_path / store}",
-        "--out",
-        str(out),
-        *extra,
-    ]
-
-
-def _eval(tmp_path: Path, store: str, *extra: str) -> dict[str, Any]:
-    out = tmp_path / f"{store}.json"
-    result = runner.invoke(app, _args(tmp_path, store, out, *extra))
-    assert result.exit_code == 1, result.output  # one case fails its verdict
-    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return data
-
-
-def _scores(result: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """case id -> (correctness score, status) of a result document."""
-    found: dict[str, tuple[Any, Any]] = {}
-    for case in result["cases"]:
-        for score in case["overall_eval_metric_results"]:
-            if score["metric_name"] == "correctness":
-                found[case["eval_id"]] = (score["score"], case["status"])
-    return found
-
-
-def _statuses(result: dict[str, Any]) -> list[str]:
-    return sorted(status for _, status in _scores(result).values())
+RUNS = CorrectnessRuns(JUDGE, ROWS)
 
 
 def _open_batches(path: Path) -> dict[str, list[str]]:
     """The stand-in judge's batches recorded in the store at `path`, not collected."""
-    if not path.exists():
-        return {}
-    with Store.open(f"sqlite:///{path}") as store:
-        return store.judge_batches.open_batches(
-            backend="gemini", endpoint="gemini-api", model=MODEL
-        )
+    return open_batches(path, backend="gemini", endpoint="gemini-api", model=MODEL)
 
 
 @pytest.fixture(autouse=True)
 def _no_google_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "GOOGLE_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_GENAI_USE_ENTERPRISE",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "GOOGLE_GEMINI_BASE_URL",
-        "GOOGLE_VERTEX_BASE_URL",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    clear_google_environment(monkeypatch)
 
 
 @pytest.fixture
 def judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv("GEMINI_API_KEY", "unused")
-    with JudgeServer(_verdict) as server:
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+    with standin_judge(monkeypatch, verdict, vendors=("gemini",)) as server:
         yield server
 
 
@@ -139,15 +63,15 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run_in_one_batch(
     server = judge_env
     # Answers come back in reverse order: each is matched to its call by its key.
     server.batch_endpoints.gemini_reversed = True
-    live = _eval(tmp_path, "live.db")
+    live = RUNS.eval(tmp_path, "live.db")
     live_requests = server.requests
     assert len(live_requests) == len(ROWS)
-    batched = _eval(tmp_path, "batch.db", "--judge-batch")
+    batched = RUNS.eval(tmp_path, "batch.db", "--judge-batch")
     assert server.batch_submissions == 1
     assert server.batch_requests == len(ROWS)
     assert len(server.requests) == len(ROWS)  # no live call in the batch run
-    assert _scores(batched) == _scores(live)
-    assert _statuses(batched) == STATUSES
+    assert scores(batched) == scores(live)
+    assert statuses(batched) == STATUSES
     assert batched["summary"]["judge/calls"] == len(ROWS)
     # The batch sent exactly what the live calls sent: the same body, schema included.
     live_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in live_requests)
@@ -157,32 +81,24 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run_in_one_batch(
     assert {r.model for r in server.batch_log} == {MODEL}
     # The batch's replies are in the reply cache under a live call's keys: a rerun,
     # batched or live, calls nothing.
-    again = _eval(tmp_path, "batch.db", "--judge-batch", "--fresh")
-    _eval(tmp_path, "batch.db", "--fresh")
+    again = RUNS.eval(tmp_path, "batch.db", "--judge-batch", "--fresh")
+    RUNS.eval(tmp_path, "batch.db", "--fresh")
     assert server.batch_submissions == 1
     assert len(server.requests) == len(ROWS)
-    assert _scores(again) == _scores(live)
+    assert scores(again) == scores(live)
     assert _open_batches(tmp_path / "batch.db") == {}  # collected: never again
 
 
 def test_items_the_batch_fails_are_made_live(tmp_path: Path, judge_env: JudgeServer) -> None:
     server = judge_env
-    answered: list[str] = []
-
-    def flaky(request: StandinRequest) -> StandinReply:
-        # The first answer to the water row fails (in the batch); the live retry works.
-        if "100 C." in request.prompt and "water" not in answered:
-            answered.append("water")
-            return StandinReply.server_error(message="batch worker lost")
-        return _verdict(request)
-
-    server.set_script(flaky)
-    result = _eval(tmp_path, "batch.db", "--judge-batch")
+    # The first answer to the water row fails (in the batch); the live retry works.
+    server.set_script(failing_once_on("100 C.", verdict))
+    result = RUNS.eval(tmp_path, "batch.db", "--judge-batch")
     assert server.batch_submissions == 1
     assert server.batch_requests == len(ROWS)
     assert len(server.requests) == 1  # the failed item, made live
     assert "100 C." in server.requests[0].prompt
-    assert _statuses(result) == STATUSES
+    assert statuses(result) == STATUSES
 
 
 def test_responses_without_their_key_are_made_live_never_matched_by_position(
@@ -193,12 +109,12 @@ def test_responses_without_their_key_are_made_live_never_matched_by_position(
     server = judge_env
     server.batch_endpoints.gemini_echo_metadata = False
     server.batch_endpoints.gemini_reversed = True
-    live = _eval(tmp_path, "live.db")
+    live = RUNS.eval(tmp_path, "live.db")
     with caplog.at_level(logging.WARNING):
-        batched = _eval(tmp_path, "batch.db", "--judge-batch")
+        batched = RUNS.eval(tmp_path, "batch.db", "--judge-batch")
     assert server.batch_submissions == 1
     assert len(server.requests) == 2 * len(ROWS)  # the live run's, then each made live
-    assert _scores(batched) == _scores(live)
+    assert scores(batched) == scores(live)
     assert f"{len(ROWS)} responses of batch batches/" in caplog.text
     assert "carry no key; their calls are made live" in caplog.text
 
@@ -207,48 +123,18 @@ def test_a_run_killed_after_submitting_collects_its_batch_on_resume(
     tmp_path: Path, judge_env: JudgeServer
 ) -> None:
     server = judge_env
-    server.hold_batches()
-    env = {**os.environ, "PYTHONPATH": str(SRC), "ASSAY_QUIET_STALE": "1"}
-    first_out = tmp_path / "killed.json"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", *_args(tmp_path, "batch.db", first_out, "--judge-batch")],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not _open_batches(tmp_path / "batch.db"):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the batch was never recorded"
-            time.sleep(0.2)
-        assert server.batch_submissions == 1
-        process.send_signal(signal.SIGKILL)
-        process.wait(30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(30)
-        if process.stderr is not None:
-            process.stderr.close()
-    assert process.returncode == -signal.SIGKILL
-    assert not first_out.exists()
+    RUNS.kill_after_submitting(tmp_path, server, lambda: _open_batches(tmp_path / "batch.db"))
     (keys,) = _open_batches(tmp_path / "batch.db").values()
     assert len(keys) == len(ROWS)
     assert server.batch_requests == 0  # held: nothing answered yet
-    server.release_batches()
-    resumed = _eval(tmp_path, "batch.db", "--judge-batch")
-    assert server.batch_submissions == 1  # collected, not submitted again
-    assert server.batch_requests == len(ROWS)
-    assert server.requests == []  # and no live call
-    assert _statuses(resumed) == STATUSES
+    resumed = RUNS.resume_collecting(tmp_path, server)
+    assert statuses(resumed) == STATUSES
     assert _open_batches(tmp_path / "batch.db") == {}
 
 
 def test_a_dry_run_with_judge_batch_calls_nothing(tmp_path: Path, judge_env: JudgeServer) -> None:
     out = tmp_path / "estimate.json"
-    result = runner.invoke(app, _args(tmp_path, "dry.db", out, "--judge-batch", "--dry-run"))
+    result = runner.invoke(app, RUNS.args(tmp_path, "dry.db", out, "--judge-batch", "--dry-run"))
     assert result.exit_code == 0, result.output
     assert "dry run: nothing was called" in result.output
     estimate = json.loads(out.read_text(encoding="utf-8"))
@@ -319,15 +205,15 @@ def test_a_batch_too_large_to_inline_goes_as_a_file_with_the_same_verdicts(
     tmp_path: Path, judge_env: JudgeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = judge_env
-    live = _eval(tmp_path, "live.db")
+    live = RUNS.eval(tmp_path, "live.db")
     live_requests = server.requests
     monkeypatch.setattr(gemini_backend, "INLINE_BATCH_BYTES", 0)  # every batch is "large"
-    batched = _eval(tmp_path, "batch.db", "--judge-batch")
+    batched = RUNS.eval(tmp_path, "batch.db", "--judge-batch")
     assert server.batch_submissions == 1
     assert server.batch_endpoints.gemini_file_batches == 1
     assert server.batch_requests == len(ROWS)
     assert len(server.requests) == len(ROWS)  # no live call in the batch run
-    assert _scores(batched) == _scores(live)
+    assert scores(batched) == scores(live)
     # Each line of the uploaded file holds the body a live call sends.
     live_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in live_requests)
     batch_bodies = sorted(json.dumps(r.body, sort_keys=True) for r in server.batch_log)
@@ -369,24 +255,12 @@ def test_a_responses_file_is_read_by_key_and_its_bad_lines_are_left_to_live_call
 def test_the_cases_of_a_recorded_run_share_one_gemini_batch(
     tmp_path: Path, judge_env: JudgeServer
 ) -> None:
-    # More cases than the judge concurrency keeps going live (2 x 8): all in one batch.
-    judge_env.set_script(_verdict)
+    judge_env.set_script(verdict)
     judge_env.batch_endpoints.gemini_reversed = True
-    rows = tmp_path / "many.jsonl"
-    many = [
-        {"request": f"{i} plus one?", "response": f"{i + 1}.", "expected_response": f"{i + 1}"}
-        for i in range(100)
-    ]
-    rows.write_text("\n".join(json.dumps(r) for r in many) + "\n", encoding="utf-8")
-    out = tmp_path / "many.json"
-    args = _args(tmp_path, "batch.db", out, "--judge-batch")
-    args[1] = str(rows)
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
+    document = RUNS.hundred_cases_batched(tmp_path)  # all in one batch
     assert judge_env.batch_submissions == 1
     assert judge_env.batch_requests == 100
     assert judge_env.requests == []
-    document = json.loads(out.read_text(encoding="utf-8"))
     assert document["summary"]["judge/calls"] == 100
 
 
@@ -435,7 +309,7 @@ def test_evaluate_batches_a_gemini_judge(tmp_path: Path, judge_env: JudgeServer)
     import assay
 
     result = assay.evaluate(
-        str(_rows(tmp_path)),
+        str(write_rows(tmp_path, ROWS)),
         metrics=["correctness"],
         format="mlflow",
         judge=JUDGE,

@@ -14,6 +14,7 @@ from assay.models.resolve import make_backend
 from assay.models.types import GenerationSettings
 from assay.models.types import ModelCallError as JudgeCallError
 from assay.testing import JudgeServer, StandinReply
+from standin_judge import clear_google_environment
 
 SCHEMA = {
     "type": "object",
@@ -31,15 +32,7 @@ MODEL = "gemini-2.5-flash"
 
 @pytest.fixture(autouse=True)
 def _no_google_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "GOOGLE_API_KEY",
-        "GEMINI_API_KEY",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_GENAI_USE_ENTERPRISE",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    clear_google_environment(monkeypatch)
 
 
 @pytest.fixture

@@ -36,11 +36,12 @@ from typer.testing import CliRunner
 from assay.agents.callable import CallableAgent
 from assay.cli import app as cli_app
 from assay.core.cases import Step, ToolCall, Turn
-from assay.models.cost import BUDGET_REACHED, reply_for_schema
+from assay.models.cost import BUDGET_REACHED
 from assay.models.pricing import find_price, price_table
 from assay.service.settings import JudgeBudget, ServiceRunSettings
 from assay.store import Store
-from assay.testing.judge_server import JudgeServer, StandinReply, StandinRequest
+from assay.testing.judge_server import JudgeServer
+from standin_judge import schema_reply, standin_judge
 
 APP = "/v1/apps/shop"
 JUDGE = "openai:gpt-4o-mini"
@@ -48,15 +49,9 @@ JUDGE = "openai:gpt-4o-mini"
 CALLS_PER_EVALUATION = 2
 
 
-def _reply(request: StandinRequest) -> StandinReply:
-    return StandinReply(reply_for_schema(request.json_schema), input_tokens=300, output_tokens=40)
-
-
 @pytest.fixture
 def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    with JudgeServer(_reply) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    with standin_judge(monkeypatch, schema_reply) as server:
         yield server
 
 
