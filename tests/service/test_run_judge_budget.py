@@ -150,6 +150,8 @@ def test_the_servers_call_cap_stops_judging_and_the_rest_are_not_evaluated(
     # A stopped check has no score (not a 0) and no label: CES's score is optional.
     assert all("score" not in c and "label" not in c for c in stopped)
     assert sum("score" in c for c in checks) == 3
+    assert all("3 judge calls (this run's assayJudgeBudget.maxCalls)" in c["explanation"]
+               for c in stopped)  # fmt: skip
     assert run["assayJudgeBudget"] == {"maxCalls": 3}
     assert run["assayJudgeCost"]["calls"] == 3 and run["assayJudgeCost"]["refused"] == 3
     summary = store.get_run(run["name"].rsplit("/", 1)[-1]).summary
@@ -176,7 +178,9 @@ def test_the_servers_usd_cap_stops_judging_before_it_is_passed(
     assert 0 < run["assayJudgeCost"]["usd"] <= cap
     stopped = _stopped(_judged_checks(http, names, run["name"]))
     assert len(stopped) == run["assayJudgeCost"]["refused"] == 3 * CALLS_PER_EVALUATION - made
-    assert all("--max-judge-usd" in c["explanation"] for c in stopped)
+    # named as the run shows its budget, not as `assay eval`'s flag
+    assert all("this run's assayJudgeBudget.maxUsd" in c["explanation"] for c in stopped)
+    assert not any("--max-judge" in c["explanation"] for c in stopped)
 
 
 def test_a_request_asks_for_a_lower_cap_than_the_servers(
@@ -516,6 +520,7 @@ def test_an_unpriced_judge_fits_no_usd_cap(
     stopped = _stopped(_judged_checks(http, names, run["name"]))
     assert len(stopped) == CALLS_PER_EVALUATION
     assert all("has no price" in c["explanation"] for c in stopped)
+    assert all("assay serve --prices FILE" in c["explanation"] for c in stopped)
 
 
 def test_the_servers_price_table_reaches_its_run_workers(

@@ -44,6 +44,8 @@ class JudgeRunOptions:
     max_calls: int | None = None
     #: a price table laid over the shipped one (`--prices FILE`)
     prices_file: str | None = None
+    #: how a refusal names the caps (a `CapNames`; None: `assay eval`'s flags)
+    cap_names: Any = None
     #: count and price the judge calls without making them (`--dry-run`)
     dry_run: bool = False
 
@@ -119,11 +121,14 @@ class JudgeRunOptions:
 
     def make_meter(self) -> CallMeter:
         """The meter of the run's judge calls: the price table and the caps."""
-        from assay.models.cost import CallMeter
+        from assay.models.cost import CLI_CAPS, CallMeter
         from assay.models.pricing import price_table
 
         return CallMeter(
-            price_table(self.prices_file), max_usd=self.max_usd, max_calls=self.max_calls
+            price_table(self.prices_file),
+            max_usd=self.max_usd,
+            max_calls=self.max_calls,
+            names=self.cap_names or CLI_CAPS,
         )
 
     def make_pool(self, registry: ModelRegistry | None = None) -> JudgePool:

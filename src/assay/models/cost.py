@@ -114,12 +114,26 @@ class Admission:
     committed: bool = False
 
 
+@dataclass(frozen=True)
+class CapNames:
+    """How a refusal names the caps and the price table, as the user set them."""
+
+    usd: str = "--max-judge-usd"
+    calls: str = "--max-judge-calls"
+    prices: str = "--prices FILE"
+
+
+#: the caps as `assay eval` and `assay.evaluate` take them
+CLI_CAPS = CapNames()
+
+
 class CallMeter:
     """Counts and prices a run's model calls, and refuses those past the caps.
 
-    `prices`: the price table; `max_usd` / `max_calls`: the caps (None: none). A call to
-    a model the table does not price is refused under `max_usd` (its cost is unknown)
-    and counted without a price otherwise (`unpriced`).
+    `prices`: the price table; `max_usd` / `max_calls`: the caps (None: none), named in
+    a refusal as `names` says. A call to a model the table does not price is refused
+    under `max_usd` (its cost is unknown) and counted without a price otherwise
+    (`unpriced`).
     """
 
     def __init__(
@@ -128,10 +142,12 @@ class CallMeter:
         *,
         max_usd: float | None = None,
         max_calls: int | None = None,
+        names: CapNames = CLI_CAPS,
     ) -> None:
         self.prices = dict(prices)
         self.max_usd = max_usd
         self.max_calls = max_calls
+        self.names = names
         self.lines: dict[tuple[str, str], CostLine] = {}
         #: models called that the price table does not know
         self.unpriced: set[str] = set()
@@ -195,16 +211,16 @@ class CallMeter:
 
     def _refusal(self, model: str, price: ModelPrice | None, usd: float) -> str | None:
         if self.max_calls is not None and self.admitted >= self.max_calls:
-            return f"{BUDGET_REACHED}: {self.max_calls:,} judge calls (--max-judge-calls)"
+            return f"{BUDGET_REACHED}: {self.max_calls:,} judge calls ({self.names.calls})"
         if self.max_usd is None:
             return None
         if price is None:
             return (
                 f"{BUDGET_REACHED}: {model} has no price in the price table, so no call to it"
-                " fits a --max-judge-usd cap (give its price with --prices FILE)"
+                f" fits a {self.names.usd} cap (give its price with {self.names.prices})"
             )
         if self.spent_usd + usd > self.max_usd:
-            return f"{BUDGET_REACHED}: ${self.max_usd:g} (--max-judge-usd)"
+            return f"{BUDGET_REACHED}: ${self.max_usd:g} ({self.names.usd})"
         if self._pending and self.spent_usd + self._reserved_usd + usd > self.max_usd:
             return _WAIT  # it may fit once the calls in flight are paid for
         return None

@@ -19,6 +19,7 @@ from assay.engine.judge_options import JudgeRunOptions
 from assay.engine.replay import RunMethod
 from assay.engine.runner import RunOptions, runs_for
 from assay.formats import ces
+from assay.models.cost import CapNames
 from assay.service.settings import ServiceRunSettings
 from assay.session.plan import Driver, RunFacts, plan_run
 from assay.session.run_session import RunSession
@@ -150,7 +151,17 @@ def judge_options(settings: ServiceRunSettings, prices_file: str | None) -> Judg
         max_usd=budget.max_usd if budget is not None else None,
         max_calls=budget.max_calls if budget is not None else None,
         prices_file=prices_file,
+        cap_names=SERVICE_CAPS,
     )
+
+
+#: the caps as a service run has them: the run's stored budget (the server's
+#: `--max-judge-*-per-run`, or lower as the request's `assayJudgeBudget` asked)
+SERVICE_CAPS = CapNames(
+    usd="this run's assayJudgeBudget.maxUsd",
+    calls="this run's assayJudgeBudget.maxCalls",
+    prices="assay serve --prices FILE",
+)
 
 
 def interrupt_run(store: Store, run_id: str) -> None:
