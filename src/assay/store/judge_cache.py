@@ -64,17 +64,8 @@ class JudgeCache(Repository):
     @database_errors
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The cached replies among `keys` (misses are absent from the dict)."""
-        wanted = list(dict.fromkeys(keys))
-        found: dict[str, Any] = {}
         with self._engine.connect() as conn:
-            # Chunked to stay under SQLite's bound-parameter limit.
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                query = select(judge_cache.c.key, judge_cache.c.reply).where(
-                    judge_cache.c.key.in_(chunk)
-                )
-                found.update({key: reply for key, reply in conn.execute(query)})
-        return found
+            return _replies(conn, keys)
 
     @database_errors
     def put(self, key: str, *, backend: str, model: str, reply: Any) -> None:
@@ -183,25 +174,29 @@ class CacheReader(Repository):
     @database_errors
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """The cached replies among `keys` (misses are absent from the dict)."""
-        wanted = list(dict.fromkeys(keys))
         if self._conn is None:
             self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        found: dict[str, Any] = {}
         try:
-            if len(wanted) == 1:
-                rows = self._conn.execute(_REPLY_OF_KEY, {"key": wanted[0]})
-                return {key: reply for key, reply in rows}
-            for start in range(0, len(wanted), _KEYS_PER_LOOKUP):
-                chunk = wanted[start : start + _KEYS_PER_LOOKUP]
-                rows = self._conn.execute(_REPLIES_OF_KEYS, {"keys": chunk})
-                found.update({key: reply for key, reply in rows})
+            return _replies(self._conn, keys)
         except BaseException:
             self.close()  # a broken connection is not kept
             raise
-        return found
 
     def close(self) -> None:
         """Give the connection back to the pool (the next lookup takes one again)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _replies(conn: Connection, keys: Iterable[str]) -> dict[str, Any]:
+    """The cached replies among `keys` over `conn`, with statements built once: one key
+    (a judge call's lookup) by equality, more in chunks under SQLite's parameter limit."""
+    wanted = list(dict.fromkeys(keys))
+    if len(wanted) == 1:
+        return {key: reply for key, reply in conn.execute(_REPLY_OF_KEY, {"key": wanted[0]})}
+    found: dict[str, Any] = {}
+    for start in range(0, len(wanted), _KEYS_PER_LOOKUP):
+        chunk = wanted[start : start + _KEYS_PER_LOOKUP]
+        found.update({key: reply for key, reply in conn.execute(_REPLIES_OF_KEYS, {"keys": chunk})})
+    return found
